@@ -1,0 +1,124 @@
+//! bootstrap — how a job's endpoints find each other.
+//!
+//! * **Launched by `ebrun`**: the launcher creates the job segment (see
+//!   [`fabric::shm`](crate::fabric::shm)), unlinks it at once, and starts each rank with the
+//!   descriptor inherited and these variables set: [`ENV_RANK`], [`ENV_SIZE`],
+//!   [`ENV_SEGMENT_FD`], [`ENV_LAUNCHER_PID`]. The segment itself is the key-value store:
+//!   each rank publishes its pid and state in its slot.
+//! * **Thread jobs**: the ranks are threads of one process sharing an anonymous segment
+//!   ([`crate::threads`]).
+//! * **Singleton**: a program started without `ebrun` is rank 0 of a job of size 1.
+#![forbid(unsafe_code)]
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::shm::{JobSegment, JobShape};
+use crate::sys::segment::{self, Segment};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+pub const ENV_RANK: &str = "EARLYBIRD_RANK";
+pub const ENV_SIZE: &str = "EARLYBIRD_SIZE";
+pub const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
+pub const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
+/// Directory in which the launcher creates (and at once unlinks) the segment.
+pub const ENV_SHM_DIR: &str = "EARLYBIRD_SHM_DIR";
+
+/// How this rank joined its job.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub rank: u32,
+    pub job: JobSegment,
+    /// True when the ranks are processes (launcher or singleton), false for thread jobs.
+    pub processes: bool,
+}
+
+/// A job segment made by the launcher, with the descriptor its ranks inherit.
+pub struct LaunchedJob {
+    pub segment: JobSegment,
+    fd: OwnedFd,
+}
+
+impl LaunchedJob {
+    /// Create the segment of a job of `nranks` ranks in `dir` (default `/dev/shm`, or
+    /// `$EARLYBIRD_SHM_DIR`). The file is unlinked before this returns.
+    pub fn create(nranks: u32, dir: Option<&Path>) -> Result<LaunchedJob> {
+        let dir: PathBuf = match dir {
+            Some(d) => d.to_path_buf(),
+            None => std::env::var_os(ENV_SHM_DIR).map(PathBuf::from).unwrap_or_else(|| "/dev/shm".into()),
+        };
+        let shape = JobShape::for_ranks(nranks);
+        let bytes = shape.total_bytes();
+        let (seg, fd) = Segment::create_unlinked(&dir, bytes).map_err(|e| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!(
+                    "cannot reserve {} KiB in {} for the job's shared segment ({} ranks): {e}",
+                    bytes.div_ceil(1024),
+                    dir.display(),
+                    nranks
+                ),
+            )
+        })?;
+        segment::set_inheritable(fd.as_raw_fd())
+            .map_err(|e| Error::new(ErrorClass::Other, format!("cannot pass the segment to ranks: {e}")))?;
+        Ok(LaunchedJob { segment: JobSegment::init(seg, shape), fd })
+    }
+
+    /// The environment a rank needs, besides the inherited descriptor.
+    pub fn rank_env(&self, rank: u32) -> Vec<(&'static str, String)> {
+        vec![
+            (ENV_RANK, rank.to_string()),
+            (ENV_SIZE, self.segment.nranks().to_string()),
+            (ENV_SEGMENT_FD, self.fd.as_raw_fd().to_string()),
+            (ENV_LAUNCHER_PID, std::process::id().to_string()),
+        ]
+    }
+}
+
+/// Join the job this process was started in: from the launcher's environment, or as a
+/// singleton when there is none.
+pub fn from_environment() -> Result<Placement> {
+    let Ok(rank) = std::env::var(ENV_RANK) else {
+        return singleton();
+    };
+    let bad = |what: &str, v: &str| Error::new(ErrorClass::Other, format!("bad {what} from the launcher: {v:?}"));
+    let rank: u32 = rank.parse().map_err(|_| bad(ENV_RANK, &rank))?;
+    let size_s = std::env::var(ENV_SIZE).unwrap_or_default();
+    let size: u32 = size_s.parse().map_err(|_| bad(ENV_SIZE, &size_s))?;
+    let fd_s = std::env::var(ENV_SEGMENT_FD).unwrap_or_default();
+    let fd: i32 = fd_s.parse().map_err(|_| bad(ENV_SEGMENT_FD, &fd_s))?;
+    if let Ok(lp) = std::env::var(ENV_LAUNCHER_PID) {
+        let lp: u32 = lp.parse().map_err(|_| bad(ENV_LAUNCHER_PID, &lp))?;
+        if !crate::sys::process::die_with_parent(lp) {
+            return Err(Error::new(ErrorClass::ProcFailed, "the launcher (ebrun) is gone"));
+        }
+    }
+    let len = segment::fd_len(fd)
+        .map_err(|e| Error::new(ErrorClass::Other, format!("segment descriptor {fd} from the launcher: {e}")))?;
+    let seg = Segment::map_fd(fd, len)
+        .map_err(|e| Error::new(ErrorClass::Other, format!("cannot map the job segment (fd {fd}): {e}")))?;
+    // Our own children (if the program starts any) must not keep the job alive.
+    segment::set_cloexec(fd);
+    let job = JobSegment::attach(seg).map_err(|e| Error::new(ErrorClass::Other, e))?;
+    if job.nranks() != size || rank >= size {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!("launcher says rank {rank} of {size}, segment holds {} ranks", job.nranks()),
+        ));
+    }
+    Ok(Placement { rank, job, processes: true })
+}
+
+fn singleton() -> Result<Placement> {
+    let job = anonymous_job(1)?;
+    Ok(Placement { rank: 0, job, processes: true })
+}
+
+/// A zero-filled segment for `nranks` endpoints in this process.
+pub fn anonymous_job(nranks: u32) -> Result<JobSegment> {
+    let shape = JobShape::for_ranks(nranks);
+    let seg = Segment::anonymous(shape.total_bytes()).map_err(|e| {
+        Error::new(ErrorClass::NoMem, format!("cannot map {} bytes for a job of {nranks} ranks: {e}", shape.total_bytes()))
+    })?;
+    Ok(JobSegment::init(seg, shape))
+}

@@ -1,0 +1,382 @@
+//! comm — communicators. This layer now holds `MPI_COMM_WORLD` and `MPI_COMM_SELF`-like
+//! handles over one endpoint; groups, dup/split and topologies come with the communicators
+//! issue.
+//!
+//! Every method checks its arguments (rank, tag) and returns the MPI error class with a
+//! message naming the bad value, through the communicator's error handler.
+//!
+//! # Standard section(s)
+//! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
+#![forbid(unsafe_code)]
+
+use crate::datatype::{bytes, bytes_mut, Equivalence};
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::shm::BlockedIn;
+use crate::p2p::engine::{Blocked, Matched, SendMode};
+use crate::p2p::matching::Pattern;
+use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+use crate::request::{apply, EngineRef, ErrHandler, Plan, Request, Scope};
+use crate::sys::lend::Lent;
+use std::cell::Cell;
+
+/// A communicator: a group of ranks and a context in which their messages match.
+#[derive(Clone)]
+pub struct Comm {
+    eng: EngineRef,
+    ctx: u32,
+    rank: i32,
+    size: i32,
+    errh: Cell<ErrHandler>,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm").field("ctx", &self.ctx).field("rank", &self.rank).field("size", &self.size).finish()
+    }
+}
+
+/// Context ids reserved for the predefined communicators.
+pub(crate) const CTX_WORLD: u32 = 0;
+
+/// A message taken out of matching by [`Comm::mprobe`] (MPI_Message); receive it with
+/// [`Message::recv`].
+#[derive(Debug)]
+#[must_use = "a matched message must be received"]
+pub struct Message {
+    comm: Comm,
+    m: Option<Matched>,
+}
+
+impl Comm {
+    pub(crate) fn world(eng: EngineRef) -> Comm {
+        let (rank, size) = {
+            let e = eng.borrow();
+            (e.rank() as i32, e.size() as i32)
+        };
+        Comm { eng, ctx: CTX_WORLD, rank, size, errh: Cell::new(ErrHandler::Fatal) }
+    }
+
+    /// This process's rank in the communicator (MPI_Comm_rank).
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    /// Number of ranks (MPI_Comm_size).
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+
+    /// Choose how errors on this communicator reach the program (MPI_Comm_set_errhandler).
+    pub fn set_errhandler(&self, h: ErrHandler) {
+        self.errh.set(h);
+    }
+
+    pub fn errhandler(&self) -> ErrHandler {
+        self.errh.get()
+    }
+
+    fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
+        apply(self.errh.get(), &self.eng, what, r)
+    }
+
+    fn check_live(&self) -> Result<()> {
+        if self.eng.borrow().finalized() {
+            return Err(Error::new(ErrorClass::Comm, "communicator used after finalize"));
+        }
+        Ok(())
+    }
+
+    fn check_dest(&self, dest: i32) -> Result<()> {
+        if dest == PROC_NULL || (0..self.size).contains(&dest) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorClass::Rank, format!("invalid destination rank {dest} (communicator of size {})", self.size)))
+        }
+    }
+
+    fn check_source(&self, src: i32) -> Result<()> {
+        if src == PROC_NULL || src == ANY_SOURCE || (0..self.size).contains(&src) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorClass::Rank, format!("invalid source rank {src} (communicator of size {})", self.size)))
+        }
+    }
+
+    fn check_send_tag(tag: i32) -> Result<()> {
+        if (0..=TAG_UB).contains(&tag) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorClass::Tag, format!("invalid send tag {tag} (tags run from 0 to {TAG_UB})")))
+        }
+    }
+
+    fn check_recv_tag(tag: i32) -> Result<()> {
+        if tag == ANY_TAG || (0..=TAG_UB).contains(&tag) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorClass::Tag, format!("invalid receive tag {tag} (tags run from 0 to {TAG_UB}, or ANY_TAG)")))
+        }
+    }
+
+    fn send_plan(&self, buf: Lent, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
+        self.check_live()?;
+        self.check_dest(dest)?;
+        Self::check_send_tag(tag)?;
+        Ok(Plan::Send { peer: dest, ctx: self.ctx, tag, buf, mode })
+    }
+
+    fn pattern(&self, src: i32, tag: i32) -> Result<Option<Pattern>> {
+        self.check_live()?;
+        self.check_source(src)?;
+        Self::check_recv_tag(tag)?;
+        if src == PROC_NULL {
+            return Ok(None);
+        }
+        Ok(Some(Pattern {
+            ctx: self.ctx,
+            src: (src != ANY_SOURCE).then_some(src as u32),
+            tag: (tag != ANY_TAG).then_some(tag),
+        }))
+    }
+
+    fn blocking_send(&self, what: &str, buf: &[u8], dest: i32, tag: i32, mode: SendMode) -> Result<()> {
+        let r = (|| {
+            let plan = self.send_plan(Lent::of(buf), dest, tag, mode)?;
+            let Plan::Send { peer, ctx, tag, buf, mode } = plan else { unreachable!() };
+            let mut e = self.eng.borrow_mut();
+            match e.send_start(peer, ctx, tag, buf, mode)? {
+                crate::p2p::engine::Started::Done => Ok(()),
+                crate::p2p::engine::Started::Op(op) => {
+                    e.wait(op, Blocked { what: BlockedIn::Send, peer, tag, ctx }).map(|_| ())
+                }
+            }
+        })();
+        self.ret(what, r)
+    }
+
+    /// MPI_Send: standard-mode blocking send.
+    pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("send", bytes(buf), dest, tag, SendMode::Standard)
+    }
+
+    /// MPI_Ssend: returns once the matching receive has started.
+    pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("ssend", bytes(buf), dest, tag, SendMode::Synchronous)
+    }
+
+    /// MPI_Rsend: the program promises the receive is posted (sent as standard mode).
+    pub fn rsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("rsend", bytes(buf), dest, tag, SendMode::Ready)
+    }
+
+    /// MPI_Bsend: copies into the attached buffer ([`Universe::buffer_attach`](crate::Universe::buffer_attach))
+    /// and returns; MPI_ERR_BUFFER when it does not fit.
+    pub fn bsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("bsend", bytes(buf), dest, tag, SendMode::Buffered)
+    }
+
+    /// MPI_Recv: blocking receive into `buf`; `src` may be [`ANY_SOURCE`] or [`PROC_NULL`],
+    /// `tag` may be [`ANY_TAG`]. A message longer than `buf` is MPI_ERR_TRUNCATE (the error
+    /// carries the filled status).
+    pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else { return Ok(Status::proc_null()) };
+            let mut e = self.eng.borrow_mut();
+            let op = e.recv_start(pat, Lent::of_mut(bytes_mut(buf)));
+            e.wait(op, Blocked { what: BlockedIn::Recv, peer: src, tag, ctx: self.ctx })
+        })();
+        self.ret("recv", r)
+    }
+
+    /// MPI_Sendrecv.
+    pub fn sendrecv<S: Equivalence, R: Equivalence>(
+        &self,
+        sbuf: &[S],
+        dest: i32,
+        stag: i32,
+        rbuf: &mut [R],
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        let r = crate::scope(|s| -> Result<Status> {
+            let mut rr = self.irecv(s, rbuf, src, rtag)?;
+            let mut sr = self.isend(s, sbuf, dest, stag)?;
+            sr.wait()?;
+            rr.wait()
+        });
+        self.ret("sendrecv", r)
+    }
+
+    /// MPI_Sendrecv_replace: send `buf`, then receive into it.
+    pub fn sendrecv_replace<T: Equivalence>(&self, buf: &mut [T], dest: i32, stag: i32, src: i32, rtag: i32) -> Result<Status> {
+        let copy = buf.to_vec();
+        self.sendrecv(&copy, dest, stag, buf, src, rtag)
+    }
+
+    // ---- nonblocking --------------------------------------------------------------------
+
+    fn nb_send<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, what: &str, buf: &'s [T], dest: i32, tag: i32, mode: SendMode) -> Result<Request<'s>> {
+        let r = self.send_plan(Lent::of(bytes(buf)), dest, tag, mode).and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, self.errh.get()));
+        self.ret(what, r)
+    }
+
+    /// MPI_Isend.
+    pub fn isend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.nb_send(s, "isend", buf, dest, tag, SendMode::Standard)
+    }
+
+    /// MPI_Issend.
+    pub fn issend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.nb_send(s, "issend", buf, dest, tag, SendMode::Synchronous)
+    }
+
+    /// MPI_Irsend.
+    pub fn irsend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.nb_send(s, "irsend", buf, dest, tag, SendMode::Ready)
+    }
+
+    /// MPI_Ibsend.
+    pub fn ibsend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.nb_send(s, "ibsend", buf, dest, tag, SendMode::Buffered)
+    }
+
+    /// MPI_Irecv.
+    pub fn irecv<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s mut [T], src: i32, tag: i32) -> Result<Request<'s>> {
+        let r = self
+            .pattern(src, tag)
+            .and_then(|pat| Request::nonblocking(&self.eng, &s.ops, Plan::Recv { pat, buf: Lent::of_mut(bytes_mut(buf)) }, self.errh.get()));
+        self.ret("irecv", r)
+    }
+
+    // ---- persistent ---------------------------------------------------------------------
+
+    fn p_send<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, what: &str, buf: &'s [T], dest: i32, tag: i32, mode: SendMode) -> Result<Request<'s>> {
+        let r = self.send_plan(Lent::of(bytes(buf)), dest, tag, mode).map(|p| Request::persistent(&self.eng, &s.ops, p, self.errh.get()));
+        self.ret(what, r)
+    }
+
+    /// MPI_Send_init: a persistent standard-mode send of `buf`, started with
+    /// [`Request::start`]. The buffer is read at each start.
+    pub fn send_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.p_send(s, "send_init", buf, dest, tag, SendMode::Standard)
+    }
+
+    /// MPI_Ssend_init.
+    pub fn ssend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.p_send(s, "ssend_init", buf, dest, tag, SendMode::Synchronous)
+    }
+
+    /// MPI_Rsend_init.
+    pub fn rsend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.p_send(s, "rsend_init", buf, dest, tag, SendMode::Ready)
+    }
+
+    /// MPI_Bsend_init.
+    pub fn bsend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+        self.p_send(s, "bsend_init", buf, dest, tag, SendMode::Buffered)
+    }
+
+    /// MPI_Recv_init: a persistent receive into `buf`.
+    pub fn recv_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s mut [T], src: i32, tag: i32) -> Result<Request<'s>> {
+        let r = self
+            .pattern(src, tag)
+            .map(|pat| Request::persistent(&self.eng, &s.ops, Plan::Recv { pat, buf: Lent::of_mut(bytes_mut(buf)) }, self.errh.get()));
+        self.ret("recv_init", r)
+    }
+
+    // ---- probe ----------------------------------------------------------------------------
+
+    fn probe_status(env: crate::p2p::matching::Envelope, len: usize) -> Status {
+        Status { source: env.src as i32, tag: env.tag, bytes: len, cancelled: false, error: ErrorClass::Success }
+    }
+
+    /// MPI_Iprobe: the status of a message that a receive with `src`/`tag` would match now.
+    pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else { return Ok(Some(Status::proc_null())) };
+            Ok(self.eng.borrow_mut().iprobe(&pat).map(|(e, l)| Self::probe_status(e, l)))
+        })();
+        self.ret("iprobe", r)
+    }
+
+    /// MPI_Probe: block until such a message is there.
+    pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else { return Ok(Status::proc_null()) };
+            let blocked = Blocked { what: BlockedIn::Probe, peer: src, tag, ctx: self.ctx };
+            self.eng.borrow_mut().wait_for(blocked, |e| e.iprobe(&pat)).map(|(e, l)| Self::probe_status(e, l))
+        })();
+        self.ret("probe", r)
+    }
+
+    /// MPI_Improbe: take the message out of matching, so that only [`Message::recv`] gets it.
+    pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message, Status)>> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Some((Message { comm: self.clone(), m: None }, Status::proc_null())));
+            };
+            Ok(self.eng.borrow_mut().improbe(&pat).map(|m| {
+                let st = Self::probe_status(m.envelope(), m.len());
+                (Message { comm: self.clone(), m: Some(m) }, st)
+            }))
+        })();
+        self.ret("improbe", r)
+    }
+
+    /// MPI_Mprobe: block until a message matches, and take it out of matching.
+    pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message, Status)> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok((Message { comm: self.clone(), m: None }, Status::proc_null()));
+            };
+            let blocked = Blocked { what: BlockedIn::Probe, peer: src, tag, ctx: self.ctx };
+            let m = self.eng.borrow_mut().wait_for(blocked, |e| e.improbe(&pat))?;
+            let st = Self::probe_status(m.envelope(), m.len());
+            Ok((Message { comm: self.clone(), m: Some(m) }, st))
+        })();
+        self.ret("mprobe", r)
+    }
+}
+
+impl Message {
+    /// MPI_Mrecv: receive the matched message into `buf`.
+    pub fn recv<T: Equivalence>(mut self, buf: &mut [T]) -> Result<Status> {
+        let comm = self.comm.clone();
+        let r = match self.m.take() {
+            None => Ok(Status::proc_null()),
+            Some(m) => {
+                let mut e = comm.eng.borrow_mut();
+                let op = e.mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
+                e.wait(op, Blocked { what: BlockedIn::Recv, peer: -3, tag: 0, ctx: comm.ctx })
+            }
+        };
+        comm.ret("mrecv", r)
+    }
+
+    /// MPI_Imrecv: the matched message is delivered at once (it has arrived), so the request
+    /// is already complete; it exists for programs written against the nonblocking form.
+    pub fn irecv<'s, T: Equivalence>(mut self, s: &'s Scope<'s, '_>, buf: &'s mut [T]) -> Result<Request<'s>> {
+        let comm = self.comm.clone();
+        let blocked = Blocked { what: BlockedIn::Recv, peer: -3, tag: 0, ctx: comm.ctx };
+        match self.m.take() {
+            None => Request::nonblocking(&comm.eng, &s.ops, Plan::Recv { pat: None, buf: Lent::EMPTY }, comm.errh.get()),
+            Some(m) => {
+                let op = comm.eng.borrow_mut().mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
+                Ok(Request::from_op(&comm.eng, &s.ops, op, blocked, comm.errh.get()))
+            }
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        // Receive it into nothing so that a rendezvous sender is released; the data is
+        // discarded (MPI leaves a matched message that is never received undefined).
+        if let Some(m) = self.m.take() {
+            if let Ok(mut e) = self.comm.eng.try_borrow_mut() {
+                let op = e.mrecv_start(m, Lent::EMPTY);
+                let _ = e.take(op);
+            }
+        }
+    }
+}

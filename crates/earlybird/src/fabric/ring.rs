@@ -1,0 +1,432 @@
+//! The eager ring: a single-producer single-consumer queue of frames between two endpoints.
+//!
+//! # Layout (in the job segment, or on the heap under loom)
+//!
+//! ```text
+//! [ConsumerLine: 128 B][slots: nslots x 64 B][data: data_bytes]
+//! ```
+//!
+//! A frame is one 64-byte slot: an 8-byte sequence word and a 56-byte [`Frame`] (envelope,
+//! protocol words, and up to [`INLINE_BYTES`] of payload). Larger eager payloads go into the
+//! data area, a byte ring whose offsets the frame carries. A small message therefore moves as
+//! one cache line from producer to consumer: the floor of DESIGN.md's performance model.
+//!
+//! # Invariants
+//!
+//! 1. Only the producer writes slots and data; only the consumer writes the consumer line.
+//! 2. A slot at position `p` (absolute, never wraps) holds a frame iff its `seq == p + 1`;
+//!    the producer stores `seq` last, with Release, after the body and the data.
+//! 3. The consumer reads the body and data of position `p` after an Acquire load of `seq`, and
+//!    publishes `head_slots = p + 1` (and `head_bytes` past the frame's data) with Release only
+//!    after it has finished reading them; the producer reuses a slot or data byte only after an
+//!    Acquire load of the head shows it consumed.
+//! 4. Data for one frame is contiguous: when it would straddle the end of the data area the
+//!    producer skips to the start (the skipped bytes count as consumed with the frame).
+//!
+//! This is Lamport's single-producer single-consumer ring with a per-slot sequence word (as in
+//! Vyukov's bounded queue) so the consumer polls the very line it will read.
+
+use super::sync::{AtomicU64, Ordering, UnsafeCell};
+use bytemuck::{Pod, Zeroable};
+
+/// Bytes of payload carried inside the frame itself.
+pub const INLINE_BYTES: usize = 24;
+/// Bytes of one slot.
+pub const SLOT_BYTES: usize = 64;
+const CONSUMER_LINE_BYTES: usize = 128;
+const DATA_ALIGN: u64 = 64;
+
+/// The 56 bytes of a slot after its sequence word. `kind` and `flags` belong to the protocol
+/// layer above; the ring only reads `len` and `data_off` for payload placement.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq, Eq)]
+pub struct Frame {
+    pub kind: u8,
+    pub flags: u8,
+    pub reserved: u16,
+    pub ctx: u32,
+    pub tag: i32,
+    /// Payload bytes carried by this frame (inline or in the data area).
+    pub len: u32,
+    pub a: u64,
+    pub b: u64,
+    /// Inline payload, or protocol words for frames without payload.
+    pub inline: [u8; INLINE_BYTES],
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Frame>() == 56);
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Slot>() == SLOT_BYTES);
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<ConsumerLine>() == CONSUMER_LINE_BYTES);
+
+/// One slot: sequence word then frame body.
+#[repr(C, align(64))]
+pub struct Slot {
+    seq: AtomicU64,
+    body: UnsafeCell<Frame>,
+}
+
+impl Slot {
+    #[allow(dead_code)]
+    pub(crate) fn new() -> Slot {
+        Slot { seq: AtomicU64::new(0), body: UnsafeCell::new(Frame::default()) }
+    }
+}
+
+/// Written by the consumer only.
+#[repr(C, align(128))]
+pub struct ConsumerLine {
+    head_slots: AtomicU64,
+    head_bytes: AtomicU64,
+    /// Eager payload bytes that reached a user buffer (flow control, see `p2p`).
+    delivered_bytes: AtomicU64,
+}
+
+impl ConsumerLine {
+    #[allow(dead_code)]
+    pub(crate) fn new() -> ConsumerLine {
+        ConsumerLine {
+            head_slots: AtomicU64::new(0),
+            head_bytes: AtomicU64::new(0),
+            delivered_bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Sizes of one ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingShape {
+    pub nslots: usize,
+    pub data_bytes: usize,
+}
+
+impl RingShape {
+    /// Bytes the ring occupies in a segment (a multiple of 128).
+    pub const fn bytes(&self) -> usize {
+        CONSUMER_LINE_BYTES + self.nslots * SLOT_BYTES + self.data_bytes
+    }
+}
+
+/// Raw placement of one ring. Made by the segment layout (process memory) or by a test.
+#[derive(Clone, Copy, Debug)]
+pub struct RingPtrs {
+    pub ctl: *const ConsumerLine,
+    pub slots: *const Slot,
+    pub data: *mut u8,
+    pub shape: RingShape,
+}
+
+impl RingPtrs {
+    /// Place a ring at `base`, which must point at `shape.bytes()` zeroed bytes, 128-aligned,
+    /// that stay mapped for as long as any endpoint uses the ring.
+    pub fn at(base: *mut u8, shape: RingShape) -> RingPtrs {
+        debug_assert_eq!(base as usize % 128, 0);
+        debug_assert!(shape.nslots.is_power_of_two() && shape.data_bytes % 64 == 0);
+        // wrapping_add: pure address arithmetic, dereferenced only under the ring invariants.
+        RingPtrs {
+            ctl: base as *const ConsumerLine,
+            slots: base.wrapping_add(CONSUMER_LINE_BYTES) as *const Slot,
+            data: base.wrapping_add(CONSUMER_LINE_BYTES + shape.nslots * SLOT_BYTES),
+            shape,
+        }
+    }
+
+    fn ctl(&self) -> &ConsumerLine {
+        // SAFETY: `ctl` points at a live, aligned ConsumerLine (RingPtrs::at's contract), and
+        // it is only accessed through atomics.
+        unsafe { &*self.ctl }
+    }
+
+    fn slot(&self, pos: u64) -> &Slot {
+        let i = (pos as usize) & (self.shape.nslots - 1);
+        // SAFETY: i < nslots (power of two mask) and the slot array is live (RingPtrs::at).
+        unsafe { &*self.slots.add(i) }
+    }
+}
+
+/// The producing end. Lives in the sender's private memory.
+pub struct Producer {
+    ring: RingPtrs,
+    tail_slots: u64,
+    tail_bytes: u64,
+    seen_head_slots: u64,
+    seen_head_bytes: u64,
+}
+
+// SAFETY: a Producer is the one writer of its ring (invariant 1); moving it to another thread
+// moves that role with it.
+unsafe impl Send for Producer {}
+
+impl Producer {
+    pub fn new(ring: RingPtrs) -> Producer {
+        Producer { ring, tail_slots: 0, tail_bytes: 0, seen_head_slots: 0, seen_head_bytes: 0 }
+    }
+
+    pub fn shape(&self) -> RingShape {
+        self.ring.shape
+    }
+
+    /// Largest payload one frame can carry in the data area.
+    pub fn max_payload(&self) -> usize {
+        self.ring.shape.data_bytes / 2
+    }
+
+    /// Eager bytes the consumer reports delivered to user buffers.
+    pub fn delivered_bytes(&self) -> u64 {
+        self.ring.ctl().delivered_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Try to publish `frame` with a payload written by `fill` into a `len`-byte area.
+    /// Payloads up to [`INLINE_BYTES`] travel inside the frame. Returns false, writing
+    /// nothing, when the ring has no room now.
+    #[inline]
+    pub fn try_push_with(&mut self, frame: &Frame, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        debug_assert!(len <= self.max_payload());
+        let nslots = self.ring.shape.nslots as u64;
+        if self.tail_slots - self.seen_head_slots >= nslots {
+            self.seen_head_slots = self.ring.ctl().head_slots.load(Ordering::Acquire);
+            if self.tail_slots - self.seen_head_slots >= nslots {
+                return false;
+            }
+        }
+        let mut f = *frame;
+        f.len = len as u32;
+        let mut new_tail_bytes = self.tail_bytes;
+        if len <= INLINE_BYTES {
+            fill(&mut f.inline[..len]);
+        } else {
+            let d = self.ring.shape.data_bytes as u64;
+            let mut start = self.tail_bytes;
+            let off = start % d;
+            if off + len as u64 > d {
+                start += d - off;
+            }
+            let end = start + (len as u64).div_ceil(DATA_ALIGN) * DATA_ALIGN;
+            if end - self.seen_head_bytes > d {
+                self.seen_head_bytes = self.ring.ctl().head_bytes.load(Ordering::Acquire);
+                if end - self.seen_head_bytes > d {
+                    return false;
+                }
+            }
+            // SAFETY: (1) [start, start+len) maps to [start % d, start % d + len) inside the
+            // data area, by the skip above; (2) those bytes were consumed (Acquire load of
+            // head_bytes shows end - head <= d), so the consumer no longer reads them
+            // (invariant 3); (3) we are the only writer (invariant 1).
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(self.ring.data.add((start % d) as usize), len)
+            };
+            fill(dst);
+            f.b = start;
+            new_tail_bytes = end;
+        }
+        let slot = self.ring.slot(self.tail_slots);
+        // SAFETY: the slot at tail_slots was consumed (checked against head_slots above), so
+        // the consumer does not read its body until we store seq below (invariants 2, 3).
+        slot.body.with_mut(|p| unsafe { p.write(f) });
+        slot.seq.store(self.tail_slots + 1, Ordering::Release);
+        self.tail_slots += 1;
+        self.tail_bytes = new_tail_bytes;
+        true
+    }
+
+    /// [`try_push_with`](Self::try_push_with) copying a byte slice.
+    #[inline]
+    pub fn try_push(&mut self, frame: &Frame, payload: &[u8]) -> bool {
+        self.try_push_with(frame, payload.len(), |dst| dst.copy_from_slice(payload))
+    }
+}
+
+/// The consuming end. Lives in the receiver's private memory.
+pub struct Consumer {
+    ring: RingPtrs,
+    head_slots: u64,
+    head_bytes: u64,
+    delivered: u64,
+}
+
+// SAFETY: a Consumer is the one reader of its ring and the one writer of its consumer line.
+unsafe impl Send for Consumer {}
+
+impl Consumer {
+    pub fn new(ring: RingPtrs) -> Consumer {
+        Consumer { ring, head_slots: 0, head_bytes: 0, delivered: 0 }
+    }
+
+    /// The next frame, if one has been published. Does not consume it.
+    #[inline]
+    pub fn peek(&self) -> Option<Frame> {
+        let slot = self.ring.slot(self.head_slots);
+        if slot.seq.load(Ordering::Acquire) != self.head_slots + 1 {
+            return None;
+        }
+        // SAFETY: seq == head + 1 was loaded with Acquire, so the producer's body write
+        // happened before; it does not write this slot again until we publish head
+        // (invariants 2, 3).
+        Some(slot.body.with(|p| unsafe { p.read() }))
+    }
+
+    /// The payload of `frame` (the frame last returned by `peek`), valid until `pop`.
+    #[inline]
+    pub fn payload<'f>(&'f self, frame: &'f Frame) -> &'f [u8] {
+        let len = frame.len as usize;
+        if len <= INLINE_BYTES {
+            return &frame.inline[..len];
+        }
+        let d = self.ring.shape.data_bytes as u64;
+        // SAFETY: the producer wrote [b, b+len) before the Release store of seq that `peek`
+        // acquired, inside the data area (invariant 4), and does not overwrite it until we
+        // publish head_bytes past it in `pop`; the borrow of self ends before pop (&mut).
+        unsafe { std::slice::from_raw_parts(self.ring.data.add((frame.b % d) as usize), len) }
+    }
+
+    /// Consume `frame`, the one last returned by `peek`.
+    #[inline]
+    pub fn pop(&mut self, frame: &Frame) {
+        self.head_slots += 1;
+        if frame.len as usize > INLINE_BYTES {
+            self.head_bytes = frame.b + (frame.len as u64).div_ceil(DATA_ALIGN) * DATA_ALIGN;
+            self.ring.ctl().head_bytes.store(self.head_bytes, Ordering::Release);
+        }
+        self.ring.ctl().head_slots.store(self.head_slots, Ordering::Release);
+    }
+
+    /// Report `n` more eager bytes delivered into user buffers (flow control).
+    #[inline]
+    pub fn add_delivered(&mut self, n: u64) {
+        if n > 0 {
+            self.delivered += n;
+            self.ring.ctl().delivered_bytes.store(self.delivered, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn heap_ring(shape: RingShape) -> (Vec<u128>, RingPtrs) {
+        let mut mem = vec![0u128; shape.bytes() / 16 + 8];
+        let base = mem.as_mut_ptr() as usize;
+        let aligned = (base + 127) & !127;
+        let ptrs = RingPtrs::at(aligned as *mut u8, shape);
+        (mem, ptrs)
+    }
+
+    #[test]
+    fn frames_arrive_in_order_across_wraps() {
+        let shape = RingShape { nslots: 8, data_bytes: 1024 };
+        let (_mem, ptrs) = heap_ring(shape);
+        let mut p = Producer::new(ptrs);
+        let mut c = Consumer::new(ptrs);
+        let mut sent = 0u32;
+        let mut got = 0u32;
+        while got < 1000 {
+            let len = (sent as usize * 37) % 300;
+            let payload: Vec<u8> = (0..len).map(|i| (i as u32 + sent) as u8).collect();
+            let f = Frame { tag: sent as i32, ..Frame::default() };
+            if sent < 1000 && p.try_push(&f, &payload) {
+                sent += 1;
+            }
+            if let Some(fr) = c.peek() {
+                let len = (got as usize * 37) % 300;
+                assert_eq!(fr.tag, got as i32);
+                let pl = c.payload(&fr);
+                assert_eq!(pl.len(), len);
+                assert!(pl.iter().enumerate().all(|(i, &b)| b == (i as u32 + got) as u8));
+                c.pop(&fr);
+                got += 1;
+            }
+        }
+    }
+
+    #[test]
+    fn full_ring_refuses_then_accepts() {
+        let shape = RingShape { nslots: 4, data_bytes: 512 };
+        let (_mem, ptrs) = heap_ring(shape);
+        let mut p = Producer::new(ptrs);
+        let mut c = Consumer::new(ptrs);
+        for i in 0..4 {
+            assert!(p.try_push(&Frame { tag: i, ..Frame::default() }, &[1, 2, 3]));
+        }
+        assert!(!p.try_push(&Frame::default(), &[]));
+        let f = c.peek().unwrap();
+        c.pop(&f);
+        assert!(p.try_push(&Frame::default(), &[]));
+        // Data-area exhaustion: 256-byte payloads, 512-byte area.
+        let shape = RingShape { nslots: 16, data_bytes: 512 };
+        let (_mem2, ptrs) = heap_ring(shape);
+        let mut p = Producer::new(ptrs);
+        assert!(p.try_push(&Frame::default(), &[7u8; 256]));
+        assert!(p.try_push(&Frame::default(), &[7u8; 256]));
+        assert!(!p.try_push(&Frame::default(), &[7u8; 100]));
+    }
+}
+
+/// Model check of the ring protocol: `RUSTFLAGS="--cfg loom" cargo test -p earlybird --lib
+/// --release loom_` (see README).
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+
+    #[repr(C, align(128))]
+    struct Mem {
+        ctl: ConsumerLine,
+        slots: [Slot; 2],
+        data: [u8; 128],
+    }
+
+    #[test]
+    fn loom_spsc_ring_delivers_in_order() {
+        loom::model(|| {
+            let mem = Box::new(Mem {
+                ctl: ConsumerLine::new(),
+                slots: [Slot::new(), Slot::new()],
+                data: [0; 128],
+            });
+            let base = Box::into_raw(mem);
+            let shape = RingShape { nslots: 2, data_bytes: 128 };
+            let ptrs = RingPtrs {
+                // SAFETY: base is a live Box for the whole model run (freed at the end).
+                ctl: unsafe { &(*base).ctl },
+                slots: unsafe { (*base).slots.as_ptr() },
+                data: unsafe { (*base).data.as_mut_ptr() },
+                shape,
+            };
+            struct SendPtrs(RingPtrs);
+            // SAFETY: the model's two threads are the ring's one producer and one consumer.
+            unsafe impl Send for SendPtrs {}
+            let sp = SendPtrs(ptrs);
+            let t = loom::thread::spawn(move || {
+                let sp = sp;
+                let mut p = Producer::new(sp.0);
+                let mut i = 0u8;
+                while i < 3 {
+                    let payload = [i; 40];
+                    let f = Frame { tag: i as i32, ..Frame::default() };
+                    if p.try_push(&f, &payload[..if i == 1 { 40 } else { 4 }]) {
+                        i += 1;
+                    } else {
+                        loom::thread::yield_now();
+                    }
+                }
+            });
+            let mut c = Consumer::new(ptrs);
+            let mut got = 0u8;
+            while got < 3 {
+                if let Some(f) = c.peek() {
+                    assert_eq!(f.tag, got as i32);
+                    assert!(c.payload(&f).iter().all(|&b| b == got));
+                    c.pop(&f);
+                    got += 1;
+                } else {
+                    loom::thread::yield_now();
+                }
+            }
+            t.join().unwrap();
+            // SAFETY: both threads are done with the ring.
+            drop(unsafe { Box::from_raw(base) });
+        });
+    }
+}

@@ -1,0 +1,147 @@
+//! # earlybird
+//!
+//! An MPI implementation in Rust, built around early binding: what a persistent operation can
+//! decide at init time is decided there, and a start only moves data.
+//!
+//! ```no_run
+//! fn main() -> earlybird::Result<()> {
+//!     let universe = earlybird::init()?;          // under `ebrun -n 4`, or alone as rank 0 of 1
+//!     let world = universe.world();
+//!     let (rank, size) = (world.rank(), world.size());
+//!     let mut token = [0u64];
+//!     if rank == 0 {
+//!         world.send(&[42u64], 1 % size, 0)?;
+//!         world.recv(&mut token, size - 1, 0)?;
+//!     } else {
+//!         world.recv(&mut token, rank - 1, 0)?;
+//!         world.send(&token, (rank + 1) % size, 0)?;
+//!     }
+//!     universe.finalize()
+//! }
+//! ```
+//!
+//! Layers (see ARCHITECTURE in the README): [`sys`] → [`fabric`] → [`bootstrap`] → [`p2p`]
+//! → [`request`] → [`comm`] / [`datatype`] → this API. `unsafe` lives in `sys` and `fabric`
+//! only; every other module forbids it.
+
+pub mod bootstrap;
+pub mod comm;
+pub mod datatype;
+pub mod error;
+pub mod fabric;
+pub mod p2p;
+pub mod request;
+pub mod sys;
+pub mod threads;
+
+pub use comm::{Comm, Message};
+pub use datatype::{BasicType, Equivalence};
+pub use error::{Error, ErrorClass, Result};
+pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
+pub use request::{scope, test_all, test_any, test_some, wait_all, wait_any, wait_some, ErrHandler, Request, Scope};
+
+use p2p::engine::Engine;
+use request::EngineRef;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static PROCESS_INIT: AtomicBool = AtomicBool::new(false);
+
+/// One rank's handle on its job (MPI_Init .. MPI_Finalize). Finalizes when dropped if
+/// [`finalize`](Universe::finalize) was not called.
+pub struct Universe {
+    eng: EngineRef,
+    world: Comm,
+    processes: bool,
+    done: bool,
+}
+
+impl std::fmt::Debug for Universe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Universe").field("world", &self.world).field("processes", &self.processes).finish()
+    }
+}
+
+/// MPI_Init: join the job this process was started in by `ebrun`, or become rank 0 of a job
+/// of size 1 when started alone. A process initialises once.
+///
+/// # Standard section(s)
+/// MPI 4.1 §11.2.1.
+pub fn init() -> Result<Universe> {
+    if PROCESS_INIT.swap(true, Ordering::AcqRel) {
+        return Err(Error::new(ErrorClass::Other, "earlybird::init called twice in one process"));
+    }
+    let placement = bootstrap::from_environment().inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
+    Ok(Universe::from_placement(placement))
+}
+
+impl Universe {
+    pub(crate) fn from_placement(p: bootstrap::Placement) -> Universe {
+        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank)));
+        let world = Comm::world(eng.clone());
+        Universe { eng, world, processes: p.processes, done: false }
+    }
+
+    /// MPI_COMM_WORLD.
+    pub fn world(&self) -> &Comm {
+        &self.world
+    }
+
+    /// Whether the ranks of this job are processes (`ebrun`, singleton) rather than threads.
+    pub fn is_process_job(&self) -> bool {
+        self.processes
+    }
+
+    /// MPI_Buffer_attach: `bytes` of buffer space for buffered sends (each takes its length
+    /// plus [`BSEND_OVERHEAD`]). earlybird keeps the copies in its own memory and accounts
+    /// them against this capacity, so the program hands over a size, not memory.
+    pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
+        let r = self.eng.borrow_mut().buffer_attach(bytes);
+        request::apply(self.world.errhandler(), &self.eng, "buffer_attach", r)
+    }
+
+    /// MPI_Buffer_detach: waits until all buffered messages have left; returns the size.
+    pub fn buffer_detach(&self) -> Result<usize> {
+        let r = self.eng.borrow_mut().buffer_detach();
+        request::apply(self.world.errhandler(), &self.eng, "buffer_detach", r)
+    }
+
+    /// MPI_Finalize: waits for every rank to reach finalize (serving their requests
+    /// meanwhile), then marks this rank done for the launcher.
+    pub fn finalize(mut self) -> Result<()> {
+        self.done = true;
+        let r = self.eng.borrow_mut().finalize();
+        request::apply(self.world.errhandler(), &self.eng, "finalize", r)
+    }
+
+    /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).
+    pub fn eager_limit_bytes(&self) -> usize {
+        self.eng.borrow().limits().eager_limit_bytes
+    }
+
+    /// Drive progress once (for programs that poll).
+    pub fn progress(&self) {
+        self.eng.borrow_mut().progress();
+    }
+}
+
+impl Drop for Universe {
+    fn drop(&mut self) {
+        if !self.done {
+            self.done = true;
+            if let Ok(mut e) = self.eng.try_borrow_mut() {
+                if let Err(err) = e.finalize() {
+                    eprintln!("earlybird: rank {}: finalize at drop failed: {err}", e.rank());
+                }
+            }
+        }
+    }
+}
+
+/// Seconds since an arbitrary point in the past (MPI_Wtime).
+pub fn wtime() -> f64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+}

@@ -1,0 +1,74 @@
+#![forbid(unsafe_code)]
+use crate::error::ErrorClass;
+
+/// What a completed receive (or probe) reports: MPI_Status.
+///
+/// # Standard section(s)
+/// MPI 4.1 §3.2.5 (return status), §3.8 (cancel: `is_cancelled`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub(crate) source: i32,
+    pub(crate) tag: i32,
+    pub(crate) bytes: usize,
+    pub(crate) cancelled: bool,
+    pub(crate) error: ErrorClass,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status::empty()
+    }
+}
+
+impl Status {
+    /// The empty status (source ANY_SOURCE, tag ANY_TAG, count 0), as MPI defines it for
+    /// null and inactive requests.
+    pub const fn empty() -> Status {
+        Status { source: super::ANY_SOURCE, tag: super::ANY_TAG, bytes: 0, cancelled: false, error: ErrorClass::Success }
+    }
+
+    pub(crate) const fn proc_null() -> Status {
+        Status { source: super::PROC_NULL, tag: super::ANY_TAG, bytes: 0, cancelled: false, error: ErrorClass::Success }
+    }
+
+    /// Rank of the sender in the communicator (MPI_SOURCE).
+    pub fn source(&self) -> i32 {
+        self.source
+    }
+
+    /// Tag of the message (MPI_TAG).
+    pub fn tag(&self) -> i32 {
+        self.tag
+    }
+
+    /// Bytes received.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Number of whole `T` received (MPI_Get_count); `None` (MPI_UNDEFINED) when the byte
+    /// count is not a multiple of `size_of::<T>()`.
+    pub fn count<T>(&self) -> Option<usize> {
+        let sz = std::mem::size_of::<T>();
+        if sz == 0 {
+            return Some(0);
+        }
+        (self.bytes % sz == 0).then_some(self.bytes / sz)
+    }
+
+    /// Number of basic elements of `T` received (MPI_Get_elements); for basic types the same
+    /// as [`count`](Self::count).
+    pub fn elements<T>(&self) -> Option<usize> {
+        self.count::<T>()
+    }
+
+    /// Whether the operation was cancelled (MPI_Test_cancelled).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
+    }
+
+    /// The error class of this operation (MPI_ERROR), `Success` when it succeeded.
+    pub fn error(&self) -> ErrorClass {
+        self.error
+    }
+}

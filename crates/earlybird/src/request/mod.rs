@@ -1,0 +1,549 @@
+//! request — one model for everything that completes.
+//!
+//! A [`Request`] is a nonblocking operation (complete once, then consumed) or a persistent
+//! one (started and completed many times, inactive in between). The wait/test family works
+//! on mixed arrays of both. Bound channels, collective schedules, RMA sync counters and
+//! generalized requests join as further [`Plan`]s.
+//!
+//! # Buffer safety
+//!
+//! Requests borrow their buffers for the lifetime `'s` of a [`Scope`] (the pattern of
+//! `std::thread::scope`): every operation that may touch a borrowed buffer is registered in
+//! the scope, and the scope does not end until each of them has completed. Dropping an active
+//! request cancels a pending receive and waits for a send; forgetting one (`mem::forget`)
+//! leaves it to the scope. So no safe code can free or reuse a buffer the library still reads
+//! or writes.
+//!
+//! # Standard section(s)
+//! MPI 4.1 §3.7 (nonblocking communication), §3.9 (persistent requests), §3.7.3-3.7.5
+//! (wait/test and their any/all/some forms, request_free, request_get_status), §3.8 (cancel).
+#![forbid(unsafe_code)]
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::shm::BlockedIn;
+use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started};
+use crate::p2p::matching::Pattern;
+use crate::p2p::Status;
+use crate::sys::lend::Lent;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+pub(crate) type EngineRef = Rc<RefCell<Engine>>;
+
+/// How errors reach the program (MPI error handlers, MPI 4.1 §9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ErrHandler {
+    /// Print the error and end the job (MPI_ERRORS_ARE_FATAL, the default).
+    #[default]
+    Fatal,
+    /// Return the error to the caller (MPI_ERRORS_RETURN).
+    Return,
+}
+
+/// Apply an error handler to a result: fatal handlers end the job here.
+pub(crate) fn apply<T>(h: ErrHandler, eng: &EngineRef, what: &str, r: Result<T>) -> Result<T> {
+    if let (ErrHandler::Fatal, Err(e)) = (h, &r) {
+        let (rank, job) = {
+            let e = eng.borrow();
+            (e.rank(), e.job().clone())
+        };
+        eprintln!("earlybird: rank {rank}: fatal error in {what}: {e}");
+        job.abort(rank as i32, e.class() as i32);
+        std::process::exit(1);
+    }
+    r
+}
+
+/// What a persistent request does at each start.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Plan {
+    Send { peer: i32, ctx: u32, tag: i32, buf: Lent, mode: SendMode },
+    Recv { pat: Option<Pattern>, buf: Lent },
+}
+
+impl Plan {
+    fn blocked(&self) -> Blocked {
+        match *self {
+            Plan::Send { peer, ctx, tag, .. } => Blocked { what: BlockedIn::Send, peer, tag, ctx },
+            Plan::Recv { pat, .. } => match pat {
+                Some(p) => Blocked {
+                    what: BlockedIn::Recv,
+                    peer: p.src.map_or(-1, |s| s as i32),
+                    tag: p.tag.unwrap_or(-1),
+                    ctx: p.ctx,
+                },
+                None => Blocked { what: BlockedIn::Recv, peer: crate::PROC_NULL, tag: -1, ctx: 0 },
+            },
+        }
+    }
+
+    /// Start the operation on the engine.
+    pub(crate) fn start(&self, eng: &mut Engine) -> Result<State> {
+        Ok(match *self {
+            Plan::Send { peer, ctx, tag, buf, mode } => match eng.send_start(peer, ctx, tag, buf, mode)? {
+                Started::Done => State::Done(Ok(Status::empty())),
+                Started::Op(op) => State::Op(op, self.blocked()),
+            },
+            Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
+            Plan::Recv { pat: Some(p), buf } => {
+                let op = eng.recv_start(p, buf);
+                State::Op(op, self.blocked())
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum State {
+    /// Persistent, not started (or completed and waited).
+    Inactive,
+    /// Complete, result not yet collected by wait/test.
+    Done(Result<Status>),
+    /// In progress in the engine.
+    Op(OpId, Blocked),
+    /// Nonblocking, completed and collected: any further use is an error.
+    Consumed,
+}
+
+/// A communication request (MPI_Request): nonblocking or persistent.
+///
+/// `'s` is the [`Scope`] its buffers are borrowed for.
+#[must_use = "a request must be waited on or tested to completion"]
+pub struct Request<'s> {
+    eng: EngineRef,
+    state: State,
+    plan: Option<Plan>,
+    scope: Option<&'s ScopeOps>,
+    errh: ErrHandler,
+    _buffers: PhantomData<&'s mut [u8]>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request").field("state", &self.state).field("persistent", &self.plan.is_some()).finish()
+    }
+}
+
+impl<'s> Request<'s> {
+    /// A started nonblocking operation.
+    pub(crate) fn nonblocking(eng: &EngineRef, scope: &'s ScopeOps, plan: Plan, errh: ErrHandler) -> Result<Request<'s>> {
+        let state = plan.start(&mut eng.borrow_mut())?;
+        if let State::Op(op, _) = state {
+            scope.register(eng, op);
+        }
+        Ok(Request { eng: eng.clone(), state, plan: None, scope: Some(scope), errh, _buffers: PhantomData })
+    }
+
+    /// A nonblocking request that completed when it was made (matched receive).
+    pub(crate) fn from_op(eng: &EngineRef, scope: &'s ScopeOps, op: OpId, blocked: Blocked, errh: ErrHandler) -> Request<'s> {
+        scope.register(eng, op);
+        Request { eng: eng.clone(), state: State::Op(op, blocked), plan: None, scope: Some(scope), errh, _buffers: PhantomData }
+    }
+
+    /// An inactive persistent request.
+    pub(crate) fn persistent(eng: &EngineRef, scope: &'s ScopeOps, plan: Plan, errh: ErrHandler) -> Request<'s> {
+        Request { eng: eng.clone(), state: State::Inactive, plan: Some(plan), scope: Some(scope), errh, _buffers: PhantomData }
+    }
+
+    /// Whether this is a persistent request.
+    pub fn is_persistent(&self) -> bool {
+        self.plan.is_some()
+    }
+
+    /// Whether the request is active (started and not yet completed by wait/test).
+    pub fn is_active(&self) -> bool {
+        matches!(self.state, State::Op(..) | State::Done(_))
+    }
+
+    /// Whether this nonblocking request has been completed by wait or test already
+    /// (the Rust counterpart of a handle set to MPI_REQUEST_NULL).
+    pub fn is_null(&self) -> bool {
+        matches!(self.state, State::Consumed)
+    }
+
+    /// MPI_Start: start an inactive persistent request.
+    pub fn start(&mut self) -> Result<()> {
+        let r = self.start_inner();
+        apply(self.errh, &self.eng, "start", r)
+    }
+
+    fn start_inner(&mut self) -> Result<()> {
+        let Some(plan) = self.plan else {
+            return Err(Error::new(ErrorClass::Request, "start of a nonpersistent request (only *_init requests can be started)"));
+        };
+        if self.is_active() {
+            return Err(Error::new(ErrorClass::Request, "start of an active persistent request (wait for it or test it to completion first)"));
+        }
+        let state = plan.start(&mut self.eng.borrow_mut())?;
+        if let (State::Op(op, _), Some(s)) = (&state, self.scope) {
+            s.register(&self.eng, *op);
+        }
+        self.state = state;
+        Ok(())
+    }
+
+    /// Collect the result if complete (without progress): `None` while in progress.
+    fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        let r = match &mut self.state {
+            State::Inactive => return Some(Ok(Status::empty())),
+            State::Consumed => {
+                return Some(Err(Error::new(
+                    ErrorClass::Request,
+                    "wait or test on a request that has already completed (a nonblocking request is consumed by its completion)",
+                )))
+            }
+            State::Done(_) => match std::mem::replace(&mut self.state, State::Inactive) {
+                State::Done(r) => r,
+                _ => unreachable!(),
+            },
+            State::Op(op, _) => {
+                if !eng.is_done(*op) {
+                    return None;
+                }
+                eng.take(*op)
+            }
+        };
+        self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+        Some(r)
+    }
+
+    /// MPI_Wait: block until the request completes. A persistent request becomes inactive;
+    /// a nonblocking one is consumed (a second wait is an MPI_ERR_REQUEST error). Waiting
+    /// on an inactive persistent request returns the empty status at once.
+    pub fn wait(&mut self) -> Result<Status> {
+        let r = self.wait_inner();
+        apply(self.errh, &self.eng, "wait", r)
+    }
+
+    fn wait_inner(&mut self) -> Result<Status> {
+        let eng_rc = self.eng.clone();
+        let mut eng = eng_rc.borrow_mut();
+        if let State::Op(op, blocked) = self.state {
+            if !eng.is_done(op) {
+                let r = eng.wait(op, blocked);
+                self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+                return r;
+            }
+        }
+        self.poll(&mut eng).expect("poll of a settled request")
+    }
+
+    /// MPI_Test: `Some(status)` if the request completed (with the same state changes as
+    /// [`wait`](Self::wait)), `None` if still in progress.
+    pub fn test(&mut self) -> Result<Option<Status>> {
+        let eng_rc = self.eng.clone();
+        let mut eng = eng_rc.borrow_mut();
+        eng.progress();
+        let r = self.poll(&mut eng).transpose();
+        drop(eng);
+        apply(self.errh, &self.eng, "test", r)
+    }
+
+    /// MPI_Request_get_status: whether the request is complete, without collecting it.
+    pub fn get_status(&self) -> Result<Option<Status>> {
+        let mut eng = self.eng.borrow_mut();
+        eng.progress();
+        match &self.state {
+            State::Inactive => Ok(Some(Status::empty())),
+            State::Consumed => Err(Error::new(ErrorClass::Request, "request_get_status on a consumed request")),
+            State::Done(r) => r.clone().map(Some),
+            State::Op(op, _) => Ok(eng.is_done(*op).then(Status::empty)),
+        }
+    }
+
+    /// MPI_Cancel: withdraw a pending receive, or a send not yet matched. Complete the request
+    /// with wait or test afterwards; `Status::is_cancelled` says whether it took effect.
+    pub fn cancel(&mut self) -> Result<()> {
+        match self.state {
+            State::Op(op, _) => {
+                self.eng.borrow_mut().cancel(op);
+                Ok(())
+            }
+            State::Done(_) => Ok(()),
+            State::Inactive => apply(
+                self.errh,
+                &self.eng,
+                "cancel",
+                Err(Error::new(ErrorClass::Request, "cancel of an inactive persistent request")),
+            ),
+            State::Consumed => apply(
+                self.errh,
+                &self.eng,
+                "cancel",
+                Err(Error::new(ErrorClass::Request, "cancel of a request that has already completed")),
+            ),
+        }
+    }
+
+    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST);
+    /// an active nonblocking request is allowed to complete first (its buffer is still lent).
+    pub fn free(mut self) -> Result<()> {
+        if self.plan.is_some() && self.is_active() {
+            let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
+            return apply(self.errh, &self.eng, "request_free", Err(e));
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// Complete an active request for its drop: cancel a receive still posted, wait for
+    /// anything else.
+    fn settle(&mut self) {
+        if let State::Op(op, blocked) = self.state {
+            let Ok(mut eng) = self.eng.try_borrow_mut() else {
+                // Only reachable while unwinding out of the engine itself: the buffer may still
+                // be referenced, and continuing could let it be freed under the library.
+                eprintln!("earlybird: request dropped while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            if matches!(blocked.what, BlockedIn::Recv) {
+                eng.cancel(op);
+            }
+            let _ = eng.wait(op, blocked);
+        }
+        self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// All requests of an array must belong to one endpoint.
+fn one_engine(reqs: &[Request<'_>]) -> Result<Option<EngineRef>> {
+    let Some(first) = reqs.first() else { return Ok(None) };
+    if reqs.iter().any(|r| !Rc::ptr_eq(&r.eng, &first.eng)) {
+        return Err(Error::new(ErrorClass::Request, "requests of different endpoints in one array"));
+    }
+    Ok(Some(first.eng.clone()))
+}
+
+fn settled(r: &Request<'_>) -> bool {
+    !matches!(r.state, State::Op(..) | State::Done(_))
+}
+
+/// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
+/// requests that failed; each status carries its own error class.
+pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    let errh = reqs[0].errh;
+    let mut out = vec![Status::empty(); reqs.len()];
+    let mut failed = vec![];
+    let mut todo: Vec<usize> = (0..reqs.len()).collect();
+    {
+        let mut e = eng.borrow_mut();
+        let blocked = first_blocked(reqs);
+        e.wait_for(blocked, |e| {
+            todo.retain(|&i| match reqs[i].poll(e) {
+                None => true,
+                Some(Ok(st)) => {
+                    out[i] = st;
+                    false
+                }
+                Some(Err(err)) => {
+                    let mut st = err.status().copied().unwrap_or_default();
+                    st.error = err.class();
+                    out[i] = st;
+                    failed.push(format!("request {i}: {err}"));
+                    false
+                }
+            });
+            todo.is_empty().then_some(())
+        })?;
+    }
+    let r = if failed.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
+    };
+    apply(errh, &eng, "wait_all", r)
+}
+
+/// MPI_Testall: all statuses if every request is complete, else `None` (and nothing is
+/// collected).
+pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(Some(vec![])) };
+    let all = {
+        let mut e = eng.borrow_mut();
+        e.progress();
+        reqs.iter().all(|r| match &r.state {
+            State::Op(op, _) => e.is_done(*op),
+            State::Consumed => false,
+            _ => true,
+        })
+    };
+    if !all {
+        if let Some(r) = reqs.iter().find(|r| r.is_null()) {
+            let _ = r;
+            return Err(Error::new(ErrorClass::Request, "test_all on an array holding a consumed request"));
+        }
+        return Ok(None);
+    }
+    wait_all(reqs).map(Some)
+}
+
+/// MPI_Waitany: wait until one active request completes; `None` (MPI_UNDEFINED) when none
+/// is active.
+pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(None) };
+    let errh = reqs[0].errh;
+    if reqs.iter().all(settled) {
+        return Ok(None);
+    }
+    let r = {
+        let mut e = eng.borrow_mut();
+        let blocked = first_blocked(reqs);
+        e.wait_for(blocked, |e| {
+            reqs.iter_mut().enumerate().filter(|(_, r)| !settled(r)).find_map(|(i, r)| r.poll(e).map(|res| (i, res)))
+        })?
+    };
+    let (i, res) = r;
+    apply(errh, &eng, "wait_any", res.map(|st| Some((i, st))))
+}
+
+/// MPI_Testany: one completed request, if any.
+pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(None) };
+    let errh = reqs[0].errh;
+    let found = {
+        let mut e = eng.borrow_mut();
+        e.progress();
+        reqs.iter_mut().enumerate().filter(|(_, r)| !settled(r)).find_map(|(i, r)| r.poll(&mut e).map(|res| (i, res)))
+    };
+    match found {
+        None => Ok(None),
+        Some((i, res)) => apply(errh, &eng, "test_any", res.map(|st| Some((i, st)))),
+    }
+}
+
+/// MPI_Waitsome: wait until at least one active request completes; returns every one that
+/// has (index, status). Empty when none is active.
+pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    if reqs.iter().all(settled) {
+        return Ok(vec![]);
+    }
+    {
+        let mut e = eng.borrow_mut();
+        let blocked = first_blocked(reqs);
+        e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(()))?;
+    }
+    test_some(reqs)
+}
+
+/// MPI_Testsome: every active request that has completed (index, status).
+pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
+    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    let errh = reqs[0].errh;
+    let mut out = vec![];
+    let mut failed = vec![];
+    {
+        let mut e = eng.borrow_mut();
+        e.progress();
+        for (i, r) in reqs.iter_mut().enumerate() {
+            if settled(r) {
+                continue;
+            }
+            match r.poll(&mut e) {
+                None => {}
+                Some(Ok(st)) => out.push((i, st)),
+                Some(Err(err)) => {
+                    let mut st = err.status().copied().unwrap_or_default();
+                    st.error = err.class();
+                    out.push((i, st));
+                    failed.push(format!("request {i}: {err}"));
+                }
+            }
+        }
+    }
+    let r = if failed.is_empty() { Ok(out) } else { Err(Error::new(ErrorClass::InStatus, failed.join("; "))) };
+    apply(errh, &eng, "test_some", r)
+}
+
+fn ready(r: &Request<'_>, e: &Engine) -> bool {
+    match &r.state {
+        State::Op(op, _) => e.is_done(*op),
+        State::Done(_) => true,
+        _ => false,
+    }
+}
+
+fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
+    reqs.iter()
+        .find_map(|r| match r.state {
+            State::Op(_, b) => Some(Blocked { what: BlockedIn::Wait, ..b }),
+            _ => None,
+        })
+        .unwrap_or(Blocked { what: BlockedIn::Wait, peer: -3, tag: 0, ctx: 0 })
+}
+
+/// Operations registered in a scope: those that may touch a buffer borrowed for it.
+#[derive(Default)]
+pub struct ScopeOps {
+    ops: RefCell<Vec<(EngineRef, OpId)>>,
+}
+
+impl ScopeOps {
+    fn register(&self, eng: &EngineRef, op: OpId) {
+        let mut ops = self.ops.borrow_mut();
+        // Keep the list short for long-lived scopes with persistent requests: drop entries
+        // that have completed and been collected (their slot generation moved on).
+        if ops.len() >= 64 {
+            ops.retain(|(e, o)| e.try_borrow().map_or(true, |e| !e.is_done(*o)));
+        }
+        ops.push((eng.clone(), op));
+    }
+}
+
+impl Drop for ScopeOps {
+    fn drop(&mut self) {
+        for (eng, op) in self.ops.get_mut().drain(..) {
+            let Ok(mut e) = eng.try_borrow_mut() else {
+                eprintln!("earlybird: scope ended while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            if !e.is_done(op) {
+                e.cancel(op);
+                let _ = e.wait(op, Blocked { what: BlockedIn::Wait, peer: -3, tag: 0, ctx: 0 });
+            }
+        }
+    }
+}
+
+/// The region in which buffers may be lent to nonblocking and persistent operations.
+/// See [`scope`](crate::scope).
+pub struct Scope<'scope, 'env: 'scope> {
+    pub(crate) ops: ScopeOps,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// Run `f` with a [`Scope`] in which nonblocking and persistent operations may borrow
+/// buffers that live at least as long as the scope. When `f` returns (or unwinds), every
+/// operation still in flight has completed before `scope` returns: a receive nobody matched
+/// is cancelled, a send is waited for.
+///
+/// ```no_run
+/// # fn main() -> earlybird::Result<()> {
+/// let universe = earlybird::init()?;
+/// let world = universe.world();
+/// let data = [1.0f64; 4];
+/// let mut got = [0.0f64; 4];
+/// let (right, left) = ((world.rank() + 1) % world.size(), (world.rank() + world.size() - 1) % world.size());
+/// earlybird::scope(|s| -> earlybird::Result<()> {
+///     let mut reqs = vec![world.irecv(s, &mut got, left, 0)?, world.isend(s, &data, right, 0)?];
+///     earlybird::wait_all(&mut reqs)?;
+///     Ok(())
+/// })?;
+/// # Ok(()) }
+/// ```
+pub fn scope<'env, F, T>(f: F) -> T
+where
+    F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
+{
+    let s = Scope { ops: ScopeOps::default(), _scope: PhantomData, _env: PhantomData };
+    f(&s)
+}

@@ -1,0 +1,93 @@
+//! Raw views of user buffers lent to operations in progress.
+//!
+//! A [`Lent`] is the address and length of a user buffer that a nonblocking or persistent
+//! operation will read or write later, from the progress engine. **Crate invariant:** a
+//! `Lent` is made only by the request layer, from a buffer that it keeps alive and unaliased
+//! (borrowed for the request's lifetime inside a [`scope`](crate::scope), or owned by the
+//! request) until the operation has completed or been cancelled. Every `unsafe` block below
+//! leans on that invariant.
+
+use std::io;
+
+/// Address and length of a buffer lent to an operation.
+#[derive(Clone, Copy, Debug)]
+pub struct Lent {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Lent {
+    /// An empty buffer (zero-length messages, PROC_NULL).
+    pub const EMPTY: Lent = Lent { ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 };
+
+    /// Lend a buffer that the operation will only read.
+    pub(crate) fn of(buf: &[u8]) -> Lent {
+        Lent { ptr: buf.as_ptr() as *mut u8, len: buf.len() }
+    }
+
+    /// Lend a buffer that the operation will write.
+    pub(crate) fn of_mut(buf: &mut [u8]) -> Lent {
+        Lent { ptr: buf.as_mut_ptr(), len: buf.len() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address, as a peer's rendezvous read needs it.
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    /// Copy `src` into the buffer at `offset`. Panics (an internal bug) if out of range.
+    pub(crate) fn write_at(&self, offset: usize, src: &[u8]) {
+        assert!(offset + src.len() <= self.len, "lent write out of range");
+        // SAFETY: (1) the range is inside the buffer (checked above); (2) by the crate
+        // invariant the buffer is alive and lent for writing to this operation alone; (3) src
+        // is a different allocation (ring memory or a heap copy), so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(offset), src.len()) };
+    }
+
+    /// The lent bytes, for the duration of a closure. The operation must be a reader.
+    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        if self.len == 0 {
+            return f(&[]);
+        }
+        // SAFETY: by the crate invariant the buffer is alive for the operation; the slice
+        // does not escape the closure, and nobody writes a buffer lent for reading.
+        f(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
+    }
+
+    /// The lent bytes, writable, for the duration of a closure.
+    pub(crate) fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        if self.len == 0 {
+            return f(&mut []);
+        }
+        // SAFETY: by the crate invariant the buffer is alive and lent for writing to this
+        // operation alone; the slice does not escape the closure.
+        f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
+
+    /// Fill the first `len` bytes from a sender's buffer: `memcpy` when the sender is a
+    /// thread of this process, `process_vm_readv` when it is another process.
+    pub(crate) fn pull(&self, same_process: bool, pid: u32, addr: u64, len: usize) -> io::Result<()> {
+        assert!(len <= self.len, "rendezvous pull out of range");
+        if len == 0 {
+            return Ok(());
+        }
+        if same_process {
+            // SAFETY: (1) `addr` is the address of the sender's lent buffer, which the sender
+            // keeps alive and unmodified until our FIN reaches it (rendezvous protocol, and the
+            // crate invariant on its side); (2) it is at least `len` bytes (the RTS says so);
+            // (3) our own buffer is a different, exclusively lent allocation.
+            unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, self.ptr, len) };
+            Ok(())
+        } else {
+            self.with_bytes_mut(|dst| crate::sys::cma::read_remote(pid, addr, &mut dst[..len]))
+        }
+    }
+}

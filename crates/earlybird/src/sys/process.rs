@@ -1,0 +1,55 @@
+//! Process facts: pid, parent watch, nonces.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+/// A value unlikely to repeat across calls and processes (segment names).
+pub fn nonce() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (COUNTER.fetch_add(1, Ordering::Relaxed) << 48) ^ ((pid() as u64) << 20)
+}
+
+/// Ask the kernel to send SIGKILL to this process when its parent (the launcher) dies, and
+/// return false if the parent is already gone (its pid is not `launcher_pid` any more).
+pub fn die_with_parent(launcher_pid: u32) -> bool {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    // SAFETY: getppid cannot fail.
+    let parent = unsafe { libc::getppid() };
+    parent as u32 == launcher_pid
+}
+
+/// Whether a process with this pid exists (signal 0 probe).
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Send a signal to a process.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill touches no memory of ours.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Pin the calling thread to one CPU (best effort; benchmarks use it).
+pub fn pin_to_cpu(cpu: usize) -> bool {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// Number of CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}

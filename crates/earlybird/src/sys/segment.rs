@@ -1,0 +1,184 @@
+//! Shared segments: one mapping of memory that every rank of a job sees.
+//!
+//! Process jobs: `ebrun` creates a file in a tmpfs directory (`/dev/shm` unless
+//! `EARLYBIRD_SHM_DIR` says otherwise), **unlinks it at once**, reserves its space with
+//! `fallocate` (a full tmpfs is an error here, never a SIGBUS later) and hands the open file
+//! descriptor to its children. Nothing of the job is ever left in the directory after that
+//! first instant, whatever kills whom. Thread jobs and singletons map anonymous shared memory.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::ptr::NonNull;
+
+/// A mapping of shared memory, zero-filled when created. Unmapped on drop.
+#[derive(Debug)]
+pub struct Segment {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Segment is a plain mapping; concurrent access to its bytes is governed by the
+// atomics of the structures placed in it (rings, rank slots), never by the Segment itself.
+unsafe impl Send for Segment {}
+// SAFETY: as above; `&Segment` hands out only the base address and length.
+unsafe impl Sync for Segment {}
+
+impl Segment {
+    /// Anonymous shared memory for a job whose ranks are threads of this process.
+    pub fn anonymous(len: usize) -> io::Result<Segment> {
+        let len = len.max(1);
+        // SAFETY: (1) a null hint and MAP_ANONYMOUS ask the kernel for fresh memory, so no
+        // existing mapping is touched; (2) the result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Segment { base: NonNull::new(p.cast()).expect("mmap returned null"), len })
+    }
+
+    /// Create an unlinked, space-reserved file of `len` bytes in `dir` and map it.
+    /// Returns the mapping and the descriptor to hand to the job's processes.
+    pub fn create_unlinked(dir: &Path, len: usize) -> io::Result<(Segment, OwnedFd)> {
+        let name = dir.join(format!(
+            "earlybird-{}-{:x}",
+            std::process::id(),
+            crate::sys::process::nonce()
+        ));
+        let cname = CString::new(name.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in shm path"))?;
+        // SAFETY: cname is a valid NUL-terminated path; O_EXCL makes the file ours alone.
+        let fd = unsafe {
+            libc::open(cname.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o600)
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just opened by us and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: cname is valid; unlinking a file we created does not affect our open fd.
+        unsafe { libc::unlink(cname.as_ptr()) };
+        reserve(fd.as_raw_fd(), len)?;
+        let seg = Segment::map_fd(fd.as_raw_fd(), len)?;
+        Ok((seg, fd))
+    }
+
+    /// Map `len` bytes of an inherited segment descriptor.
+    pub fn map_fd(fd: RawFd, len: usize) -> io::Result<Segment> {
+        // SAFETY: (1) null hint, so no existing mapping is replaced; (2) the kernel checks
+        // that fd is a mappable file; (3) the result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Segment { base: NonNull::new(p.cast()).expect("mmap returned null"), len })
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe exactly the mapping made in the constructor; every
+        // structure placed in it borrows the Segment (through an Arc), so none outlives it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Reserve `len` bytes of backing store so that later page faults cannot SIGBUS.
+fn reserve(fd: RawFd, len: usize) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor we own.
+    let rc = unsafe { libc::fallocate(fd, 0, 0, len as libc::off_t) };
+    if rc != 0 {
+        // fallocate returns the error number directly on some libcs, -1 + errno on glibc.
+        let e = io::Error::last_os_error();
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// File size of an inherited segment descriptor.
+pub fn fd_len(fd: RawFd) -> io::Result<usize> {
+    // SAFETY: stat is plain data; fstat fills it or fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a valid out-pointer for the duration of the call.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_size as usize)
+}
+
+/// Clear FD_CLOEXEC so that children started by `Command` inherit the descriptor.
+pub fn set_inheritable(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns; flags are read then written back.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Set FD_CLOEXEC on an inherited descriptor so our own children do not keep it.
+pub fn set_cloexec(fd: RawFd) {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unlinked_segment_leaves_nothing_in_dir() {
+        let dir = std::env::temp_dir().join(format!("eb-seg-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (seg, fd) = Segment::create_unlinked(&dir, 1 << 16).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert_eq!(fd_len(fd.as_raw_fd()).unwrap(), 1 << 16);
+        let again = Segment::map_fd(fd.as_raw_fd(), 1 << 16).unwrap();
+        // SAFETY: both mappings are 64 KiB of the same file; offset 100 is inside.
+        unsafe {
+            *seg.base().add(100) = 42;
+            assert_eq!(*again.base().add(100), 42);
+        }
+        std::fs::remove_dir(&dir).unwrap();
+    }
+}

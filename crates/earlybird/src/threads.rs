@@ -1,0 +1,106 @@
+//! Thread jobs: N ranks as threads of the calling process, on the same fabric code as
+//! process jobs (an anonymous shared segment instead of an inherited one). Tests, examples
+//! and later endpoints use them.
+//!
+//! ```
+//! let sums = earlybird::threads::run(3, |u| {
+//!     let w = u.world();
+//!     let mut got = [0i32];
+//!     let next = (w.rank() + 1) % w.size();
+//!     let prev = (w.rank() + w.size() - 1) % w.size();
+//!     w.sendrecv(&[w.rank()], next, 0, &mut got, prev, 0).unwrap();
+//!     got[0]
+//! }).unwrap();
+//! assert_eq!(sums, vec![2, 0, 1]);
+//! ```
+#![forbid(unsafe_code)]
+
+use crate::bootstrap::{anonymous_job, Placement};
+use crate::error::{Error, ErrorClass, Result};
+use crate::Universe;
+use std::time::{Duration, Instant};
+
+/// A thread job under construction.
+#[derive(Clone, Debug)]
+pub struct Job {
+    n: u32,
+    timeout: Option<Duration>,
+}
+
+impl Job {
+    pub fn new(n: u32) -> Job {
+        Job { n, timeout: None }
+    }
+
+    /// Abort the job (every rank's waits return MPIX_ERR_PROC_FAILED) if it runs longer than
+    /// `t`. Ranks that are computing rather than waiting are not interrupted.
+    pub fn timeout(mut self, t: Duration) -> Job {
+        self.timeout = Some(t);
+        self
+    }
+
+    /// Run `f` on every rank, each in its own thread with its own [`Universe`]; returns the
+    /// results in rank order. A panic in one rank aborts the job (so the others stop waiting)
+    /// and is re-raised here.
+    pub fn run<R, F>(&self, f: F) -> Result<Vec<R>>
+    where
+        R: Send,
+        F: Fn(Universe) -> R + Sync,
+    {
+        if self.n == 0 {
+            return Err(Error::new(ErrorClass::Arg, "a thread job needs at least 1 rank, got 0"));
+        }
+        let job = anonymous_job(self.n)?;
+        let f = &f;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..self.n)
+                .map(|rank| {
+                    let job = job.clone();
+                    std::thread::Builder::new()
+                        .name(format!("earlybird-rank-{rank}"))
+                        .spawn_scoped(s, move || {
+                            let u = Universe::from_placement(Placement { rank, job: job.clone(), processes: false });
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(u)));
+                            if r.is_err() {
+                                job.abort(rank as i32, -1);
+                            }
+                            r
+                        })
+                        .expect("spawn rank thread")
+                })
+                .collect();
+            if let Some(t) = self.timeout {
+                let deadline = Instant::now() + t;
+                while handles.iter().any(|h| !h.is_finished()) {
+                    if Instant::now() >= deadline {
+                        eprintln!("earlybird: thread job timed out after {t:?}; aborting it");
+                        job.abort(-1, -1);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            let mut out = Vec::with_capacity(handles.len());
+            let mut panic = None;
+            for h in handles {
+                match h.join().expect("rank thread") {
+                    Ok(r) => out.push(r),
+                    Err(p) => panic = panic.or(Some(p)),
+                }
+            }
+            if let Some(p) = panic {
+                std::panic::resume_unwind(p);
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Run `f` on `n` ranks as threads (see [`Job::run`]).
+pub fn run<R, F>(n: u32, f: F) -> Result<Vec<R>>
+where
+    R: Send,
+    F: Fn(Universe) -> R + Sync,
+{
+    Job::new(n).run(f)
+}
