@@ -83,43 +83,51 @@ impl fmt::Display for ErrorClass {
 }
 
 /// An MPI error: its class, a message naming the bad value, and for a truncated receive the
-/// status that was filled in.
+/// status that was filled in. One pointer wide, so results stay small on the fast path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorInner>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ErrorInner {
     class: ErrorClass,
     detail: String,
     status: Option<crate::Status>,
 }
 
 impl Error {
+    #[cold]
     pub fn new(class: ErrorClass, detail: impl Into<String>) -> Error {
-        Error { class, detail: detail.into(), status: None }
+        Error(Box::new(ErrorInner {
+            class,
+            detail: detail.into(),
+            status: None,
+        }))
     }
 
     pub(crate) fn with_status(mut self, status: crate::Status) -> Error {
-        self.status = Some(status);
+        self.0.status = Some(status);
         self
     }
 
     /// The MPI error class.
     pub fn class(&self) -> ErrorClass {
-        self.class
+        self.0.class
     }
 
     /// The message, which names the bad value.
     pub fn detail(&self) -> &str {
-        &self.detail
+        &self.0.detail
     }
 
     /// For a receive that failed after matching (MPI_ERR_TRUNCATE), the status it filled.
     pub fn status(&self) -> Option<&crate::Status> {
-        self.status.as_ref()
+        self.0.status.as_ref()
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.class, self.detail)
+        write!(f, "{}: {}", self.0.class, self.0.detail)
     }
 }
 

@@ -38,7 +38,11 @@ pub use comm::{Comm, Message};
 pub use datatype::{BasicType, Equivalence};
 pub use error::{Error, ErrorClass, Result};
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
-pub use request::{scope, test_all, test_any, test_some, wait_all, wait_any, wait_some, ErrHandler, Request, Scope};
+pub use request::{
+    scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, ErrHandler,
+    Request, Scope,
+};
+pub use sys::lend::ScratchBuffer;
 
 use p2p::engine::Engine;
 use request::EngineRef;
@@ -59,7 +63,10 @@ pub struct Universe {
 
 impl std::fmt::Debug for Universe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Universe").field("world", &self.world).field("processes", &self.processes).finish()
+        f.debug_struct("Universe")
+            .field("world", &self.world)
+            .field("processes", &self.processes)
+            .finish()
     }
 }
 
@@ -70,9 +77,13 @@ impl std::fmt::Debug for Universe {
 /// MPI 4.1 §11.2.1.
 pub fn init() -> Result<Universe> {
     if PROCESS_INIT.swap(true, Ordering::AcqRel) {
-        return Err(Error::new(ErrorClass::Other, "earlybird::init called twice in one process"));
+        return Err(Error::new(
+            ErrorClass::Other,
+            "earlybird::init called twice in one process",
+        ));
     }
-    let placement = bootstrap::from_environment().inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
+    let placement = bootstrap::from_environment()
+        .inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
     Ok(Universe::from_placement(placement))
 }
 
@@ -80,7 +91,12 @@ impl Universe {
     pub(crate) fn from_placement(p: bootstrap::Placement) -> Universe {
         let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank)));
         let world = Comm::world(eng.clone());
-        Universe { eng, world, processes: p.processes, done: false }
+        Universe {
+            eng,
+            world,
+            processes: p.processes,
+            done: false,
+        }
     }
 
     /// MPI_COMM_WORLD.
@@ -132,7 +148,10 @@ impl Drop for Universe {
             self.done = true;
             if let Ok(mut e) = self.eng.try_borrow_mut() {
                 if let Err(err) = e.finalize() {
-                    eprintln!("earlybird: rank {}: finalize at drop failed: {err}", e.rank());
+                    eprintln!(
+                        "earlybird: rank {}: finalize at drop failed: {err}",
+                        e.rank()
+                    );
                 }
             }
         }
@@ -143,5 +162,8 @@ impl Drop for Universe {
 pub fn wtime() -> f64 {
     use std::sync::OnceLock;
     static START: OnceLock<std::time::Instant> = OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64()
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_secs_f64()
 }

@@ -48,7 +48,10 @@ impl Job {
         F: Fn(Universe) -> R + Sync,
     {
         if self.n == 0 {
-            return Err(Error::new(ErrorClass::Arg, "a thread job needs at least 1 rank, got 0"));
+            return Err(Error::new(
+                ErrorClass::Arg,
+                "a thread job needs at least 1 rank, got 0",
+            ));
         }
         let job = anonymous_job(self.n)?;
         let f = &f;
@@ -59,7 +62,11 @@ impl Job {
                     std::thread::Builder::new()
                         .name(format!("earlybird-rank-{rank}"))
                         .spawn_scoped(s, move || {
-                            let u = Universe::from_placement(Placement { rank, job: job.clone(), processes: false });
+                            let u = Universe::from_placement(Placement {
+                                rank,
+                                job: job.clone(),
+                                processes: false,
+                            });
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(u)));
                             if r.is_err() {
                                 job.abort(rank as i32, -1);

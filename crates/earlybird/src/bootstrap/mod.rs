@@ -44,7 +44,9 @@ impl LaunchedJob {
     pub fn create(nranks: u32, dir: Option<&Path>) -> Result<LaunchedJob> {
         let dir: PathBuf = match dir {
             Some(d) => d.to_path_buf(),
-            None => std::env::var_os(ENV_SHM_DIR).map(PathBuf::from).unwrap_or_else(|| "/dev/shm".into()),
+            None => std::env::var_os(ENV_SHM_DIR)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "/dev/shm".into()),
         };
         let shape = JobShape::for_ranks(nranks);
         let bytes = shape.total_bytes();
@@ -59,9 +61,16 @@ impl LaunchedJob {
                 ),
             )
         })?;
-        segment::set_inheritable(fd.as_raw_fd())
-            .map_err(|e| Error::new(ErrorClass::Other, format!("cannot pass the segment to ranks: {e}")))?;
-        Ok(LaunchedJob { segment: JobSegment::init(seg, shape), fd })
+        segment::set_inheritable(fd.as_raw_fd()).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!("cannot pass the segment to ranks: {e}"),
+            )
+        })?;
+        Ok(LaunchedJob {
+            segment: JobSegment::init(seg, shape),
+            fd,
+        })
     }
 
     /// The environment a rank needs, besides the inherited descriptor.
@@ -81,7 +90,12 @@ pub fn from_environment() -> Result<Placement> {
     let Ok(rank) = std::env::var(ENV_RANK) else {
         return singleton();
     };
-    let bad = |what: &str, v: &str| Error::new(ErrorClass::Other, format!("bad {what} from the launcher: {v:?}"));
+    let bad = |what: &str, v: &str| {
+        Error::new(
+            ErrorClass::Other,
+            format!("bad {what} from the launcher: {v:?}"),
+        )
+    };
     let rank: u32 = rank.parse().map_err(|_| bad(ENV_RANK, &rank))?;
     let size_s = std::env::var(ENV_SIZE).unwrap_or_default();
     let size: u32 = size_s.parse().map_err(|_| bad(ENV_SIZE, &size_s))?;
@@ -90,35 +104,63 @@ pub fn from_environment() -> Result<Placement> {
     if let Ok(lp) = std::env::var(ENV_LAUNCHER_PID) {
         let lp: u32 = lp.parse().map_err(|_| bad(ENV_LAUNCHER_PID, &lp))?;
         if !crate::sys::process::die_with_parent(lp) {
-            return Err(Error::new(ErrorClass::ProcFailed, "the launcher (ebrun) is gone"));
+            return Err(Error::new(
+                ErrorClass::ProcFailed,
+                "the launcher (ebrun) is gone",
+            ));
         }
     }
-    let len = segment::fd_len(fd)
-        .map_err(|e| Error::new(ErrorClass::Other, format!("segment descriptor {fd} from the launcher: {e}")))?;
-    let seg = Segment::map_fd(fd, len)
-        .map_err(|e| Error::new(ErrorClass::Other, format!("cannot map the job segment (fd {fd}): {e}")))?;
+    let len = segment::fd_len(fd).map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("segment descriptor {fd} from the launcher: {e}"),
+        )
+    })?;
+    let seg = Segment::map_fd(fd, len).map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("cannot map the job segment (fd {fd}): {e}"),
+        )
+    })?;
     // Our own children (if the program starts any) must not keep the job alive.
     segment::set_cloexec(fd);
     let job = JobSegment::attach(seg).map_err(|e| Error::new(ErrorClass::Other, e))?;
     if job.nranks() != size || rank >= size {
         return Err(Error::new(
             ErrorClass::Other,
-            format!("launcher says rank {rank} of {size}, segment holds {} ranks", job.nranks()),
+            format!(
+                "launcher says rank {rank} of {size}, segment holds {} ranks",
+                job.nranks()
+            ),
         ));
     }
-    Ok(Placement { rank, job, processes: true })
+    Ok(Placement {
+        rank,
+        job,
+        processes: true,
+    })
 }
 
 fn singleton() -> Result<Placement> {
     let job = anonymous_job(1)?;
-    Ok(Placement { rank: 0, job, processes: true })
+    Ok(Placement {
+        rank: 0,
+        job,
+        processes: true,
+    })
 }
 
 /// A zero-filled segment for `nranks` endpoints in this process.
 pub fn anonymous_job(nranks: u32) -> Result<JobSegment> {
     let shape = JobShape::for_ranks(nranks);
     let seg = Segment::anonymous(shape.total_bytes()).map_err(|e| {
-        Error::new(ErrorClass::NoMem, format!("cannot map {} bytes for a job of {nranks} ranks: {e}", shape.total_bytes()))
+        Error::new(
+            ErrorClass::NoMem,
+            format!(
+                "cannot map {} bytes for a job of {nranks} ranks: {e}",
+                shape.total_bytes()
+            ),
+        )
     })?;
     Ok(JobSegment::init(seg, shape))
 }

@@ -16,7 +16,7 @@ use crate::p2p::engine::{Blocked, Matched, SendMode};
 use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 use crate::request::{apply, EngineRef, ErrHandler, Plan, Request, Scope};
-use crate::sys::lend::Lent;
+use crate::sys::lend::{Lent, ScratchBuffer};
 use std::cell::Cell;
 
 /// A communicator: a group of ranks and a context in which their messages match.
@@ -31,7 +31,11 @@ pub struct Comm {
 
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Comm").field("ctx", &self.ctx).field("rank", &self.rank).field("size", &self.size).finish()
+        f.debug_struct("Comm")
+            .field("ctx", &self.ctx)
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
     }
 }
 
@@ -53,7 +57,13 @@ impl Comm {
             let e = eng.borrow();
             (e.rank() as i32, e.size() as i32)
         };
-        Comm { eng, ctx: CTX_WORLD, rank, size, errh: Cell::new(ErrHandler::Fatal) }
+        Comm {
+            eng,
+            ctx: CTX_WORLD,
+            rank,
+            size,
+            errh: Cell::new(ErrHandler::Fatal),
+        }
     }
 
     /// This process's rank in the communicator (MPI_Comm_rank).
@@ -81,7 +91,10 @@ impl Comm {
 
     fn check_live(&self) -> Result<()> {
         if self.eng.borrow().finalized() {
-            return Err(Error::new(ErrorClass::Comm, "communicator used after finalize"));
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "communicator used after finalize",
+            ));
         }
         Ok(())
     }
@@ -90,7 +103,13 @@ impl Comm {
         if dest == PROC_NULL || (0..self.size).contains(&dest) {
             Ok(())
         } else {
-            Err(Error::new(ErrorClass::Rank, format!("invalid destination rank {dest} (communicator of size {})", self.size)))
+            Err(Error::new(
+                ErrorClass::Rank,
+                format!(
+                    "invalid destination rank {dest} (communicator of size {})",
+                    self.size
+                ),
+            ))
         }
     }
 
@@ -98,7 +117,13 @@ impl Comm {
         if src == PROC_NULL || src == ANY_SOURCE || (0..self.size).contains(&src) {
             Ok(())
         } else {
-            Err(Error::new(ErrorClass::Rank, format!("invalid source rank {src} (communicator of size {})", self.size)))
+            Err(Error::new(
+                ErrorClass::Rank,
+                format!(
+                    "invalid source rank {src} (communicator of size {})",
+                    self.size
+                ),
+            ))
         }
     }
 
@@ -106,7 +131,10 @@ impl Comm {
         if (0..=TAG_UB).contains(&tag) {
             Ok(())
         } else {
-            Err(Error::new(ErrorClass::Tag, format!("invalid send tag {tag} (tags run from 0 to {TAG_UB})")))
+            Err(Error::new(
+                ErrorClass::Tag,
+                format!("invalid send tag {tag} (tags run from 0 to {TAG_UB})"),
+            ))
         }
     }
 
@@ -114,7 +142,10 @@ impl Comm {
         if tag == ANY_TAG || (0..=TAG_UB).contains(&tag) {
             Ok(())
         } else {
-            Err(Error::new(ErrorClass::Tag, format!("invalid receive tag {tag} (tags run from 0 to {TAG_UB}, or ANY_TAG)")))
+            Err(Error::new(
+                ErrorClass::Tag,
+                format!("invalid receive tag {tag} (tags run from 0 to {TAG_UB}, or ANY_TAG)"),
+            ))
         }
     }
 
@@ -122,7 +153,13 @@ impl Comm {
         self.check_live()?;
         self.check_dest(dest)?;
         Self::check_send_tag(tag)?;
-        Ok(Plan::Send { peer: dest, ctx: self.ctx, tag, buf, mode })
+        Ok(Plan::Send {
+            peer: dest,
+            ctx: self.ctx,
+            tag,
+            buf,
+            mode,
+        })
     }
 
     fn pattern(&self, src: i32, tag: i32) -> Result<Option<Pattern>> {
@@ -139,16 +176,40 @@ impl Comm {
         }))
     }
 
-    fn blocking_send(&self, what: &str, buf: &[u8], dest: i32, tag: i32, mode: SendMode) -> Result<()> {
+    fn blocking_send(
+        &self,
+        what: &str,
+        buf: &[u8],
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<()> {
         let r = (|| {
             let plan = self.send_plan(Lent::of(buf), dest, tag, mode)?;
-            let Plan::Send { peer, ctx, tag, buf, mode } = plan else { unreachable!() };
+            let Plan::Send {
+                peer,
+                ctx,
+                tag,
+                buf,
+                mode,
+            } = plan
+            else {
+                unreachable!()
+            };
             let mut e = self.eng.borrow_mut();
             match e.send_start(peer, ctx, tag, buf, mode)? {
                 crate::p2p::engine::Started::Done => Ok(()),
-                crate::p2p::engine::Started::Op(op) => {
-                    e.wait(op, Blocked { what: BlockedIn::Send, peer, tag, ctx }).map(|_| ())
-                }
+                crate::p2p::engine::Started::Op(op) => e
+                    .wait(
+                        op,
+                        Blocked {
+                            what: BlockedIn::Send,
+                            peer,
+                            tag,
+                            ctx,
+                        },
+                    )
+                    .map(|_| ()),
             }
         })();
         self.ret(what, r)
@@ -180,10 +241,20 @@ impl Comm {
     /// carries the filled status).
     pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else { return Ok(Status::proc_null()) };
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Status::proc_null());
+            };
             let mut e = self.eng.borrow_mut();
             let op = e.recv_start(pat, Lent::of_mut(bytes_mut(buf)));
-            e.wait(op, Blocked { what: BlockedIn::Recv, peer: src, tag, ctx: self.ctx })
+            e.wait(
+                op,
+                Blocked {
+                    what: BlockedIn::Recv,
+                    peer: src,
+                    tag,
+                    ctx: self.ctx,
+                },
+            )
         })();
         self.ret("recv", r)
     }
@@ -208,93 +279,238 @@ impl Comm {
     }
 
     /// MPI_Sendrecv_replace: send `buf`, then receive into it.
-    pub fn sendrecv_replace<T: Equivalence>(&self, buf: &mut [T], dest: i32, stag: i32, src: i32, rtag: i32) -> Result<Status> {
+    pub fn sendrecv_replace<T: Equivalence>(
+        &self,
+        buf: &mut [T],
+        dest: i32,
+        stag: i32,
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
         let copy = buf.to_vec();
         self.sendrecv(&copy, dest, stag, buf, src, rtag)
     }
 
     // ---- nonblocking --------------------------------------------------------------------
 
-    fn nb_send<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, what: &str, buf: &'s [T], dest: i32, tag: i32, mode: SendMode) -> Result<Request<'s>> {
-        let r = self.send_plan(Lent::of(bytes(buf)), dest, tag, mode).and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, self.errh.get()));
+    fn nb_send<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<Request<'s>> {
+        let r = self
+            .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
+            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, self.errh.get()));
         self.ret(what, r)
     }
 
     /// MPI_Isend.
-    pub fn isend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn isend<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.nb_send(s, "isend", buf, dest, tag, SendMode::Standard)
     }
 
     /// MPI_Issend.
-    pub fn issend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn issend<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.nb_send(s, "issend", buf, dest, tag, SendMode::Synchronous)
     }
 
     /// MPI_Irsend.
-    pub fn irsend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn irsend<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.nb_send(s, "irsend", buf, dest, tag, SendMode::Ready)
     }
 
     /// MPI_Ibsend.
-    pub fn ibsend<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn ibsend<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.nb_send(s, "ibsend", buf, dest, tag, SendMode::Buffered)
     }
 
     /// MPI_Irecv.
-    pub fn irecv<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s mut [T], src: i32, tag: i32) -> Result<Request<'s>> {
-        let r = self
-            .pattern(src, tag)
-            .and_then(|pat| Request::nonblocking(&self.eng, &s.ops, Plan::Recv { pat, buf: Lent::of_mut(bytes_mut(buf)) }, self.errh.get()));
+    pub fn irecv<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut [T],
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let r = self.pattern(src, tag).and_then(|pat| {
+            Request::nonblocking(
+                &self.eng,
+                &s.ops,
+                Plan::Recv {
+                    pat,
+                    buf: Lent::of_mut(bytes_mut(buf)),
+                },
+                self.errh.get(),
+            )
+        });
         self.ret("irecv", r)
+    }
+
+    /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
+    /// pattern of OSU-style bandwidth benchmarks).
+    pub fn irecv_scratch<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s ScratchBuffer,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let r = self.pattern(src, tag).and_then(|pat| {
+            Request::nonblocking(
+                &self.eng,
+                &s.ops,
+                Plan::Recv {
+                    pat,
+                    buf: buf.lend(),
+                },
+                self.errh.get(),
+            )
+        });
+        self.ret("irecv", r)
+    }
+
+    /// The job's floor probe (see [`JobSegment::floor_pingpong`](crate::fabric::shm::JobSegment::floor_pingpong)):
+    /// ranks 0 and 1 of the job hand one cache line back and forth; seconds taken here.
+    pub fn floor_pingpong(&self, round: u64, iters: u64) -> f64 {
+        let e = self.eng.borrow();
+        e.job().floor_pingpong(e.rank(), round, iters)
     }
 
     // ---- persistent ---------------------------------------------------------------------
 
-    fn p_send<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, what: &str, buf: &'s [T], dest: i32, tag: i32, mode: SendMode) -> Result<Request<'s>> {
-        let r = self.send_plan(Lent::of(bytes(buf)), dest, tag, mode).map(|p| Request::persistent(&self.eng, &s.ops, p, self.errh.get()));
+    fn p_send<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<Request<'s>> {
+        let r = self
+            .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
+            .map(|p| Request::persistent(&self.eng, &s.ops, p, self.errh.get()));
         self.ret(what, r)
     }
 
     /// MPI_Send_init: a persistent standard-mode send of `buf`, started with
     /// [`Request::start`]. The buffer is read at each start.
-    pub fn send_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn send_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.p_send(s, "send_init", buf, dest, tag, SendMode::Standard)
     }
 
     /// MPI_Ssend_init.
-    pub fn ssend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn ssend_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.p_send(s, "ssend_init", buf, dest, tag, SendMode::Synchronous)
     }
 
     /// MPI_Rsend_init.
-    pub fn rsend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn rsend_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.p_send(s, "rsend_init", buf, dest, tag, SendMode::Ready)
     }
 
     /// MPI_Bsend_init.
-    pub fn bsend_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s [T], dest: i32, tag: i32) -> Result<Request<'s>> {
+    pub fn bsend_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s [T],
+        dest: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
         self.p_send(s, "bsend_init", buf, dest, tag, SendMode::Buffered)
     }
 
     /// MPI_Recv_init: a persistent receive into `buf`.
-    pub fn recv_init<'s, T: Equivalence>(&self, s: &'s Scope<'s, '_>, buf: &'s mut [T], src: i32, tag: i32) -> Result<Request<'s>> {
-        let r = self
-            .pattern(src, tag)
-            .map(|pat| Request::persistent(&self.eng, &s.ops, Plan::Recv { pat, buf: Lent::of_mut(bytes_mut(buf)) }, self.errh.get()));
+    pub fn recv_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut [T],
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let r = self.pattern(src, tag).map(|pat| {
+            Request::persistent(
+                &self.eng,
+                &s.ops,
+                Plan::Recv {
+                    pat,
+                    buf: Lent::of_mut(bytes_mut(buf)),
+                },
+                self.errh.get(),
+            )
+        });
         self.ret("recv_init", r)
     }
 
     // ---- probe ----------------------------------------------------------------------------
 
     fn probe_status(env: crate::p2p::matching::Envelope, len: usize) -> Status {
-        Status { source: env.src as i32, tag: env.tag, bytes: len, cancelled: false, error: ErrorClass::Success }
+        Status {
+            source: env.src as i32,
+            tag: env.tag,
+            bytes: len,
+            cancelled: false,
+            error: ErrorClass::Success,
+        }
     }
 
     /// MPI_Iprobe: the status of a message that a receive with `src`/`tag` would match now.
     pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else { return Ok(Some(Status::proc_null())) };
-            Ok(self.eng.borrow_mut().iprobe(&pat).map(|(e, l)| Self::probe_status(e, l)))
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Some(Status::proc_null()));
+            };
+            Ok(self
+                .eng
+                .borrow_mut()
+                .iprobe(&pat)
+                .map(|(e, l)| Self::probe_status(e, l)))
         })();
         self.ret("iprobe", r)
     }
@@ -302,9 +518,19 @@ impl Comm {
     /// MPI_Probe: block until such a message is there.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else { return Ok(Status::proc_null()) };
-            let blocked = Blocked { what: BlockedIn::Probe, peer: src, tag, ctx: self.ctx };
-            self.eng.borrow_mut().wait_for(blocked, |e| e.iprobe(&pat)).map(|(e, l)| Self::probe_status(e, l))
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Status::proc_null());
+            };
+            let blocked = Blocked {
+                what: BlockedIn::Probe,
+                peer: src,
+                tag,
+                ctx: self.ctx,
+            };
+            self.eng
+                .borrow_mut()
+                .wait_for(blocked, |e| e.iprobe(&pat))
+                .map(|(e, l)| Self::probe_status(e, l))
         })();
         self.ret("probe", r)
     }
@@ -313,11 +539,23 @@ impl Comm {
     pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message, Status)>> {
         let r = (|| {
             let Some(pat) = self.pattern(src, tag)? else {
-                return Ok(Some((Message { comm: self.clone(), m: None }, Status::proc_null())));
+                return Ok(Some((
+                    Message {
+                        comm: self.clone(),
+                        m: None,
+                    },
+                    Status::proc_null(),
+                )));
             };
             Ok(self.eng.borrow_mut().improbe(&pat).map(|m| {
                 let st = Self::probe_status(m.envelope(), m.len());
-                (Message { comm: self.clone(), m: Some(m) }, st)
+                (
+                    Message {
+                        comm: self.clone(),
+                        m: Some(m),
+                    },
+                    st,
+                )
             }))
         })();
         self.ret("improbe", r)
@@ -327,12 +565,32 @@ impl Comm {
     pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message, Status)> {
         let r = (|| {
             let Some(pat) = self.pattern(src, tag)? else {
-                return Ok((Message { comm: self.clone(), m: None }, Status::proc_null()));
+                return Ok((
+                    Message {
+                        comm: self.clone(),
+                        m: None,
+                    },
+                    Status::proc_null(),
+                ));
             };
-            let blocked = Blocked { what: BlockedIn::Probe, peer: src, tag, ctx: self.ctx };
-            let m = self.eng.borrow_mut().wait_for(blocked, |e| e.improbe(&pat))?;
+            let blocked = Blocked {
+                what: BlockedIn::Probe,
+                peer: src,
+                tag,
+                ctx: self.ctx,
+            };
+            let m = self
+                .eng
+                .borrow_mut()
+                .wait_for(blocked, |e| e.improbe(&pat))?;
             let st = Self::probe_status(m.envelope(), m.len());
-            Ok((Message { comm: self.clone(), m: Some(m) }, st))
+            Ok((
+                Message {
+                    comm: self.clone(),
+                    m: Some(m),
+                },
+                st,
+            ))
         })();
         self.ret("mprobe", r)
     }
@@ -347,7 +605,15 @@ impl Message {
             Some(m) => {
                 let mut e = comm.eng.borrow_mut();
                 let op = e.mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
-                e.wait(op, Blocked { what: BlockedIn::Recv, peer: -3, tag: 0, ctx: comm.ctx })
+                e.wait(
+                    op,
+                    Blocked {
+                        what: BlockedIn::Recv,
+                        peer: -3,
+                        tag: 0,
+                        ctx: comm.ctx,
+                    },
+                )
             }
         };
         comm.ret("mrecv", r)
@@ -355,14 +621,40 @@ impl Message {
 
     /// MPI_Imrecv: the matched message is delivered at once (it has arrived), so the request
     /// is already complete; it exists for programs written against the nonblocking form.
-    pub fn irecv<'s, T: Equivalence>(mut self, s: &'s Scope<'s, '_>, buf: &'s mut [T]) -> Result<Request<'s>> {
+    pub fn irecv<'s, T: Equivalence>(
+        mut self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut [T],
+    ) -> Result<Request<'s>> {
         let comm = self.comm.clone();
-        let blocked = Blocked { what: BlockedIn::Recv, peer: -3, tag: 0, ctx: comm.ctx };
+        let blocked = Blocked {
+            what: BlockedIn::Recv,
+            peer: -3,
+            tag: 0,
+            ctx: comm.ctx,
+        };
         match self.m.take() {
-            None => Request::nonblocking(&comm.eng, &s.ops, Plan::Recv { pat: None, buf: Lent::EMPTY }, comm.errh.get()),
+            None => Request::nonblocking(
+                &comm.eng,
+                &s.ops,
+                Plan::Recv {
+                    pat: None,
+                    buf: Lent::EMPTY,
+                },
+                comm.errh.get(),
+            ),
             Some(m) => {
-                let op = comm.eng.borrow_mut().mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
-                Ok(Request::from_op(&comm.eng, &s.ops, op, blocked, comm.errh.get()))
+                let op = comm
+                    .eng
+                    .borrow_mut()
+                    .mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
+                Ok(Request::from_op(
+                    &comm.eng,
+                    &s.ops,
+                    op,
+                    blocked,
+                    comm.errh.get(),
+                ))
             }
         }
     }

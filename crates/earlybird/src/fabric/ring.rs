@@ -71,7 +71,10 @@ pub struct Slot {
 impl Slot {
     #[allow(dead_code)]
     pub(crate) fn new() -> Slot {
-        Slot { seq: AtomicU64::new(0), body: UnsafeCell::new(Frame::default()) }
+        Slot {
+            seq: AtomicU64::new(0),
+            body: UnsafeCell::new(Frame::default()),
+        }
     }
 }
 
@@ -161,7 +164,13 @@ unsafe impl Send for Producer {}
 
 impl Producer {
     pub fn new(ring: RingPtrs) -> Producer {
-        Producer { ring, tail_slots: 0, tail_bytes: 0, seen_head_slots: 0, seen_head_bytes: 0 }
+        Producer {
+            ring,
+            tail_slots: 0,
+            tail_bytes: 0,
+            seen_head_slots: 0,
+            seen_head_bytes: 0,
+        }
     }
 
     pub fn shape(&self) -> RingShape {
@@ -182,7 +191,12 @@ impl Producer {
     /// Payloads up to [`INLINE_BYTES`] travel inside the frame. Returns false, writing
     /// nothing, when the ring has no room now.
     #[inline]
-    pub fn try_push_with(&mut self, frame: &Frame, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+    pub fn try_push_with(
+        &mut self,
+        frame: &Frame,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> bool {
         debug_assert!(len <= self.max_payload());
         let nslots = self.ring.shape.nslots as u64;
         if self.tail_slots - self.seen_head_slots >= nslots {
@@ -251,7 +265,12 @@ unsafe impl Send for Consumer {}
 
 impl Consumer {
     pub fn new(ring: RingPtrs) -> Consumer {
-        Consumer { ring, head_slots: 0, head_bytes: 0, delivered: 0 }
+        Consumer {
+            ring,
+            head_slots: 0,
+            head_bytes: 0,
+            delivered: 0,
+        }
     }
 
     /// The next frame, if one has been published. Does not consume it.
@@ -287,9 +306,15 @@ impl Consumer {
         self.head_slots += 1;
         if frame.len as usize > INLINE_BYTES {
             self.head_bytes = frame.b + (frame.len as u64).div_ceil(DATA_ALIGN) * DATA_ALIGN;
-            self.ring.ctl().head_bytes.store(self.head_bytes, Ordering::Release);
+            self.ring
+                .ctl()
+                .head_bytes
+                .store(self.head_bytes, Ordering::Release);
         }
-        self.ring.ctl().head_slots.store(self.head_slots, Ordering::Release);
+        self.ring
+            .ctl()
+            .head_slots
+            .store(self.head_slots, Ordering::Release);
     }
 
     /// Report `n` more eager bytes delivered into user buffers (flow control).
@@ -297,7 +322,10 @@ impl Consumer {
     pub fn add_delivered(&mut self, n: u64) {
         if n > 0 {
             self.delivered += n;
-            self.ring.ctl().delivered_bytes.store(self.delivered, Ordering::Relaxed);
+            self.ring
+                .ctl()
+                .delivered_bytes
+                .store(self.delivered, Ordering::Relaxed);
         }
     }
 }
@@ -316,7 +344,10 @@ mod tests {
 
     #[test]
     fn frames_arrive_in_order_across_wraps() {
-        let shape = RingShape { nslots: 8, data_bytes: 1024 };
+        let shape = RingShape {
+            nslots: 8,
+            data_bytes: 1024,
+        };
         let (_mem, ptrs) = heap_ring(shape);
         let mut p = Producer::new(ptrs);
         let mut c = Consumer::new(ptrs);
@@ -325,7 +356,10 @@ mod tests {
         while got < 1000 {
             let len = (sent as usize * 37) % 300;
             let payload: Vec<u8> = (0..len).map(|i| (i as u32 + sent) as u8).collect();
-            let f = Frame { tag: sent as i32, ..Frame::default() };
+            let f = Frame {
+                tag: sent as i32,
+                ..Frame::default()
+            };
             if sent < 1000 && p.try_push(&f, &payload) {
                 sent += 1;
             }
@@ -334,7 +368,10 @@ mod tests {
                 assert_eq!(fr.tag, got as i32);
                 let pl = c.payload(&fr);
                 assert_eq!(pl.len(), len);
-                assert!(pl.iter().enumerate().all(|(i, &b)| b == (i as u32 + got) as u8));
+                assert!(pl
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &b)| b == (i as u32 + got) as u8));
                 c.pop(&fr);
                 got += 1;
             }
@@ -343,19 +380,31 @@ mod tests {
 
     #[test]
     fn full_ring_refuses_then_accepts() {
-        let shape = RingShape { nslots: 4, data_bytes: 512 };
+        let shape = RingShape {
+            nslots: 4,
+            data_bytes: 512,
+        };
         let (_mem, ptrs) = heap_ring(shape);
         let mut p = Producer::new(ptrs);
         let mut c = Consumer::new(ptrs);
         for i in 0..4 {
-            assert!(p.try_push(&Frame { tag: i, ..Frame::default() }, &[1, 2, 3]));
+            assert!(p.try_push(
+                &Frame {
+                    tag: i,
+                    ..Frame::default()
+                },
+                &[1, 2, 3]
+            ));
         }
         assert!(!p.try_push(&Frame::default(), &[]));
         let f = c.peek().unwrap();
         c.pop(&f);
         assert!(p.try_push(&Frame::default(), &[]));
         // Data-area exhaustion: 256-byte payloads, 512-byte area.
-        let shape = RingShape { nslots: 16, data_bytes: 512 };
+        let shape = RingShape {
+            nslots: 16,
+            data_bytes: 512,
+        };
         let (_mem2, ptrs) = heap_ring(shape);
         let mut p = Producer::new(ptrs);
         assert!(p.try_push(&Frame::default(), &[7u8; 256]));
@@ -386,7 +435,10 @@ mod loom_tests {
                 data: [0; 128],
             });
             let base = Box::into_raw(mem);
-            let shape = RingShape { nslots: 2, data_bytes: 128 };
+            let shape = RingShape {
+                nslots: 2,
+                data_bytes: 128,
+            };
             let ptrs = RingPtrs {
                 // SAFETY: base is a live Box for the whole model run (freed at the end).
                 ctl: unsafe { &(*base).ctl },
@@ -404,7 +456,10 @@ mod loom_tests {
                 let mut i = 0u8;
                 while i < 3 {
                     let payload = [i; 40];
-                    let f = Frame { tag: i as i32, ..Frame::default() };
+                    let f = Frame {
+                        tag: i as i32,
+                        ..Frame::default()
+                    };
                     if p.try_push(&f, &payload[..if i == 1 { 40 } else { 4 }]) {
                         i += 1;
                     } else {

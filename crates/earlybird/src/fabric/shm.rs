@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 const MAGIC: u64 = 0x6561_726c_7962_6972; // "earlybir"
 const VERSION: u32 = 1;
-const HEADER_BYTES: usize = 256;
+const HEADER_BYTES: usize = 512;
+const FLOOR_LINE_OFFSET: usize = 256;
 const RANK_SLOT_BYTES: usize = 128;
 
 #[repr(C, align(128))]
@@ -38,7 +39,7 @@ struct JobHeader {
     /// Ranks that have entered finalize.
     finalizing: AtomicU32,
 }
-const _: () = assert!(std::mem::size_of::<JobHeader>() <= HEADER_BYTES);
+const _: () = assert!(std::mem::size_of::<JobHeader>() <= FLOOR_LINE_OFFSET);
 
 /// A rank's lifecycle, as published in its slot.
 #[repr(u32)]
@@ -100,13 +101,26 @@ impl JobShape {
     /// `EARLYBIRD_RING_DATA_BYTES` overrides the data area (rounded to 4 KiB).
     pub fn for_ranks(nranks: u32) -> JobShape {
         let rings = (nranks as usize) * (nranks as usize).saturating_sub(1);
-        let mut data = if rings == 0 { 0 } else { (64usize << 20) / rings };
+        let mut data = if rings == 0 {
+            0
+        } else {
+            (64usize << 20) / rings
+        };
         data = data.clamp(64 << 10, 256 << 10);
-        if let Some(v) = std::env::var("EARLYBIRD_RING_DATA_BYTES").ok().and_then(|s| s.parse::<usize>().ok()) {
+        if let Some(v) = std::env::var("EARLYBIRD_RING_DATA_BYTES")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+        {
             data = v.clamp(4096, 64 << 20);
         }
         data = data / 4096 * 4096;
-        JobShape { nranks, ring: RingShape { nslots: 256, data_bytes: data } }
+        JobShape {
+            nranks,
+            ring: RingShape {
+                nslots: 256,
+                data_bytes: data,
+            },
+        }
     }
 
     fn rings_offset(&self) -> usize {
@@ -136,21 +150,31 @@ pub struct JobSegment {
 
 impl std::fmt::Debug for JobSegment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JobSegment").field("shape", &self.shape).finish()
+        f.debug_struct("JobSegment")
+            .field("shape", &self.shape)
+            .finish()
     }
 }
 
 impl JobSegment {
     /// Write the header of a freshly created, zero-filled segment.
     pub fn init(seg: Segment, shape: JobShape) -> JobSegment {
-        assert!(seg.len() >= shape.total_bytes(), "segment too small for its shape");
-        let js = JobSegment { seg: Arc::new(seg), shape };
+        assert!(
+            seg.len() >= shape.total_bytes(),
+            "segment too small for its shape"
+        );
+        let js = JobSegment {
+            seg: Arc::new(seg),
+            shape,
+        };
         let h = js.header();
         h.version.store(VERSION, Ordering::Relaxed);
         h.nranks.store(shape.nranks, Ordering::Relaxed);
         h.nslots.store(shape.ring.nslots as u32, Ordering::Relaxed);
-        h.data_bytes.store(shape.ring.data_bytes as u64, Ordering::Relaxed);
-        h.total_bytes.store(shape.total_bytes() as u64, Ordering::Relaxed);
+        h.data_bytes
+            .store(shape.ring.data_bytes as u64, Ordering::Relaxed);
+        h.total_bytes
+            .store(shape.total_bytes() as u64, Ordering::Relaxed);
         h.abort_rank.store(-1, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
         js
@@ -164,7 +188,8 @@ impl JobSegment {
         // SAFETY: the segment is at least HEADER_BYTES long and page aligned; JobHeader is
         // made of atomics, valid for any bit pattern.
         let h = unsafe { &*(seg.base() as *const JobHeader) };
-        if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION {
+        if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION
+        {
             return Err("job segment has a bad magic number or version (launcher and program built from different earlybird versions?)".into());
         }
         let shape = JobShape {
@@ -181,7 +206,10 @@ impl JobSegment {
                 shape.total_bytes()
             ));
         }
-        Ok(JobSegment { seg: Arc::new(seg), shape })
+        Ok(JobSegment {
+            seg: Arc::new(seg),
+            shape,
+        })
     }
 
     pub fn shape(&self) -> JobShape {
@@ -201,7 +229,13 @@ impl JobSegment {
     fn slot(&self, rank: u32) -> &RankSlot {
         assert!(rank < self.shape.nranks);
         // SAFETY: the slot array follows the header inside the segment; 128-aligned; atomics.
-        unsafe { &*(self.seg.base().add(HEADER_BYTES + rank as usize * RANK_SLOT_BYTES) as *const RankSlot) }
+        unsafe {
+            &*(self
+                .seg
+                .base()
+                .add(HEADER_BYTES + rank as usize * RANK_SLOT_BYTES)
+                as *const RankSlot)
+        }
     }
 
     /// The ring that `from` writes and `to` reads.
@@ -221,7 +255,9 @@ impl JobSegment {
     }
 
     pub fn set_finalized(&self, rank: u32) {
-        self.slot(rank).state.store(RankState::Finalized as u32, Ordering::Release);
+        self.slot(rank)
+            .state
+            .store(RankState::Finalized as u32, Ordering::Release);
     }
 
     pub fn state(&self, rank: u32) -> RankState {
@@ -258,15 +294,27 @@ impl JobSegment {
             -3 => "-".to_string(),
             p => p.to_string(),
         };
-        let tag_s = if tag == -1 { "ANY_TAG".to_string() } else { tag.to_string() };
+        let tag_s = if tag == -1 {
+            "ANY_TAG".to_string()
+        } else {
+            tag.to_string()
+        };
         match (state, what) {
             (RankState::NotStarted, _) => "had not initialised earlybird".into(),
             (RankState::Finalized, _) => "had finalized".into(),
             (_, BlockedIn::Nothing) => "was computing (not blocked in earlybird)".into(),
-            (_, BlockedIn::Send) => format!("was blocked in send to rank {peer_s} (tag {tag_s}, context {ctx})"),
-            (_, BlockedIn::Recv) => format!("was blocked in recv from rank {peer_s} (tag {tag_s}, context {ctx})"),
-            (_, BlockedIn::Wait) => format!("was blocked in wait (peer {peer_s}, tag {tag_s}, context {ctx})"),
-            (_, BlockedIn::Probe) => format!("was blocked in probe (source {peer_s}, tag {tag_s}, context {ctx})"),
+            (_, BlockedIn::Send) => {
+                format!("was blocked in send to rank {peer_s} (tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Recv) => {
+                format!("was blocked in recv from rank {peer_s} (tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Wait) => {
+                format!("was blocked in wait (peer {peer_s}, tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Probe) => {
+                format!("was blocked in probe (source {peer_s}, tag {tag_s}, context {ctx})")
+            }
             (_, BlockedIn::Finalize) => "was blocked in finalize, waiting for other ranks".into(),
             (_, BlockedIn::BufferDetach) => "was blocked in buffer_detach".into(),
         }
@@ -278,7 +326,10 @@ impl JobSegment {
     /// The first caller wins; later calls leave the first reason in place.
     pub fn abort(&self, rank: i32, code: i32) {
         let h = self.header();
-        if h.aborted.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+        if h.aborted
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
             h.abort_rank.store(rank, Ordering::Relaxed);
             h.abort_code.store(code, Ordering::Release);
         }
@@ -292,7 +343,10 @@ impl JobSegment {
             return None;
         }
         std::sync::atomic::fence(Ordering::Acquire);
-        Some((h.abort_rank.load(Ordering::Relaxed), h.abort_code.load(Ordering::Relaxed)))
+        Some((
+            h.abort_rank.load(Ordering::Relaxed),
+            h.abort_code.load(Ordering::Relaxed),
+        ))
     }
 
     /// Count this rank into finalize; returns how many ranks have entered it so far.
@@ -302,6 +356,27 @@ impl JobSegment {
 
     pub fn finalizing(&self) -> u32 {
         self.header().finalizing.load(Ordering::Acquire)
+    }
+
+    /// The physical floor: ranks 0 and 1 hand one 8-byte atomic on one cache line back and
+    /// forth `iters` times (rank 0 waits for even values, rank 1 for odd ones, each stores the
+    /// next), as `bench-ref/floor/cacheline.c one` does. `round` must grow by one per call on
+    /// both ranks. Returns the seconds the loop took on this rank.
+    pub fn floor_pingpong(&self, rank: u32, round: u64, iters: u64) -> f64 {
+        // SAFETY: the floor line lies inside the header area of a segment at least
+        // total_bytes long; it is 128-aligned and only accessed as an atomic.
+        let x = unsafe { &*(self.seg.base().add(FLOOR_LINE_OFFSET) as *const AtomicU64) };
+        let base = round * 2 * iters;
+        let who = (rank & 1) as u64;
+        let t0 = std::time::Instant::now();
+        for i in 0..iters {
+            let want = base + 2 * i + who;
+            while x.load(Ordering::Acquire) != want {
+                std::hint::spin_loop();
+            }
+            x.store(want + 1, Ordering::Release);
+        }
+        t0.elapsed().as_secs_f64()
     }
 }
 

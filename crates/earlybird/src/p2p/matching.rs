@@ -30,7 +30,9 @@ pub struct Pattern {
 impl Pattern {
     #[inline]
     pub fn accepts(&self, e: &Envelope) -> bool {
-        self.ctx == e.ctx && self.src.is_none_or(|s| s == e.src) && self.tag.is_none_or(|t| t == e.tag)
+        self.ctx == e.ctx
+            && self.src.is_none_or(|s| s == e.src)
+            && self.tag.is_none_or(|t| t == e.tag)
     }
 }
 
@@ -43,7 +45,10 @@ pub struct Matcher<P, U> {
 
 impl<P, U> Default for Matcher<P, U> {
     fn default() -> Self {
-        Matcher { posted: VecDeque::with_capacity(64), unexpected: VecDeque::with_capacity(64) }
+        Matcher {
+            posted: VecDeque::with_capacity(64),
+            unexpected: VecDeque::with_capacity(64),
+        }
     }
 }
 
@@ -88,7 +93,10 @@ impl<P, U> Matcher<P, U> {
     }
 
     /// Remove an unexpected message (a sender's cancel). True if it was still unmatched.
-    pub fn remove_unexpected(&mut self, pred: impl Fn(&Envelope, &U) -> bool) -> Option<(Envelope, U)> {
+    pub fn remove_unexpected(
+        &mut self,
+        pred: impl Fn(&Envelope, &U) -> bool,
+    ) -> Option<(Envelope, U)> {
         let i = self.unexpected.iter().position(|(e, u)| pred(e, u))?;
         self.unexpected.remove(i)
     }
@@ -143,14 +151,26 @@ mod tests {
 
     #[derive(Clone, Debug)]
     enum Ev {
-        Send { src: u32, tag: i32, ctx: u32 },
-        Recv { src: Option<u32>, tag: Option<i32>, ctx: u32 },
+        Send {
+            src: u32,
+            tag: i32,
+            ctx: u32,
+        },
+        Recv {
+            src: Option<u32>,
+            tag: Option<i32>,
+            ctx: u32,
+        },
     }
 
     fn ev() -> impl Strategy<Value = Ev> {
         prop_oneof![
             (0u32..3, 0i32..3, 0u32..2).prop_map(|(src, tag, ctx)| Ev::Send { src, tag, ctx }),
-            (proptest::option::of(0u32..3), proptest::option::of(0i32..3), 0u32..2)
+            (
+                proptest::option::of(0u32..3),
+                proptest::option::of(0i32..3),
+                0u32..2
+            )
                 .prop_map(|(src, tag, ctx)| Ev::Recv { src, tag, ctx }),
         ]
     }

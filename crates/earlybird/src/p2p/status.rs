@@ -24,11 +24,23 @@ impl Status {
     /// The empty status (source ANY_SOURCE, tag ANY_TAG, count 0), as MPI defines it for
     /// null and inactive requests.
     pub const fn empty() -> Status {
-        Status { source: super::ANY_SOURCE, tag: super::ANY_TAG, bytes: 0, cancelled: false, error: ErrorClass::Success }
+        Status {
+            source: super::ANY_SOURCE,
+            tag: super::ANY_TAG,
+            bytes: 0,
+            cancelled: false,
+            error: ErrorClass::Success,
+        }
     }
 
     pub(crate) const fn proc_null() -> Status {
-        Status { source: super::PROC_NULL, tag: super::ANY_TAG, bytes: 0, cancelled: false, error: ErrorClass::Success }
+        Status {
+            source: super::PROC_NULL,
+            tag: super::ANY_TAG,
+            bytes: 0,
+            cancelled: false,
+            error: ErrorClass::Success,
+        }
     }
 
     /// Rank of the sender in the communicator (MPI_SOURCE).

@@ -42,30 +42,53 @@ pub enum ErrHandler {
 }
 
 /// Apply an error handler to a result: fatal handlers end the job here.
+#[inline(always)]
 pub(crate) fn apply<T>(h: ErrHandler, eng: &EngineRef, what: &str, r: Result<T>) -> Result<T> {
     if let (ErrHandler::Fatal, Err(e)) = (h, &r) {
-        let (rank, job) = {
-            let e = eng.borrow();
-            (e.rank(), e.job().clone())
-        };
-        eprintln!("earlybird: rank {rank}: fatal error in {what}: {e}");
-        job.abort(rank as i32, e.class() as i32);
-        std::process::exit(1);
+        fatal(eng, what, e);
     }
     r
+}
+
+#[cold]
+#[inline(never)]
+fn fatal(eng: &EngineRef, what: &str, e: &Error) -> ! {
+    let (rank, job) = match eng.try_borrow() {
+        Ok(e) => (e.rank(), Some(e.job().clone())),
+        Err(_) => (u32::MAX, None),
+    };
+    eprintln!("earlybird: rank {rank}: fatal error in {what}: {e}");
+    if let Some(job) = job {
+        job.abort(rank as i32, e.class() as i32);
+    }
+    std::process::exit(1);
 }
 
 /// What a persistent request does at each start.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Plan {
-    Send { peer: i32, ctx: u32, tag: i32, buf: Lent, mode: SendMode },
-    Recv { pat: Option<Pattern>, buf: Lent },
+    Send {
+        peer: i32,
+        ctx: u32,
+        tag: i32,
+        buf: Lent,
+        mode: SendMode,
+    },
+    Recv {
+        pat: Option<Pattern>,
+        buf: Lent,
+    },
 }
 
 impl Plan {
     fn blocked(&self) -> Blocked {
         match *self {
-            Plan::Send { peer, ctx, tag, .. } => Blocked { what: BlockedIn::Send, peer, tag, ctx },
+            Plan::Send { peer, ctx, tag, .. } => Blocked {
+                what: BlockedIn::Send,
+                peer,
+                tag,
+                ctx,
+            },
             Plan::Recv { pat, .. } => match pat {
                 Some(p) => Blocked {
                     what: BlockedIn::Recv,
@@ -73,7 +96,12 @@ impl Plan {
                     tag: p.tag.unwrap_or(-1),
                     ctx: p.ctx,
                 },
-                None => Blocked { what: BlockedIn::Recv, peer: crate::PROC_NULL, tag: -1, ctx: 0 },
+                None => Blocked {
+                    what: BlockedIn::Recv,
+                    peer: crate::PROC_NULL,
+                    tag: -1,
+                    ctx: 0,
+                },
             },
         }
     }
@@ -81,14 +109,25 @@ impl Plan {
     /// Start the operation on the engine.
     pub(crate) fn start(&self, eng: &mut Engine) -> Result<State> {
         Ok(match *self {
-            Plan::Send { peer, ctx, tag, buf, mode } => match eng.send_start(peer, ctx, tag, buf, mode)? {
+            Plan::Send {
+                peer,
+                ctx,
+                tag,
+                buf,
+                mode,
+            } => match eng.send_start(peer, ctx, tag, buf, mode)? {
                 Started::Done => State::Done(Ok(Status::empty())),
                 Started::Op(op) => State::Op(op, self.blocked()),
             },
             Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
             Plan::Recv { pat: Some(p), buf } => {
                 let op = eng.recv_start(p, buf);
-                State::Op(op, self.blocked())
+                if eng.is_done(op) {
+                    // Matched a message that had already arrived: nothing left in flight.
+                    State::Done(eng.take(op))
+                } else {
+                    State::Op(op, self.blocked())
+                }
             }
         })
     }
@@ -121,29 +160,69 @@ pub struct Request<'s> {
 
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Request").field("state", &self.state).field("persistent", &self.plan.is_some()).finish()
+        f.debug_struct("Request")
+            .field("state", &self.state)
+            .field("persistent", &self.plan.is_some())
+            .finish()
     }
 }
 
 impl<'s> Request<'s> {
     /// A started nonblocking operation.
-    pub(crate) fn nonblocking(eng: &EngineRef, scope: &'s ScopeOps, plan: Plan, errh: ErrHandler) -> Result<Request<'s>> {
+    pub(crate) fn nonblocking(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        plan: Plan,
+        errh: ErrHandler,
+    ) -> Result<Request<'s>> {
         let state = plan.start(&mut eng.borrow_mut())?;
         if let State::Op(op, _) = state {
             scope.register(eng, op);
         }
-        Ok(Request { eng: eng.clone(), state, plan: None, scope: Some(scope), errh, _buffers: PhantomData })
+        Ok(Request {
+            eng: eng.clone(),
+            state,
+            plan: None,
+            scope: Some(scope),
+            errh,
+            _buffers: PhantomData,
+        })
     }
 
     /// A nonblocking request that completed when it was made (matched receive).
-    pub(crate) fn from_op(eng: &EngineRef, scope: &'s ScopeOps, op: OpId, blocked: Blocked, errh: ErrHandler) -> Request<'s> {
+    pub(crate) fn from_op(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        op: OpId,
+        blocked: Blocked,
+        errh: ErrHandler,
+    ) -> Request<'s> {
         scope.register(eng, op);
-        Request { eng: eng.clone(), state: State::Op(op, blocked), plan: None, scope: Some(scope), errh, _buffers: PhantomData }
+        Request {
+            eng: eng.clone(),
+            state: State::Op(op, blocked),
+            plan: None,
+            scope: Some(scope),
+            errh,
+            _buffers: PhantomData,
+        }
     }
 
     /// An inactive persistent request.
-    pub(crate) fn persistent(eng: &EngineRef, scope: &'s ScopeOps, plan: Plan, errh: ErrHandler) -> Request<'s> {
-        Request { eng: eng.clone(), state: State::Inactive, plan: Some(plan), scope: Some(scope), errh, _buffers: PhantomData }
+    pub(crate) fn persistent(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        plan: Plan,
+        errh: ErrHandler,
+    ) -> Request<'s> {
+        Request {
+            eng: eng.clone(),
+            state: State::Inactive,
+            plan: Some(plan),
+            scope: Some(scope),
+            errh,
+            _buffers: PhantomData,
+        }
     }
 
     /// Whether this is a persistent request.
@@ -170,7 +249,10 @@ impl<'s> Request<'s> {
 
     fn start_inner(&mut self) -> Result<()> {
         let Some(plan) = self.plan else {
-            return Err(Error::new(ErrorClass::Request, "start of a nonpersistent request (only *_init requests can be started)"));
+            return Err(Error::new(
+                ErrorClass::Request,
+                "start of a nonpersistent request (only *_init requests can be started)",
+            ));
         };
         if self.is_active() {
             return Err(Error::new(ErrorClass::Request, "start of an active persistent request (wait for it or test it to completion first)"));
@@ -204,7 +286,11 @@ impl<'s> Request<'s> {
                 eng.take(*op)
             }
         };
-        self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+        self.state = if self.plan.is_some() {
+            State::Inactive
+        } else {
+            State::Consumed
+        };
         Some(r)
     }
 
@@ -222,7 +308,11 @@ impl<'s> Request<'s> {
         if let State::Op(op, blocked) = self.state {
             if !eng.is_done(op) {
                 let r = eng.wait(op, blocked);
-                self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+                self.state = if self.plan.is_some() {
+                    State::Inactive
+                } else {
+                    State::Consumed
+                };
                 return r;
             }
         }
@@ -246,7 +336,10 @@ impl<'s> Request<'s> {
         eng.progress();
         match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
-            State::Consumed => Err(Error::new(ErrorClass::Request, "request_get_status on a consumed request")),
+            State::Consumed => Err(Error::new(
+                ErrorClass::Request,
+                "request_get_status on a consumed request",
+            )),
             State::Done(r) => r.clone().map(Some),
             State::Op(op, _) => Ok(eng.is_done(*op).then(Status::empty)),
         }
@@ -265,13 +358,19 @@ impl<'s> Request<'s> {
                 self.errh,
                 &self.eng,
                 "cancel",
-                Err(Error::new(ErrorClass::Request, "cancel of an inactive persistent request")),
+                Err(Error::new(
+                    ErrorClass::Request,
+                    "cancel of an inactive persistent request",
+                )),
             ),
             State::Consumed => apply(
                 self.errh,
                 &self.eng,
                 "cancel",
-                Err(Error::new(ErrorClass::Request, "cancel of a request that has already completed")),
+                Err(Error::new(
+                    ErrorClass::Request,
+                    "cancel of a request that has already completed",
+                )),
             ),
         }
     }
@@ -302,7 +401,11 @@ impl<'s> Request<'s> {
             }
             let _ = eng.wait(op, blocked);
         }
-        self.state = if self.plan.is_some() { State::Inactive } else { State::Consumed };
+        self.state = if self.plan.is_some() {
+            State::Inactive
+        } else {
+            State::Consumed
+        };
     }
 }
 
@@ -312,11 +415,26 @@ impl Drop for Request<'_> {
     }
 }
 
+/// MPI_Startall: start every request of the array, in order; each must be an inactive
+/// persistent request. Stops at the first that cannot be started (MPI_ERR_REQUEST), leaving
+/// the ones before it started.
+pub fn start_all(reqs: &mut [Request<'_>]) -> Result<()> {
+    for r in reqs.iter_mut() {
+        r.start()?;
+    }
+    Ok(())
+}
+
 /// All requests of an array must belong to one endpoint.
 fn one_engine(reqs: &[Request<'_>]) -> Result<Option<EngineRef>> {
-    let Some(first) = reqs.first() else { return Ok(None) };
+    let Some(first) = reqs.first() else {
+        return Ok(None);
+    };
     if reqs.iter().any(|r| !Rc::ptr_eq(&r.eng, &first.eng)) {
-        return Err(Error::new(ErrorClass::Request, "requests of different endpoints in one array"));
+        return Err(Error::new(
+            ErrorClass::Request,
+            "requests of different endpoints in one array",
+        ));
     }
     Ok(Some(first.eng.clone()))
 }
@@ -328,30 +446,33 @@ fn settled(r: &Request<'_>) -> bool {
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
 /// requests that failed; each status carries its own error class.
 pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(vec![]);
+    };
     let errh = reqs[0].errh;
     let mut out = vec![Status::empty(); reqs.len()];
     let mut failed = vec![];
-    let mut todo: Vec<usize> = (0..reqs.len()).collect();
     {
         let mut e = eng.borrow_mut();
         let blocked = first_blocked(reqs);
+        // Collect in array order, looking past the first incomplete request only once it
+        // completes: each completion is then seen once, however the frames trickle in.
+        let mut next = 0;
         e.wait_for(blocked, |e| {
-            todo.retain(|&i| match reqs[i].poll(e) {
-                None => true,
-                Some(Ok(st)) => {
-                    out[i] = st;
-                    false
+            while next < reqs.len() {
+                match reqs[next].poll(e) {
+                    None => return None,
+                    Some(Ok(st)) => out[next] = st,
+                    Some(Err(err)) => {
+                        let mut st = err.status().copied().unwrap_or_default();
+                        st.error = err.class();
+                        out[next] = st;
+                        failed.push(format!("request {next}: {err}"));
+                    }
                 }
-                Some(Err(err)) => {
-                    let mut st = err.status().copied().unwrap_or_default();
-                    st.error = err.class();
-                    out[i] = st;
-                    failed.push(format!("request {i}: {err}"));
-                    false
-                }
-            });
-            todo.is_empty().then_some(())
+                next += 1;
+            }
+            Some(())
         })?;
     }
     let r = if failed.is_empty() {
@@ -365,7 +486,9 @@ pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
 /// MPI_Testall: all statuses if every request is complete, else `None` (and nothing is
 /// collected).
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(Some(vec![])) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(Some(vec![]));
+    };
     let all = {
         let mut e = eng.borrow_mut();
         e.progress();
@@ -378,7 +501,10 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
     if !all {
         if let Some(r) = reqs.iter().find(|r| r.is_null()) {
             let _ = r;
-            return Err(Error::new(ErrorClass::Request, "test_all on an array holding a consumed request"));
+            return Err(Error::new(
+                ErrorClass::Request,
+                "test_all on an array holding a consumed request",
+            ));
         }
         return Ok(None);
     }
@@ -388,7 +514,9 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 /// MPI_Waitany: wait until one active request completes; `None` (MPI_UNDEFINED) when none
 /// is active.
 pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(None) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(None);
+    };
     let errh = reqs[0].errh;
     if reqs.iter().all(settled) {
         return Ok(None);
@@ -397,7 +525,10 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
         let mut e = eng.borrow_mut();
         let blocked = first_blocked(reqs);
         e.wait_for(blocked, |e| {
-            reqs.iter_mut().enumerate().filter(|(_, r)| !settled(r)).find_map(|(i, r)| r.poll(e).map(|res| (i, res)))
+            reqs.iter_mut()
+                .enumerate()
+                .filter(|(_, r)| !settled(r))
+                .find_map(|(i, r)| r.poll(e).map(|res| (i, res)))
         })?
     };
     let (i, res) = r;
@@ -406,12 +537,17 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 
 /// MPI_Testany: one completed request, if any.
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(None) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(None);
+    };
     let errh = reqs[0].errh;
     let found = {
         let mut e = eng.borrow_mut();
         e.progress();
-        reqs.iter_mut().enumerate().filter(|(_, r)| !settled(r)).find_map(|(i, r)| r.poll(&mut e).map(|res| (i, res)))
+        reqs.iter_mut()
+            .enumerate()
+            .filter(|(_, r)| !settled(r))
+            .find_map(|(i, r)| r.poll(&mut e).map(|res| (i, res)))
     };
     match found {
         None => Ok(None),
@@ -422,7 +558,9 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 /// MPI_Waitsome: wait until at least one active request completes; returns every one that
 /// has (index, status). Empty when none is active.
 pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(vec![]);
+    };
     if reqs.iter().all(settled) {
         return Ok(vec![]);
     }
@@ -436,7 +574,9 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
 
 /// MPI_Testsome: every active request that has completed (index, status).
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else { return Ok(vec![]) };
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(vec![]);
+    };
     let errh = reqs[0].errh;
     let mut out = vec![];
     let mut failed = vec![];
@@ -459,7 +599,11 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
             }
         }
     }
-    let r = if failed.is_empty() { Ok(out) } else { Err(Error::new(ErrorClass::InStatus, failed.join("; "))) };
+    let r = if failed.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
+    };
     apply(errh, &eng, "test_some", r)
 }
 
@@ -474,10 +618,18 @@ fn ready(r: &Request<'_>, e: &Engine) -> bool {
 fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
     reqs.iter()
         .find_map(|r| match r.state {
-            State::Op(_, b) => Some(Blocked { what: BlockedIn::Wait, ..b }),
+            State::Op(_, b) => Some(Blocked {
+                what: BlockedIn::Wait,
+                ..b
+            }),
             _ => None,
         })
-        .unwrap_or(Blocked { what: BlockedIn::Wait, peer: -3, tag: 0, ctx: 0 })
+        .unwrap_or(Blocked {
+            what: BlockedIn::Wait,
+            peer: -3,
+            tag: 0,
+            ctx: 0,
+        })
 }
 
 /// Operations registered in a scope: those that may touch a buffer borrowed for it.
@@ -507,7 +659,15 @@ impl Drop for ScopeOps {
             };
             if !e.is_done(op) {
                 e.cancel(op);
-                let _ = e.wait(op, Blocked { what: BlockedIn::Wait, peer: -3, tag: 0, ctx: 0 });
+                let _ = e.wait(
+                    op,
+                    Blocked {
+                        what: BlockedIn::Wait,
+                        peer: -3,
+                        tag: 0,
+                        ctx: 0,
+                    },
+                );
             }
         }
     }
@@ -544,6 +704,10 @@ pub fn scope<'env, F, T>(f: F) -> T
 where
     F: for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> T,
 {
-    let s = Scope { ops: ScopeOps::default(), _scope: PhantomData, _env: PhantomData };
+    let s = Scope {
+        ops: ScopeOps::default(),
+        _scope: PhantomData,
+        _env: PhantomData,
+    };
     f(&s)
 }

@@ -27,7 +27,10 @@ pub fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()>
             return Err(e);
         }
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "process_vm_readv copied nothing"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "process_vm_readv copied nothing",
+            ));
         }
         done += n as usize;
     }

@@ -18,16 +18,25 @@ pub struct Lent {
 
 impl Lent {
     /// An empty buffer (zero-length messages, PROC_NULL).
-    pub const EMPTY: Lent = Lent { ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(), len: 0 };
+    pub const EMPTY: Lent = Lent {
+        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+        len: 0,
+    };
 
     /// Lend a buffer that the operation will only read.
     pub(crate) fn of(buf: &[u8]) -> Lent {
-        Lent { ptr: buf.as_ptr() as *mut u8, len: buf.len() }
+        Lent {
+            ptr: buf.as_ptr() as *mut u8,
+            len: buf.len(),
+        }
     }
 
     /// Lend a buffer that the operation will write.
     pub(crate) fn of_mut(buf: &mut [u8]) -> Lent {
-        Lent { ptr: buf.as_mut_ptr(), len: buf.len() }
+        Lent {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -74,7 +83,13 @@ impl Lent {
 
     /// Fill the first `len` bytes from a sender's buffer: `memcpy` when the sender is a
     /// thread of this process, `process_vm_readv` when it is another process.
-    pub(crate) fn pull(&self, same_process: bool, pid: u32, addr: u64, len: usize) -> io::Result<()> {
+    pub(crate) fn pull(
+        &self,
+        same_process: bool,
+        pid: u32,
+        addr: u64,
+        len: usize,
+    ) -> io::Result<()> {
         assert!(len <= self.len, "rendezvous pull out of range");
         if len == 0 {
             return Ok(());
@@ -88,6 +103,59 @@ impl Lent {
             Ok(())
         } else {
             self.with_bytes_mut(|dst| crate::sys::cma::read_remote(pid, addr, &mut dst[..len]))
+        }
+    }
+}
+
+/// A receive buffer that many pending receives may share, as OSU-style benchmarks post a
+/// whole window of receives into one buffer. Only the receiving endpoint's thread writes it
+/// (the progress engine copies into it; a rendezvous pull is issued by the receiver too), so
+/// the writes are sequential; the type is not `Sync`, and its bytes can be read only through
+/// `&mut self`, that is, once no request borrows it any more. Its contents are those of
+/// whichever receive wrote last.
+pub struct ScratchBuffer {
+    bytes: Box<[std::cell::UnsafeCell<u8>]>,
+}
+
+impl std::fmt::Debug for ScratchBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScratchBuffer")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl ScratchBuffer {
+    /// A zeroed buffer of `len` bytes.
+    pub fn new(len: usize) -> ScratchBuffer {
+        ScratchBuffer {
+            bytes: (0..len).map(|_| std::cell::UnsafeCell::new(0u8)).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The bytes, once nothing borrows the buffer.
+    pub fn get_mut(&mut self) -> &mut [u8] {
+        let cells: &mut [std::cell::UnsafeCell<u8>] = &mut self.bytes;
+        // SAFETY: UnsafeCell<u8> has the layout of u8 (repr(transparent)), and `&mut self`
+        // proves that no request (each holds `&self`) can write the bytes meanwhile.
+        unsafe { &mut *(cells as *mut [std::cell::UnsafeCell<u8>] as *mut [u8]) }
+    }
+
+    /// Lend the bytes for writing to one more receive.
+    pub(crate) fn lend(&self) -> Lent {
+        // A pointer to UnsafeCell contents may be written through from a shared reference;
+        // the writes happen only on the receiving thread (see the type's doc).
+        Lent {
+            ptr: std::cell::UnsafeCell::raw_get(self.bytes.as_ptr()),
+            len: self.bytes.len(),
         }
     }
 }

@@ -20,7 +20,15 @@ pub fn nonce() -> u64 {
 /// return false if the parent is already gone (its pid is not `launcher_pid` any more).
 pub fn die_with_parent(launcher_pid: u32) -> bool {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
     // SAFETY: getppid cannot fail.
     let parent = unsafe { libc::getppid() };
     parent as u32 == launcher_pid
@@ -51,5 +59,7 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
 
 /// Number of CPUs this process may run on.
 pub fn cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

@@ -44,7 +44,10 @@ impl Segment {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Segment { base: NonNull::new(p.cast()).expect("mmap returned null"), len })
+        Ok(Segment {
+            base: NonNull::new(p.cast()).expect("mmap returned null"),
+            len,
+        })
     }
 
     /// Create an unlinked, space-reserved file of `len` bytes in `dir` and map it.
@@ -59,7 +62,11 @@ impl Segment {
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in shm path"))?;
         // SAFETY: cname is a valid NUL-terminated path; O_EXCL makes the file ours alone.
         let fd = unsafe {
-            libc::open(cname.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o600)
+            libc::open(
+                cname.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o600,
+            )
         };
         if fd < 0 {
             return Err(io::Error::last_os_error());
@@ -90,7 +97,10 @@ impl Segment {
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Segment { base: NonNull::new(p.cast()).expect("mmap returned null"), len })
+        Ok(Segment {
+            base: NonNull::new(p.cast()).expect("mmap returned null"),
+            len,
+        })
     }
 
     pub fn base(&self) -> *mut u8 {

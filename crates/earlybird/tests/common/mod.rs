@@ -1,0 +1,398 @@
+//! Conformance-test harness: every scenario runs as a thread job and as processes under
+//! `ebrun`.
+//!
+//! * **Threads**: [`run_threads`] starts an in-process [`earlybird::threads::Job`].
+//! * **Processes**: [`run_procs`] starts `ebrun -n N --timeout 60 <this test binary> --exact
+//!   __child ...` with `EB_SCENARIO=<name>`; each rank is this same binary running only the
+//!   `__child` test, which looks the scenario up by name ([`child`]), runs it between
+//!   `earlybird::init()` and `finalize()`, and exits non-zero (panic, status 101) on failure.
+//!
+//! [`scenarios!`] generates, per scenario `foo`, a module `foo` with tests `threads_N` and
+//! `procs_N` for each rank count (default 2, 3 and 8), plus the `__child` entry point.
+//!
+//! Scenario functions assert with `assert!`/`assert_eq!` and may return errors with `?`
+//! (under the default errors-are-fatal handler an error already ends the job with its
+//! message; scenarios that check errors set `ErrHandler::Return`).
+#![allow(dead_code)]
+
+use earlybird::{Comm, Equivalence, Result, Universe};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// A scenario that borrows its universe (the harness finalizes it).
+pub type Scenario = fn(&Universe) -> Result<()>;
+/// A scenario that takes its universe and must finalize it itself.
+pub type OwnedScenario = fn(Universe) -> Result<()>;
+
+#[derive(Clone, Copy)]
+pub enum Scn {
+    Borrowed(Scenario),
+    Owned(OwnedScenario),
+}
+
+/// Environment variable naming the scenario a `__child` rank runs.
+pub const ENV_SCENARIO: &str = "EB_SCENARIO";
+/// Timeout given to thread jobs and to ebrun (seconds).
+pub const JOB_TIMEOUT_S: u64 = 60;
+/// Hard bound on the wait for ebrun in the test itself.
+pub const CHILD_LIMIT: Duration = Duration::from_secs(90);
+
+/// Tags at and above this value are the harness's own (barrier).
+pub const HARNESS_TAG: i32 = 1 << 30;
+
+fn run_scn(s: Scn, u: Universe) {
+    let rank = u.world().rank();
+    match s {
+        Scn::Borrowed(f) => {
+            if let Err(e) = f(&u) {
+                panic!("rank {rank}: scenario returned an error: {e}");
+            }
+            if let Err(e) = u.finalize() {
+                panic!("rank {rank}: finalize failed: {e}");
+            }
+        }
+        Scn::Owned(f) => {
+            if let Err(e) = f(u) {
+                panic!("rank {rank}: scenario returned an error: {e}");
+            }
+        }
+    }
+}
+
+/// Run a scenario as a thread job of `n` ranks.
+pub fn run_threads(n: u32, s: Scn) {
+    let job = earlybird::threads::Job::new(n).timeout(Duration::from_secs(JOB_TIMEOUT_S));
+    let out = job
+        .run(|u| run_scn(s, u))
+        .expect("thread job could not start");
+    assert_eq!(out.len(), n as usize);
+}
+
+/// Path of the `ebrun` binary built beside this test binary (`target/<profile>/ebrun`).
+pub fn ebrun_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let p = dir.join("ebrun");
+    assert!(
+        p.exists(),
+        "ebrun not found at {}: build the workspace: cargo test --workspace",
+        p.display()
+    );
+    p
+}
+
+/// Entries named `earlybird-*` in /dev/shm.
+pub fn shm_entries() -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir("/dev/shm") else {
+        return vec![];
+    };
+    rd.filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("earlybird-"))
+        .collect()
+}
+
+/// What an ebrun run produced.
+#[derive(Debug)]
+pub struct JobOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl JobOutput {
+    pub fn dump(&self) -> String {
+        format!(
+            "status {:?} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Start `ebrun -n n --timeout 60 <this binary> --exact __child ...` with `EB_SCENARIO=name`
+/// (plus `env`), wait for it at most [`CHILD_LIMIT`] (killing it past that), and check that
+/// the job left nothing in /dev/shm.
+pub fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
+    let ebrun = ebrun_path();
+    let exe = std::env::current_exe().expect("current_exe");
+    let before = shm_entries();
+    let mut cmd = Command::new(&ebrun);
+    cmd.arg("-n")
+        .arg(n.to_string())
+        .arg("--timeout")
+        .arg(JOB_TIMEOUT_S.to_string())
+        .arg(&exe)
+        .args([
+            "--exact",
+            "__child",
+            "--nocapture",
+            "--test-threads",
+            "1",
+            "-q",
+        ])
+        .env(ENV_SCENARIO, name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", ebrun.display()));
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait on ebrun") {
+            break st;
+        }
+        if start.elapsed() > CHILD_LIMIT {
+            // ebrun's own --timeout should have ended the job: this is a launcher hang.
+            let _ = child.kill();
+            let st = child.wait().expect("wait on killed ebrun");
+            let out = JobOutput {
+                status: st,
+                stdout: t_out.join().unwrap_or_default(),
+                stderr: t_err.join().unwrap_or_default(),
+                elapsed: start.elapsed(),
+            };
+            panic!(
+                "ebrun job {name} (-n {n}) did not end within {CHILD_LIMIT:?}; killed it\n{}",
+                out.dump()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = start.elapsed();
+    let out = JobOutput {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+        elapsed,
+    };
+    assert_no_new_shm(&before, &out);
+    out
+}
+
+/// Every `earlybird-*` entry of /dev/shm that was not there before the job must be gone
+/// (other jobs running concurrently unlink theirs within microseconds, so a short grace
+/// period separates them from a leak).
+pub fn assert_no_new_shm(before: &[String], out: &JobOutput) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let new: Vec<String> = shm_entries()
+            .into_iter()
+            .filter(|e| !before.contains(e))
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("the job left {new:?} in /dev/shm\n{}", out.dump());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run a scenario as a process job of `n` ranks under ebrun; it must exit 0.
+pub fn run_procs(name: &str, n: u32) {
+    let out = ebrun_scenario(name, n, &[]);
+    assert!(
+        out.status.success(),
+        "ebrun job {name} (-n {n}) failed\n{}",
+        out.dump()
+    );
+}
+
+/// The body of the `__child` test: run the scenario named by `EB_SCENARIO` as one rank of
+/// an ebrun job. Returns at once when the variable is unset (an ordinary `cargo test` run).
+pub fn child(lookup: fn(&str) -> Option<Scn>) {
+    let Ok(name) = std::env::var(ENV_SCENARIO) else {
+        return;
+    };
+    if std::env::var_os(earlybird::bootstrap::ENV_RANK).is_none() {
+        // Set in the test's own environment but not started by ebrun: nothing to do.
+        return;
+    }
+    let s =
+        lookup(&name).unwrap_or_else(|| panic!("no scenario named {name:?} in this test binary"));
+    let u = earlybird::init().unwrap_or_else(|e| panic!("earlybird::init failed: {e}"));
+    run_scn(s, u);
+}
+
+/// Generate the tests of a file's scenarios.
+///
+/// ```ignore
+/// scenarios! {
+///     ring_shift;                 // threads_2/3/8 and procs_2/3/8
+///     pair_only [2];              // threads_2 and procs_2
+///     owned finalize_twice [2];   // fn(Universe) -> Result<()>, finalizes itself
+///     child_only fatal_rank;      // only reachable through EB_SCENARIO (no tests made)
+/// }
+/// ```
+#[macro_export]
+macro_rules! scenarios {
+    (@kind borrowed $f:path) => { $crate::common::Scn::Borrowed($f) };
+    (@kind owned $f:path) => { $crate::common::Scn::Owned($f) };
+    (@tests $kind:ident $name:ident [$($n:tt),*]) => {
+        mod $name {
+            $crate::scenarios!(@each $kind $name [$($n),*]);
+        }
+    };
+    (@each $kind:ident $name:ident []) => {};
+    (@each $kind:ident $name:ident [$n:tt $(, $rest:tt)*]) => {
+        $crate::scenarios!(@one $kind $name $n);
+        $crate::scenarios!(@each $kind $name [$($rest),*]);
+    };
+    (@one $kind:ident $name:ident 1) => {
+        #[test] fn threads_1() { $crate::common::run_threads(1, $crate::scenarios!(@kind $kind super::$name)); }
+        #[test] fn procs_1() { $crate::common::run_procs(stringify!($name), 1); }
+    };
+    (@one $kind:ident $name:ident 2) => {
+        #[test] fn threads_2() { $crate::common::run_threads(2, $crate::scenarios!(@kind $kind super::$name)); }
+        #[test] fn procs_2() { $crate::common::run_procs(stringify!($name), 2); }
+    };
+    (@one $kind:ident $name:ident 3) => {
+        #[test] fn threads_3() { $crate::common::run_threads(3, $crate::scenarios!(@kind $kind super::$name)); }
+        #[test] fn procs_3() { $crate::common::run_procs(stringify!($name), 3); }
+    };
+    (@one $kind:ident $name:ident 4) => {
+        #[test] fn threads_4() { $crate::common::run_threads(4, $crate::scenarios!(@kind $kind super::$name)); }
+        #[test] fn procs_4() { $crate::common::run_procs(stringify!($name), 4); }
+    };
+    (@one $kind:ident $name:ident 8) => {
+        #[test] fn threads_8() { $crate::common::run_threads(8, $crate::scenarios!(@kind $kind super::$name)); }
+        #[test] fn procs_8() { $crate::common::run_procs(stringify!($name), 8); }
+    };
+    (@lookup [$($kind:ident $name:ident)*] [$($cname:ident)*]) => {
+        fn __lookup(name: &str) -> Option<$crate::common::Scn> {
+            match name {
+                $(stringify!($name) => Some($crate::scenarios!(@kind $kind $name)),)*
+                $(stringify!($cname) => Some($crate::common::Scn::Borrowed($cname)),)*
+                _ => None,
+            }
+        }
+        /// Entry point of the ranks of process-mode tests (see tests/common).
+        #[test]
+        fn __child() {
+            $crate::common::child(__lookup);
+        }
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*]) => {
+        $crate::scenarios!(@emit [$($acc)*] [$($c)*]);
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*] child_only $name:ident; $($rest:tt)*) => {
+        $crate::scenarios!(@parse [$($acc)*] [$($c)* $name] $($rest)*);
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*] owned $name:ident [$($n:tt),*]; $($rest:tt)*) => {
+        $crate::scenarios!(@parse [$($acc)* (owned $name [$($n),*])] [$($c)*] $($rest)*);
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*] owned $name:ident; $($rest:tt)*) => {
+        $crate::scenarios!(@parse [$($acc)* (owned $name [2, 3, 8])] [$($c)*] $($rest)*);
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*] $name:ident [$($n:tt),*]; $($rest:tt)*) => {
+        $crate::scenarios!(@parse [$($acc)* (borrowed $name [$($n),*])] [$($c)*] $($rest)*);
+    };
+    (@parse [$($acc:tt)*] [$($c:tt)*] $name:ident; $($rest:tt)*) => {
+        $crate::scenarios!(@parse [$($acc)* (borrowed $name [2, 3, 8])] [$($c)*] $($rest)*);
+    };
+    (@emit [$(($kind:ident $name:ident [$($n:tt),*]))*] [$($c:ident)*]) => {
+        $( $crate::scenarios!(@tests $kind $name [$($n),*]); )*
+        $crate::scenarios!(@lookup [$($kind $name)*] [$($c)*]);
+    };
+    // Entry (last, so that it never swallows the internal rules): normalise every line to `kind name [counts]` or `child name`.
+    ($($body:tt)*) => {
+        $crate::scenarios!(@parse [] [] $($body)*);
+    };
+}
+
+// ---- helpers for scenarios ----------------------------------------------------------------
+
+/// A simple barrier over point-to-point (gather to 0, then release). Uses tag
+/// [`HARNESS_TAG`]; do not run it while a wildcard-tag receive is pending.
+pub fn barrier(w: &Comm) -> Result<()> {
+    let (rank, size) = (w.rank(), w.size());
+    let t = HARNESS_TAG;
+    let mut z = [0u8; 0];
+    if rank == 0 {
+        for r in 1..size {
+            w.recv(&mut z, r, t)?;
+        }
+        for r in 1..size {
+            w.send(&z, r, t)?;
+        }
+    } else {
+        w.send(&z, 0, t)?;
+        w.recv(&mut z, 0, t)?;
+    }
+    Ok(())
+}
+
+/// Right and left neighbours on the ring.
+pub fn ring(w: &Comm) -> (i32, i32) {
+    let (r, n) = (w.rank(), w.size());
+    ((r + 1) % n, (r + n - 1) % n)
+}
+
+/// Deterministic bytes for message `seed` of `len` bytes.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|i| {
+            if i % 8 == 0 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+            }
+            (x >> ((i % 8) * 8)) as u8
+        })
+        .collect()
+}
+
+/// Element-by-element comparison that names the first difference (without printing
+/// megabytes on failure).
+#[track_caller]
+pub fn check_eq<T: Equivalence + PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: length differs");
+    if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
+        let bad = got.iter().zip(want).filter(|(a, b)| a != b).count();
+        panic!(
+            "{what}: element {i} is {:?}, expected {:?} ({bad} of {} elements differ)",
+            got[i],
+            want[i],
+            got.len()
+        );
+    }
+}
+
+/// The message sizes (bytes) every data-moving scenario covers: 0, 8, 1 KiB, the eager limit
+/// and one byte past it, 64 KiB, 1 MiB and 4 MiB.
+pub fn sizes(u: &Universe) -> Vec<usize> {
+    let e = u.eager_limit_bytes();
+    let mut v = vec![0, 8, 1024, e, e + 1, 64 << 10, 1 << 20, 4 << 20];
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Sizes up to 64 KiB (for scenarios that repeat many times).
+pub fn small_sizes(u: &Universe) -> Vec<usize> {
+    sizes(u).into_iter().filter(|&s| s <= 64 << 10).collect()
+}
