@@ -34,7 +34,7 @@ pub mod request;
 pub mod sys;
 pub mod threads;
 
-pub use comm::{Comm, Message};
+pub use comm::{Comm, Message, SendBuf};
 pub use datatype::{BasicType, Equivalence};
 pub use error::{Error, ErrorClass, Result};
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
@@ -147,11 +147,20 @@ impl Drop for Universe {
         if !self.done {
             self.done = true;
             if let Ok(mut e) = self.eng.try_borrow_mut() {
+                if std::thread::panicking() {
+                    // A rank unwinding (a panic in a thread job) must not wait in finalize
+                    // for peers that may be waiting for it: abort the job instead.
+                    let rank = e.rank() as i32;
+                    e.job().abort(rank, -1);
+                    return;
+                }
                 if let Err(err) = e.finalize() {
-                    eprintln!(
-                        "earlybird: rank {}: finalize at drop failed: {err}",
+                    use std::io::Write;
+                    let line = format!(
+                        "earlybird: rank {}: finalize at drop failed: {err}\n",
                         e.rank()
                     );
+                    let _ = std::io::stderr().lock().write_all(line.as_bytes());
                 }
             }
         }

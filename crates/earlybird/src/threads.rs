@@ -18,7 +18,19 @@
 use crate::bootstrap::{anonymous_job, Placement};
 use crate::error::{Error, ErrorClass, Result};
 use crate::Universe;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Set in the threads of a thread job: there, errors-are-fatal ends the job by unwinding
+    /// the rank (the job is these threads, not the process hosting them).
+    static IN_THREAD_JOB: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is a rank of a thread job.
+pub(crate) fn in_thread_job() -> bool {
+    IN_THREAD_JOB.with(|c| c.get())
+}
 
 /// A thread job under construction.
 #[derive(Clone, Debug)]
@@ -62,6 +74,7 @@ impl Job {
                     std::thread::Builder::new()
                         .name(format!("earlybird-rank-{rank}"))
                         .spawn_scoped(s, move || {
+                            IN_THREAD_JOB.with(|c| c.set(true));
                             let u = Universe::from_placement(Placement {
                                 rank,
                                 job: job.clone(),
@@ -88,15 +101,22 @@ impl Job {
                 }
             }
             let mut out = Vec::with_capacity(handles.len());
-            let mut panic = None;
-            for h in handles {
+            let mut panics = Vec::new();
+            for (rank, h) in handles.into_iter().enumerate() {
                 match h.join().expect("rank thread") {
                     Ok(r) => out.push(r),
-                    Err(p) => panic = panic.or(Some(p)),
+                    Err(p) => panics.push((rank as i32, p)),
                 }
             }
-            if let Some(p) = panic {
-                std::panic::resume_unwind(p);
+            if !panics.is_empty() {
+                // Re-raise the panic of the rank that aborted the job first (the cause; the
+                // others are usually its consequences), else the lowest rank's.
+                let first = job.aborted().map(|(r, _)| r);
+                let i = panics
+                    .iter()
+                    .position(|(r, _)| Some(*r) == first)
+                    .unwrap_or(0);
+                std::panic::resume_unwind(panics.swap_remove(i).1);
             }
             Ok(out)
         })

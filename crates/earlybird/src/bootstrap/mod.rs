@@ -67,10 +67,9 @@ impl LaunchedJob {
                 format!("cannot pass the segment to ranks: {e}"),
             )
         })?;
-        Ok(LaunchedJob {
-            segment: JobSegment::init(seg, shape),
-            fd,
-        })
+        let segment = JobSegment::init(seg, shape);
+        segment.set_launcher_pid(std::process::id());
+        Ok(LaunchedJob { segment, fd })
     }
 
     /// The environment a rank needs, besides the inherited descriptor.
@@ -103,10 +102,13 @@ pub fn from_environment() -> Result<Placement> {
     let fd: i32 = fd_s.parse().map_err(|_| bad(ENV_SEGMENT_FD, &fd_s))?;
     if let Ok(lp) = std::env::var(ENV_LAUNCHER_PID) {
         let lp: u32 = lp.parse().map_err(|_| bad(ENV_LAUNCHER_PID, &lp))?;
-        if !crate::sys::process::die_with_parent(lp) {
+        // Die with our parent (ebrun, or a wrapper such as `time` or `strace` that ebrun
+        // started), and refuse to start if the launcher is no longer among our ancestors.
+        crate::sys::process::die_with_parent();
+        if !crate::sys::process::has_ancestor(lp) {
             return Err(Error::new(
                 ErrorClass::ProcFailed,
-                "the launcher (ebrun) is gone",
+                format!("the launcher (ebrun, pid {lp}) is gone"),
             ));
         }
     }

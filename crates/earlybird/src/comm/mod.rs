@@ -42,6 +42,57 @@ impl std::fmt::Debug for Comm {
 /// Context ids reserved for the predefined communicators.
 pub(crate) const CTX_WORLD: u32 = 0;
 
+/// A buffer a persistent send may be given: `&[T]` (constant data) or `&mut [T]` (data the
+/// program changes between starts through [`Request::buffer_mut`]).
+pub trait SendBuf<'s> {
+    #[doc(hidden)]
+    const WRITABLE: bool;
+    #[doc(hidden)]
+    fn lend(self) -> Lent;
+}
+
+impl<'s, T: Equivalence> SendBuf<'s> for &'s [T] {
+    const WRITABLE: bool = false;
+    fn lend(self) -> Lent {
+        Lent::of(bytes(self))
+    }
+}
+
+impl<'s, T: Equivalence> SendBuf<'s> for &'s mut [T] {
+    const WRITABLE: bool = true;
+    fn lend(self) -> Lent {
+        Lent::of_mut(bytes_mut(self))
+    }
+}
+
+impl<'s, T: Equivalence, const N: usize> SendBuf<'s> for &'s [T; N] {
+    const WRITABLE: bool = false;
+    fn lend(self) -> Lent {
+        Lent::of(bytes(self))
+    }
+}
+
+impl<'s, T: Equivalence, const N: usize> SendBuf<'s> for &'s mut [T; N] {
+    const WRITABLE: bool = true;
+    fn lend(self) -> Lent {
+        Lent::of_mut(bytes_mut(self))
+    }
+}
+
+impl<'s, T: Equivalence> SendBuf<'s> for &'s Vec<T> {
+    const WRITABLE: bool = false;
+    fn lend(self) -> Lent {
+        Lent::of(bytes(self))
+    }
+}
+
+impl<'s, T: Equivalence> SendBuf<'s> for &'s mut Vec<T> {
+    const WRITABLE: bool = true;
+    fn lend(self) -> Lent {
+        Lent::of_mut(bytes_mut(self))
+    }
+}
+
 /// A message taken out of matching by [`Comm::mprobe`] (MPI_Message); receive it with
 /// [`Message::recv`].
 #[derive(Debug)]
@@ -406,27 +457,28 @@ impl Comm {
 
     // ---- persistent ---------------------------------------------------------------------
 
-    fn p_send<'s, T: Equivalence>(
+    fn p_send<'s, B: SendBuf<'s>>(
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        buf: &'s [T],
+        buf: B,
         dest: i32,
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = self
-            .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
-            .map(|p| Request::persistent(&self.eng, &s.ops, p, self.errh.get()));
+        let r = self.send_plan(buf.lend(), dest, tag, mode).map(|p| {
+            Request::persistent(&self.eng, &s.ops, p, self.errh.get()).writable(B::WRITABLE)
+        });
         self.ret(what, r)
     }
 
     /// MPI_Send_init: a persistent standard-mode send of `buf`, started with
-    /// [`Request::start`]. The buffer is read at each start.
-    pub fn send_init<'s, T: Equivalence>(
+    /// [`Request::start`]. The buffer is read at each start. Lend it as `&mut [T]` to change
+    /// it between starts through [`Request::buffer_mut`], or as `&[T]` for constant data.
+    pub fn send_init<'s, B: SendBuf<'s>>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -434,10 +486,10 @@ impl Comm {
     }
 
     /// MPI_Ssend_init.
-    pub fn ssend_init<'s, T: Equivalence>(
+    pub fn ssend_init<'s, B: SendBuf<'s>>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -445,10 +497,10 @@ impl Comm {
     }
 
     /// MPI_Rsend_init.
-    pub fn rsend_init<'s, T: Equivalence>(
+    pub fn rsend_init<'s, B: SendBuf<'s>>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -456,10 +508,10 @@ impl Comm {
     }
 
     /// MPI_Bsend_init.
-    pub fn bsend_init<'s, T: Equivalence>(
+    pub fn bsend_init<'s, B: SendBuf<'s>>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {

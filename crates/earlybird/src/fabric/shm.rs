@@ -38,6 +38,8 @@ struct JobHeader {
     abort_code: AtomicI32,
     /// Ranks that have entered finalize.
     finalizing: AtomicU32,
+    /// pid of the launcher (0 for thread jobs and singletons).
+    launcher_pid: AtomicU32,
 }
 const _: () = assert!(std::mem::size_of::<JobHeader>() <= FLOOR_LINE_OFFSET);
 
@@ -352,6 +354,17 @@ impl JobSegment {
     /// Count this rank into finalize; returns how many ranks have entered it so far.
     pub fn enter_finalize(&self) -> u32 {
         self.header().finalizing.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Record the launcher's pid (ranks check it is alive during long waits).
+    pub fn set_launcher_pid(&self, pid: u32) {
+        self.header().launcher_pid.store(pid, Ordering::Release);
+    }
+
+    /// The launcher's pid, 0 when there is none.
+    #[inline]
+    pub fn launcher_pid(&self) -> u32 {
+        self.header().launcher_pid.load(Ordering::Relaxed)
     }
 
     pub fn finalizing(&self) -> u32 {

@@ -975,6 +975,9 @@ struct Waiter {
     spins: u32,
     blocked: Blocked,
     published: bool,
+    /// When the wait left its spin phase (then it is "blocked" for the launcher's report).
+    slow_since: Option<std::time::Instant>,
+    last_launcher_check: Option<std::time::Instant>,
 }
 
 /// Idle polls before a wait starts yielding its core: long when every rank has a core of its
@@ -991,7 +994,10 @@ fn spin_before_yield(nranks: u32) -> u32 {
     }
 }
 
-const PUBLISH_AFTER: u32 = 100_000;
+/// A wait this long is reported as "blocked in ..." to the launcher.
+const PUBLISH_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
+/// How often a long wait checks that the launcher is still alive.
+const LAUNCHER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Waiter {
     fn new(blocked: Blocked) -> Waiter {
@@ -999,6 +1005,8 @@ impl Waiter {
             spins: 0,
             blocked,
             published: false,
+            slow_since: None,
+            last_launcher_check: None,
         }
     }
 
@@ -1010,25 +1018,49 @@ impl Waiter {
             return Ok(());
         }
         if self.spins % 64 == 0 {
-            if let Some((rank, code)) = job.aborted() {
-                self.finish(job, me);
-                let who = if rank < 0 {
-                    "the launcher".to_string()
-                } else {
-                    format!("rank {rank}")
-                };
-                return Err(Error::new(
-                    ErrorClass::ProcFailed,
-                    format!("the job was aborted by {who} (code {code}) while this rank waited"),
-                ));
-            }
+            self.slow_checks(job, me)?;
         }
-        if !self.published && self.spins >= PUBLISH_AFTER {
+        std::thread::yield_now();
+        Ok(())
+    }
+
+    /// The checks of a long wait: abort flag, launcher alive, "blocked in" report.
+    #[cold]
+    fn slow_checks(&mut self, job: &JobSegment, me: u32) -> Result<()> {
+        if let Some((rank, code)) = job.aborted() {
+            self.finish(job, me);
+            let who = if rank < 0 {
+                "the launcher".to_string()
+            } else {
+                format!("rank {rank}")
+            };
+            return Err(Error::new(
+                ErrorClass::ProcFailed,
+                format!("the job was aborted by {who} (code {code}) while this rank waited"),
+            ));
+        }
+        let now = std::time::Instant::now();
+        let since = *self.slow_since.get_or_insert(now);
+        if !self.published && now - since >= PUBLISH_AFTER {
             let b = self.blocked;
             job.set_blocked(me, b.what, b.peer, b.tag, b.ctx);
             self.published = true;
         }
-        std::thread::yield_now();
+        let launcher = job.launcher_pid();
+        if launcher != 0
+            && self
+                .last_launcher_check
+                .is_none_or(|t| now - t >= LAUNCHER_CHECK_EVERY)
+        {
+            self.last_launcher_check = Some(now);
+            if !crate::sys::process::alive(launcher) {
+                self.finish(job, me);
+                return Err(Error::new(
+                    ErrorClass::ProcFailed,
+                    format!("the launcher (ebrun, pid {launcher}) is gone"),
+                ));
+            }
+        }
         Ok(())
     }
 

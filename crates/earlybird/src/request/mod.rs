@@ -53,13 +53,26 @@ pub(crate) fn apply<T>(h: ErrHandler, eng: &EngineRef, what: &str, r: Result<T>)
 #[cold]
 #[inline(never)]
 fn fatal(eng: &EngineRef, what: &str, e: &Error) -> ! {
+    use std::io::Write;
     let (rank, job) = match eng.try_borrow() {
-        Ok(e) => (e.rank(), Some(e.job().clone())),
-        Err(_) => (u32::MAX, None),
+        Ok(e) => (e.rank() as i32, Some(e.job().clone())),
+        Err(_) => (-1, None),
     };
-    eprintln!("earlybird: rank {rank}: fatal error in {what}: {e}");
+    // When another rank or the launcher ended the job, it has said why; leave quietly.
+    let ended_elsewhere =
+        e.class() == ErrorClass::ProcFailed && job.as_ref().and_then(|j| j.aborted()).is_some();
+    if !ended_elsewhere {
+        // One write, so the line is not interleaved with the launcher's or other ranks'.
+        let line = format!("earlybird: rank {rank}: fatal error in {what}: {e}\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
     if let Some(job) = job {
-        job.abort(rank as i32, e.class() as i32);
+        job.abort(rank, e.class() as i32);
+    }
+    if crate::threads::in_thread_job() {
+        // The job is this process's rank threads, not the process: unwind this rank
+        // (Job::run aborts the job and re-raises the panic to its caller).
+        std::panic::panic_any(format!("earlybird: rank {rank}: fatal error in {what}: {e}"));
     }
     std::process::exit(1);
 }
@@ -155,6 +168,8 @@ pub struct Request<'s> {
     plan: Option<Plan>,
     scope: Option<&'s ScopeOps>,
     errh: ErrHandler,
+    /// Whether the buffer was lent mutably (so `buffer_mut` may hand it out).
+    writable: bool,
     _buffers: PhantomData<&'s mut [u8]>,
 }
 
@@ -185,6 +200,7 @@ impl<'s> Request<'s> {
             plan: None,
             scope: Some(scope),
             errh,
+            writable: false,
             _buffers: PhantomData,
         })
     }
@@ -204,6 +220,7 @@ impl<'s> Request<'s> {
             plan: None,
             scope: Some(scope),
             errh,
+            writable: false,
             _buffers: PhantomData,
         }
     }
@@ -221,8 +238,14 @@ impl<'s> Request<'s> {
             plan: Some(plan),
             scope: Some(scope),
             errh,
+            writable: false,
             _buffers: PhantomData,
         }
+    }
+
+    pub(crate) fn writable(mut self, w: bool) -> Self {
+        self.writable = w;
+        self
     }
 
     /// Whether this is a persistent request.
@@ -239,6 +262,35 @@ impl<'s> Request<'s> {
     /// (the Rust counterpart of a handle set to MPI_REQUEST_NULL).
     pub fn is_null(&self) -> bool {
         matches!(self.state, State::Consumed)
+    }
+
+    /// The buffer of an inactive persistent request, to read what the last receive brought
+    /// or to write what the next send will carry. `MPI_ERR_REQUEST` while the request is
+    /// active or for a nonblocking request; `MPI_ERR_TYPE` if the bytes are not a whole,
+    /// aligned number of `T`.
+    pub fn buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+        let lent = match self.plan {
+            None => return Err(Error::new(ErrorClass::Request, "buffer_mut on a nonpersistent request")),
+            Some(_) if self.is_active() => {
+                return Err(Error::new(ErrorClass::Request, "buffer_mut on an active persistent request (wait for it first)"))
+            }
+            Some(Plan::Send { buf, .. }) if self.writable => buf,
+            Some(Plan::Recv { buf, .. }) => buf,
+            Some(Plan::Send { .. }) => {
+                return Err(Error::new(ErrorClass::Buffer, "buffer_mut on a persistent send whose buffer was lent read-only (&[T]); lend it as &mut [T]"))
+            }
+        };
+        let bytes = lent.bytes_mut_while(self);
+        let n = bytes.len();
+        bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
+            Error::new(
+                ErrorClass::Type,
+                format!(
+                    "buffer of {n} bytes cannot be viewed as [{}]: {e:?}",
+                    std::any::type_name::<T>()
+                ),
+            )
+        })
     }
 
     /// MPI_Start: start an inactive persistent request.

@@ -81,6 +81,22 @@ impl Lent {
         f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
+    /// The lent bytes for as long as `holder` is borrowed mutably. The request layer calls
+    /// this only on an inactive persistent request that lent the buffer mutably (`holder` is
+    /// that request): no operation touches the bytes meanwhile, and the request's exclusive
+    /// borrow of the user's buffer keeps anyone else away.
+    pub(crate) fn bytes_mut_while<'h, H: ?Sized>(&self, holder: &'h mut H) -> &'h mut [u8] {
+        let _ = holder;
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: (1) the buffer outlives the holder (crate invariant: it is borrowed for the
+        // request's scope); (2) the slice's lifetime is that of `&mut holder`, during which
+        // the holder cannot start an operation on the buffer; (3) it was lent mutably, so no
+        // other reference to it exists.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
     /// Fill the first `len` bytes from a sender's buffer: `memcpy` when the sender is a
     /// thread of this process, `process_vm_readv` when it is another process.
     pub(crate) fn pull(

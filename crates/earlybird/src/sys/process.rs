@@ -16,9 +16,8 @@ pub fn nonce() -> u64 {
     t ^ (COUNTER.fetch_add(1, Ordering::Relaxed) << 48) ^ ((pid() as u64) << 20)
 }
 
-/// Ask the kernel to send SIGKILL to this process when its parent (the launcher) dies, and
-/// return false if the parent is already gone (its pid is not `launcher_pid` any more).
-pub fn die_with_parent(launcher_pid: u32) -> bool {
+/// Ask the kernel to send SIGKILL to this process when its parent dies.
+pub fn die_with_parent() {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
     unsafe {
         libc::prctl(
@@ -29,9 +28,32 @@ pub fn die_with_parent(launcher_pid: u32) -> bool {
             0,
         )
     };
+}
+
+/// Whether `pid` is this process's parent, grandparent, ... (read from /proc).
+pub fn has_ancestor(pid: u32) -> bool {
     // SAFETY: getppid cannot fail.
-    let parent = unsafe { libc::getppid() };
-    parent as u32 == launcher_pid
+    let mut p = unsafe { libc::getppid() } as u32;
+    for _ in 0..64 {
+        if p == pid {
+            return true;
+        }
+        if p <= 1 {
+            return false;
+        }
+        match parent_of(p) {
+            Some(pp) => p = pp,
+            None => return false,
+        }
+    }
+    false
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: parse after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Whether a process with this pid exists (signal 0 probe).

@@ -53,28 +53,10 @@ impl Segment {
     /// Create an unlinked, space-reserved file of `len` bytes in `dir` and map it.
     /// Returns the mapping and the descriptor to hand to the job's processes.
     pub fn create_unlinked(dir: &Path, len: usize) -> io::Result<(Segment, OwnedFd)> {
-        let name = dir.join(format!(
-            "earlybird-{}-{:x}",
-            std::process::id(),
-            crate::sys::process::nonce()
-        ));
-        let cname = CString::new(name.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in shm path"))?;
-        // SAFETY: cname is a valid NUL-terminated path; O_EXCL makes the file ours alone.
-        let fd = unsafe {
-            libc::open(
-                cname.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
-                0o600,
-            )
+        let fd = match open_tmpfile(dir)? {
+            Some(fd) => fd,
+            None => create_then_unlink(dir)?,
         };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just opened by us and is owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: cname is valid; unlinking a file we created does not affect our open fd.
-        unsafe { libc::unlink(cname.as_ptr()) };
         reserve(fd.as_raw_fd(), len)?;
         let seg = Segment::map_fd(fd.as_raw_fd(), len)?;
         Ok((seg, fd))
@@ -122,6 +104,57 @@ impl Drop for Segment {
         // structure placed in it borrows the Segment (through an Arc), so none outlives it.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
+}
+
+/// An anonymous file in `dir` that never has a name (O_TMPFILE), so no crash at any instant
+/// can leave it behind; `None` where the filesystem does not support it.
+fn open_tmpfile(dir: &Path) -> io::Result<Option<OwnedFd>> {
+    let cdir = CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in shm path"))?;
+    // SAFETY: cdir is a valid NUL-terminated path; O_TMPFILE creates an unnamed inode.
+    let fd = unsafe {
+        libc::open(
+            cdir.as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::EINVAL) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: fd was just opened by us and is owned by nobody else.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Fallback: create a uniquely named file and unlink it at once.
+fn create_then_unlink(dir: &Path) -> io::Result<OwnedFd> {
+    let name = dir.join(format!(
+        "earlybird-{}-{:x}",
+        std::process::id(),
+        crate::sys::process::nonce()
+    ));
+    let cname = CString::new(name.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in shm path"))?;
+    // SAFETY: cname is a valid NUL-terminated path; O_EXCL makes the file ours alone.
+    let fd = unsafe {
+        libc::open(
+            cname.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened by us and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: cname is valid; unlinking a file we created does not affect our open fd.
+    unsafe { libc::unlink(cname.as_ptr()) };
+    Ok(fd)
 }
 
 /// Reserve `len` bytes of backing store so that later page faults cannot SIGBUS.
