@@ -2,9 +2,10 @@
 //! recv_init, started and completed many times, one by one and with start_all; PROC_NULL
 //! persistent requests; wildcard persistent receives.
 //!
-//! The safe API lends a persistent request's buffer for its whole scope, so the data cannot
-//! change between starts: every iteration moves the same bytes, each iteration's status is
-//! checked, and the received bytes are checked once the scope has ended.
+//! A persistent request holds its buffer for its whole scope. Most scenarios here send the
+//! same bytes every iteration (buffers lent as `&[T]`), check each iteration's status and
+//! the received bytes once the scope has ended; `persistent_changing_data` changes and checks
+//! the data at every iteration through `Request::buffer_mut` of the inactive requests.
 
 mod common;
 use common::*;
@@ -270,7 +271,63 @@ fn persistent_any_source(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// Data that changes between starts, through `Request::buffer_mut` of inactive requests:
+/// the sender writes iteration i's data before each start, the receiver reads it after each
+/// wait. All four send modes; element counts on both sides of the eager limit.
+fn persistent_changing_data(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (right, left) = ring(w);
+    let me = w.rank();
+    let e = u.eager_limit_bytes();
+    let val = |i: usize, r: i32, k: usize| (i as u32) << 20 ^ (r as u32) << 12 ^ k as u32;
+    for mode in [Mode::Standard, Mode::Sync, Mode::Ready, Mode::Buffered] {
+        for n in [0usize, 2, e / 4 + 1, 64 << 10] {
+            let mut sbuf = vec![0u32; n];
+            let mut rbuf = vec![0u32; n];
+            if mode == Mode::Buffered {
+                u.buffer_attach(w.size() as usize * (4 * n + BSEND_OVERHEAD))?;
+            }
+            scope(|s| -> Result<()> {
+                let mut rr = w.recv_init(s, &mut rbuf, left, TAG)?;
+                let mut sr = match mode {
+                    Mode::Standard => w.send_init(s, &mut sbuf, right, TAG)?,
+                    Mode::Sync => w.ssend_init(s, &mut sbuf, right, TAG)?,
+                    Mode::Ready => w.rsend_init(s, &mut sbuf, right, TAG)?,
+                    Mode::Buffered => w.bsend_init(s, &mut sbuf, right, TAG)?,
+                };
+                for i in 0..20 {
+                    for (k, x) in sr.buffer_mut::<u32>()?.iter_mut().enumerate() {
+                        *x = val(i, me, k);
+                    }
+                    rr.start()?;
+                    if mode == Mode::Ready {
+                        w.send(&[0u8; 0], left, READY)?;
+                        w.recv(&mut [0u8; 0], right, READY)?;
+                    }
+                    sr.start()?;
+                    assert!(
+                        sr.buffer_mut::<u32>().is_err(),
+                        "the buffer of an active request is not available"
+                    );
+                    let st = rr.wait()?;
+                    sr.wait()?;
+                    assert_eq!(st.count::<u32>(), Some(n));
+                    let got = rr.buffer_mut::<u32>()?;
+                    let want: Vec<u32> = (0..n).map(|k| val(i, left, k)).collect();
+                    check_eq(&format!("{mode:?} iteration {i}, {n} u32"), got, &want);
+                }
+                Ok(())
+            })?;
+            if mode == Mode::Buffered {
+                u.buffer_detach()?;
+            }
+        }
+    }
+    Ok(())
+}
+
 scenarios! {
+    persistent_changing_data;
     send_init_recv_init;
     ssend_init_recv_init;
     rsend_init_recv_init;

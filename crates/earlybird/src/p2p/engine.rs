@@ -301,6 +301,9 @@ impl Engine {
     /// Start a receive into `buf`; `src`/`tag` as in the pattern (None = wildcard).
     #[inline]
     pub fn recv_start(&mut self, pat: Pattern, buf: Lent) -> OpId {
+        // Drain what has arrived first: a window of receives then overlaps with the frames
+        // the sender is writing, instead of meeting them all (one cache miss each) at the end.
+        self.progress();
         let op = self.core.alloc(OpKind::Recv { buf });
         if let Some((env, held)) = self.core.matcher.take_unexpected(&pat) {
             self.core.deliver_held(op, env, held);

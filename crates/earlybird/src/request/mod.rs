@@ -72,7 +72,9 @@ fn fatal(eng: &EngineRef, what: &str, e: &Error) -> ! {
     if crate::threads::in_thread_job() {
         // The job is this process's rank threads, not the process: unwind this rank
         // (Job::run aborts the job and re-raises the panic to its caller).
-        std::panic::panic_any(format!("earlybird: rank {rank}: fatal error in {what}: {e}"));
+        std::panic::panic_any(format!(
+            "earlybird: rank {rank}: fatal error in {what}: {e}"
+        ));
     }
     std::process::exit(1);
 }
@@ -281,6 +283,10 @@ impl<'s> Request<'s> {
             }
         };
         let bytes = lent.bytes_mut_while(self);
+        if bytes.is_empty() {
+            // An empty buffer is an empty [T] whatever its (dangling) address.
+            return Ok(&mut []);
+        }
         let n = bytes.len();
         bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
             Error::new(
@@ -382,10 +388,18 @@ impl<'s> Request<'s> {
         apply(self.errh, &self.eng, "test", r)
     }
 
-    /// MPI_Request_get_status: whether the request is complete, without collecting it.
-    pub fn get_status(&self) -> Result<Option<Status>> {
-        let mut eng = self.eng.borrow_mut();
+    /// MPI_Request_get_status: whether the request is complete, and its status if so,
+    /// without collecting it (a later wait or test still returns the same status).
+    pub fn get_status(&mut self) -> Result<Option<Status>> {
+        let eng_rc = self.eng.clone();
+        let mut eng = eng_rc.borrow_mut();
         eng.progress();
+        if let State::Op(op, _) = self.state {
+            if eng.is_done(op) {
+                // Move the result out of the engine (freeing its slot) and keep it here.
+                self.state = State::Done(eng.take(op));
+            }
+        }
         match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
             State::Consumed => Err(Error::new(
@@ -393,7 +407,7 @@ impl<'s> Request<'s> {
                 "request_get_status on a consumed request",
             )),
             State::Done(r) => r.clone().map(Some),
-            State::Op(op, _) => Ok(eng.is_done(*op).then(Status::empty)),
+            State::Op(..) => Ok(None),
         }
     }
 
@@ -427,12 +441,20 @@ impl<'s> Request<'s> {
         }
     }
 
-    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST);
-    /// an active nonblocking request is allowed to complete first (its buffer is still lent).
+    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST).
+    /// Freeing is local: an active nonblocking operation goes on and completes on its own (a
+    /// send is delivered, a receive fills its buffer); its buffer stays lent until then, and
+    /// at the latest until the scope ends, which waits for a freed send and cancels a freed
+    /// receive still unmatched.
     pub fn free(mut self) -> Result<()> {
         if self.plan.is_some() && self.is_active() {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
             return apply(self.errh, &self.eng, "request_free", Err(e));
+        }
+        if let (&State::Op(op, blocked), Some(scope)) = (&self.state, self.scope) {
+            scope.detach(&self.eng, op, blocked);
+            self.state = State::Consumed;
+            return Ok(());
         }
         self.settle();
         Ok(())
@@ -512,6 +534,13 @@ pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
         let mut next = 0;
         e.wait_for(blocked, |e| {
             while next < reqs.len() {
+                if reqs[next].is_null() {
+                    // A request completed earlier (by wait_any, say) is MPI_REQUEST_NULL in
+                    // the array: ignored, with the empty status.
+                    out[next] = Status::empty();
+                    next += 1;
+                    continue;
+                }
                 match reqs[next].poll(e) {
                     None => return None,
                     Some(Ok(st)) => out[next] = st,
@@ -544,20 +573,13 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
     let all = {
         let mut e = eng.borrow_mut();
         e.progress();
+        // Consumed entries are MPI_REQUEST_NULL: complete, with the empty status.
         reqs.iter().all(|r| match &r.state {
             State::Op(op, _) => e.is_done(*op),
-            State::Consumed => false,
             _ => true,
         })
     };
     if !all {
-        if let Some(r) = reqs.iter().find(|r| r.is_null()) {
-            let _ = r;
-            return Err(Error::new(
-                ErrorClass::Request,
-                "test_all on an array holding a consumed request",
-            ));
-        }
         return Ok(None);
     }
     wait_all(reqs).map(Some)
@@ -688,9 +710,30 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
 #[derive(Default)]
 pub struct ScopeOps {
     ops: RefCell<Vec<(EngineRef, OpId)>>,
+    /// Operations of freed requests (MPI_Request_free): nobody waits for them, so the scope
+    /// collects them once complete (freeing their engine slots) and settles them at its end.
+    detached: RefCell<Vec<(EngineRef, OpId, Blocked)>>,
 }
 
 impl ScopeOps {
+    fn detach(&self, eng: &EngineRef, op: OpId, blocked: Blocked) {
+        self.reap_detached();
+        self.detached.borrow_mut().push((eng.clone(), op, blocked));
+    }
+
+    /// Collect the detached operations that have completed.
+    fn reap_detached(&self) {
+        self.detached
+            .borrow_mut()
+            .retain(|(e, o, _)| match e.try_borrow_mut() {
+                Ok(mut e) if e.is_done(*o) => {
+                    let _ = e.take(*o);
+                    false
+                }
+                _ => true,
+            });
+    }
+
     fn register(&self, eng: &EngineRef, op: OpId) {
         let mut ops = self.ops.borrow_mut();
         // Keep the list short for long-lived scopes with persistent requests: drop entries
@@ -699,11 +742,31 @@ impl ScopeOps {
             ops.retain(|(e, o)| e.try_borrow().map_or(true, |e| !e.is_done(*o)));
         }
         ops.push((eng.clone(), op));
+        drop(ops);
+        if !self.detached.borrow().is_empty() {
+            self.reap_detached();
+        }
     }
 }
 
 impl Drop for ScopeOps {
     fn drop(&mut self) {
+        // Freed requests first, settled as a dropped request is: a receive still unmatched
+        // is cancelled (its buffer is about to be released), a send is waited for.
+        for (eng, op, blocked) in self.detached.get_mut().drain(..) {
+            let Ok(mut e) = eng.try_borrow_mut() else {
+                eprintln!("earlybird: scope ended while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            if !e.is_done(op) && matches!(blocked.what, BlockedIn::Recv) {
+                e.cancel(op);
+            }
+            if e.is_done(op) {
+                let _ = e.take(op);
+            } else {
+                let _ = e.wait(op, blocked);
+            }
+        }
         for (eng, op) in self.ops.get_mut().drain(..) {
             let Ok(mut e) = eng.try_borrow_mut() else {
                 eprintln!("earlybird: scope ended while its endpoint is in use; aborting");

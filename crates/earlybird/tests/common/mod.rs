@@ -39,9 +39,6 @@ pub const JOB_TIMEOUT_S: u64 = 60;
 /// Hard bound on the wait for ebrun in the test itself.
 pub const CHILD_LIMIT: Duration = Duration::from_secs(90);
 
-/// Tags at and above this value are the harness's own (barrier).
-pub const HARNESS_TAG: i32 = 1 << 30;
-
 fn run_scn(s: Scn, u: Universe) {
     let rank = u.world().rank();
     match s {
@@ -324,26 +321,6 @@ macro_rules! scenarios {
 }
 
 // ---- helpers for scenarios ----------------------------------------------------------------
-
-/// A simple barrier over point-to-point (gather to 0, then release). Uses tag
-/// [`HARNESS_TAG`]; do not run it while a wildcard-tag receive is pending.
-pub fn barrier(w: &Comm) -> Result<()> {
-    let (rank, size) = (w.rank(), w.size());
-    let t = HARNESS_TAG;
-    let mut z = [0u8; 0];
-    if rank == 0 {
-        for r in 1..size {
-            w.recv(&mut z, r, t)?;
-        }
-        for r in 1..size {
-            w.send(&z, r, t)?;
-        }
-    } else {
-        w.send(&z, 0, t)?;
-        w.recv(&mut z, 0, t)?;
-    }
-    Ok(())
-}
 
 /// Right and left neighbours on the ring.
 pub fn ring(w: &Comm) -> (i32, i32) {

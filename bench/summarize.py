@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Summarize a bench/compare.sh run: median over launches of each launch's median, for
+earlybird and the two anchors, and earlybird's ratio to the better anchor."""
+import json, re, statistics, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+PAIRS = [("pingpong", "latency", "us", False), ("pingpong_persist", "persistent-latency", "us", False),
+         ("bw", "bw", "MB/s", True), ("msgrate", "msgrate", "Mmsg/s", True)]
+
+def ref(path):
+    vals = {}
+    if not path.exists():
+        return vals
+    for line in path.read_text().splitlines():
+        m = re.match(r"RESULT bench=\S+ size=(\d+) .*median=([\d.e+-]+)", line)
+        if m:
+            vals.setdefault(int(m.group(1)), []).append(float(m.group(2)))
+    return {k: statistics.median(v) for k, v in vals.items()}
+
+def eb(path, key):
+    vals = {}
+    if not path.exists():
+        return vals
+    for line in path.read_text().splitlines():
+        if line.startswith("{"):
+            j = json.loads(line)
+            vals.setdefault(j["bytes"], []).append(j[key])
+    return {k: statistics.median(v) for k, v in vals.items()}
+
+floor = eb(out / "eb_floor.txt", "median_us")
+if floor:
+    print(f"floor (earlybird-bench floor, one shared line, half round trip): {floor[8]*1000:.1f} ns\n")
+print("| benchmark | bytes | unit | earlybird | MPICH | Open MPI | earlybird / better anchor |")
+print("|---|---|---|---|---|---|---|")
+for ref_name, eb_name, unit, higher in PAIRS:
+    key = {"us": "median_us", "MB/s": "mb_per_s", "Mmsg/s": "mmsg_per_s"}[unit]
+    e = eb(out / f"eb_{eb_name}.txt", key)
+    m = ref(out / f"mpich_{ref_name}.txt")
+    o = ref(out / f"openmpi_{ref_name}.txt")
+    for size in sorted(e):
+        a = [x for x in (m.get(size), o.get(size)) if x is not None]
+        best = (max(a) if higher else min(a)) if a else None
+        ratio = f"{e[size] / best:.2f}" if best else "-"
+        fmt = lambda x: "-" if x is None else (f"{x:.3f}" if x < 100 else f"{x:.0f}")
+        print(f"| {eb_name} | {size} | {unit} | {fmt(e[size])} | {fmt(m.get(size))} | {fmt(o.get(size))} | {ratio} |")

@@ -1,0 +1,522 @@
+//! The request family (MPI 4.1 §3.7.3-3.7.5, §3.9) on mixed arrays of nonblocking and
+//! persistent requests: wait_all, wait_any, wait_some, test_all, test_any, test_some,
+//! request free and get_status; and a flood of 10,000 eager messages to a rank that is not
+//! receiving yet (flow control must make the sender wait, not lose or reorder anything).
+
+mod common;
+use common::*;
+use earlybird::{
+    scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request,
+    Result, Status, Universe, ANY_SOURCE, ANY_TAG, PROC_NULL,
+};
+use std::time::Duration;
+
+const GO: i32 = 70;
+
+/// Pairs (0,1), (2,3), ...: (partner, is_even).
+fn pair(u: &Universe) -> Option<(i32, bool)> {
+    let w = u.world();
+    let p = w.rank() ^ 1;
+    (p < w.size()).then_some((p, w.rank() % 2 == 0))
+}
+
+fn is_empty_status(st: &Status) -> bool {
+    st.source() == ANY_SOURCE && st.tag() == ANY_TAG && st.bytes() == 0
+}
+
+/// wait_all on a mixed array: nonblocking receive and send, started persistent receive and
+/// send, a never-started persistent receive (inactive: empty status), a PROC_NULL receive.
+/// Nonblocking requests end consumed, persistent ones inactive and startable again.
+fn mixed_wait_all(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (right, left) = ring(w);
+    let me = w.rank();
+    let e = u.eager_limit_bytes();
+    let a = pattern(me as u64, 100);
+    let b = pattern(me as u64 + 100, e + 1);
+    let (mut ga, mut gb, mut gc, mut gn) = (vec![0u8; 100], vec![0u8; e + 1], [0u8; 4], [3u8; 2]);
+    scope(|s| -> Result<()> {
+        let mut reqs: Vec<Request> = vec![
+            w.irecv(s, &mut ga, left, 1)?,
+            w.recv_init(s, &mut gb, left, 2)?,
+            w.isend(s, &a, right, 1)?,
+            w.send_init(s, &b, right, 2)?,
+            w.recv_init(s, &mut gc, left, 3)?, // never started
+            w.irecv(s, &mut gn, PROC_NULL, 0)?,
+        ];
+        reqs[1].start()?;
+        reqs[3].start()?;
+        let sts = wait_all(&mut reqs)?;
+        assert_eq!(
+            (sts[0].source(), sts[0].tag(), sts[0].bytes()),
+            (left, 1, 100)
+        );
+        assert_eq!(
+            (sts[1].source(), sts[1].tag(), sts[1].bytes()),
+            (left, 2, e + 1)
+        );
+        assert!(
+            is_empty_status(&sts[4]),
+            "an inactive request gives the empty status: {:?}",
+            sts[4]
+        );
+        assert_eq!(sts[5].source(), PROC_NULL);
+        assert!(reqs[0].is_null() && reqs[2].is_null() && reqs[5].is_null());
+        assert!(!reqs[1].is_active() && !reqs[3].is_active() && !reqs[1].is_null());
+        // The persistent ones go round again.
+        reqs[1].start()?;
+        reqs[3].start()?;
+        let (i, st) = wait_any(&mut reqs[1..4])?.expect("an active request");
+        assert!(i == 0 || i == 2, "wait_any returned index {i}");
+        if i == 0 {
+            assert_eq!(st.bytes(), e + 1);
+        }
+        wait_all(&mut reqs[1..4])?;
+        Ok(())
+    })?;
+    check_eq("irecv in wait_all", &ga, &pattern(left as u64, 100));
+    check_eq(
+        "recv_init in wait_all",
+        &gb,
+        &pattern(left as u64 + 100, e + 1),
+    );
+    assert_eq!(gn, [3u8; 2]);
+    Ok(())
+}
+
+/// The MPI idiom "wait_any, then wait_all for the rest": entries completed by wait_any are
+/// null (consumed) and wait_all / test_all treat them as such (empty status), not as errors.
+fn wait_any_then_wait_all(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (right, left) = ring(w);
+    let mut g = [[0u32; 4]; 3];
+    let d = [[w.rank() as u32; 4]; 3];
+    scope(|s| -> Result<()> {
+        let [g0, g1, g2] = &mut g;
+        let mut reqs = vec![
+            w.irecv(s, g0, left, 0)?,
+            w.irecv(s, g1, left, 1)?,
+            w.irecv(s, g2, left, 2)?,
+        ];
+        w.send(&d[1], right, 1)?;
+        let (i, st) = wait_any(&mut reqs)?.expect("one completes");
+        assert_eq!((i, st.tag()), (1, 1));
+        assert!(reqs[1].is_null());
+        assert!(
+            test_all(&mut reqs)?.is_none(),
+            "two receives are still pending"
+        );
+        // Only now may the left neighbour send the other two.
+        w.send(&[0u8; 0], left, GO)?;
+        w.recv(&mut [0u8; 0], right, GO)?;
+        w.send(&d[0], right, 0)?;
+        w.send(&d[2], right, 2)?;
+        let sts = wait_all(&mut reqs)?;
+        assert_eq!((sts[0].tag(), sts[2].tag()), (0, 2));
+        assert!(
+            is_empty_status(&sts[1]),
+            "a consumed entry gives the empty status"
+        );
+        assert_eq!(
+            test_all(&mut reqs)?.map(|v| v.len()),
+            Some(3),
+            "all null: test_all is true"
+        );
+        assert!(
+            wait_any(&mut reqs)?.is_none(),
+            "no active request: MPI_UNDEFINED"
+        );
+        assert!(wait_some(&mut reqs)?.is_empty());
+        assert!(test_any(&mut reqs)?.is_none());
+        assert!(test_some(&mut reqs)?.is_empty());
+        Ok(())
+    })?;
+    assert_eq!(g, [[left as u32; 4]; 3]);
+    Ok(())
+}
+
+const K: usize = 6;
+
+/// Senders send K messages (tags 0..K) in reverse tag order, mixing sizes, after a GO.
+fn send_k_reversed(u: &Universe, peer: i32) -> Result<()> {
+    let w = u.world();
+    let e = u.eager_limit_bytes();
+    w.recv(&mut [0u8; 0], peer, GO)?;
+    for t in (0..K).rev() {
+        let len = if t % 2 == 0 { 16 } else { e + 1 };
+        w.send(&pattern(t as u64, len), peer, t as i32)?;
+    }
+    Ok(())
+}
+
+/// Receivers post K receives in one array: half nonblocking, half persistent (started).
+fn post_k<'s>(
+    w: &'s earlybird::Comm,
+    s: &'s earlybird::Scope<'s, '_>,
+    bufs: &'s mut [Vec<u8>],
+    peer: i32,
+) -> Result<Vec<Request<'s>>> {
+    let mut reqs = Vec::new();
+    for (t, b) in bufs.iter_mut().enumerate() {
+        if t % 3 == 1 {
+            let mut r = w.recv_init(s, b, peer, t as i32)?;
+            r.start()?;
+            reqs.push(r);
+        } else {
+            reqs.push(w.irecv(s, b, peer, t as i32)?);
+        }
+    }
+    Ok(reqs)
+}
+
+fn k_bufs(u: &Universe) -> Vec<Vec<u8>> {
+    vec![vec![0u8; u.eager_limit_bytes() + 1]; K]
+}
+
+fn check_k(u: &Universe, bufs: &[Vec<u8>]) {
+    let e = u.eager_limit_bytes();
+    for (t, b) in bufs.iter().enumerate() {
+        let len = if t % 2 == 0 { 16 } else { e + 1 };
+        check_eq(&format!("tag {t}"), &b[..len], &pattern(t as u64, len));
+    }
+}
+
+fn check_k_status(u: &Universe, i: usize, st: &Status, peer: i32) {
+    let e = u.eager_limit_bytes();
+    let len = if i % 2 == 1 { e + 1 } else { 16 };
+    assert_eq!(
+        (st.source(), st.tag(), st.bytes()),
+        (peer, i as i32, len),
+        "status of request {i}"
+    );
+}
+
+/// wait_any until MPI_UNDEFINED: every request is returned exactly once, in whatever order.
+fn wait_any_loop(u: &Universe) -> Result<()> {
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    if sender {
+        return send_k_reversed(u, peer);
+    }
+    let w = u.world();
+    let mut bufs = k_bufs(u);
+    scope(|s| -> Result<()> {
+        let mut reqs = post_k(w, s, &mut bufs, peer)?;
+        w.send(&[0u8; 0], peer, GO)?;
+        let mut seen = [false; K];
+        while let Some((i, st)) = wait_any(&mut reqs)? {
+            assert!(!seen[i], "wait_any returned request {i} twice");
+            seen[i] = true;
+            check_k_status(u, i, &st, peer);
+        }
+        assert!(seen.iter().all(|&x| x));
+        Ok(())
+    })?;
+    check_k(u, &bufs);
+    Ok(())
+}
+
+/// wait_some until empty: every request is returned exactly once.
+fn wait_some_loop(u: &Universe) -> Result<()> {
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    if sender {
+        return send_k_reversed(u, peer);
+    }
+    let w = u.world();
+    let mut bufs = k_bufs(u);
+    scope(|s| -> Result<()> {
+        let mut reqs = post_k(w, s, &mut bufs, peer)?;
+        assert!(
+            test_some(&mut reqs)?.is_empty(),
+            "nothing can have completed before GO"
+        );
+        w.send(&[0u8; 0], peer, GO)?;
+        let mut seen = [false; K];
+        loop {
+            let done = wait_some(&mut reqs)?;
+            if done.is_empty() {
+                break;
+            }
+            for (i, st) in done {
+                assert!(!seen[i], "wait_some returned request {i} twice");
+                seen[i] = true;
+                check_k_status(u, i, &st, peer);
+            }
+        }
+        assert!(seen.iter().all(|&x| x));
+        Ok(())
+    })?;
+    check_k(u, &bufs);
+    Ok(())
+}
+
+/// test_all is false (and collects nothing) while any request is pending, then true with
+/// every status.
+fn test_all_loop(u: &Universe) -> Result<()> {
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    if sender {
+        return send_k_reversed(u, peer);
+    }
+    let w = u.world();
+    let mut bufs = k_bufs(u);
+    scope(|s| -> Result<()> {
+        let mut reqs = post_k(w, s, &mut bufs, peer)?;
+        assert!(test_all(&mut reqs)?.is_none());
+        assert!(
+            reqs.iter().all(|r| r.is_active()),
+            "a false test_all must not complete anything"
+        );
+        w.send(&[0u8; 0], peer, GO)?;
+        let sts = loop {
+            if let Some(sts) = test_all(&mut reqs)? {
+                break sts;
+            }
+            std::thread::yield_now();
+        };
+        for (i, st) in sts.iter().enumerate() {
+            check_k_status(u, i, st, peer);
+        }
+        assert!(reqs.iter().all(|r| !r.is_active()));
+        Ok(())
+    })?;
+    check_k(u, &bufs);
+    Ok(())
+}
+
+/// test_any and test_some polled until every request has been returned once.
+fn test_any_and_some_loop(u: &Universe) -> Result<()> {
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    if sender {
+        send_k_reversed(u, peer)?;
+        return send_k_reversed(u, peer);
+    }
+    let w = u.world();
+    for round in 0..2 {
+        let mut bufs = k_bufs(u);
+        scope(|s| -> Result<()> {
+            let mut reqs = post_k(w, s, &mut bufs, peer)?;
+            assert!(test_any(&mut reqs)?.is_none());
+            w.send(&[0u8; 0], peer, GO)?;
+            let mut seen = [false; K];
+            let mut n = 0;
+            while n < K {
+                let done: Vec<(usize, Status)> = if round == 0 {
+                    test_any(&mut reqs)?.into_iter().collect()
+                } else {
+                    test_some(&mut reqs)?
+                };
+                for (i, st) in done {
+                    assert!(!seen[i], "request {i} returned twice");
+                    seen[i] = true;
+                    n += 1;
+                    check_k_status(u, i, &st, peer);
+                }
+                std::thread::yield_now();
+            }
+            assert!(test_any(&mut reqs)?.is_none());
+            assert!(test_some(&mut reqs)?.is_empty());
+            Ok(())
+        })?;
+        check_k(u, &bufs);
+    }
+    Ok(())
+}
+
+/// get_status says whether a request is complete without completing it; once it is, it
+/// reports the operation's real status, and wait still returns that status afterwards.
+/// Inactive persistent requests report the empty status.
+fn get_status(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    let e = u.eager_limit_bytes();
+    if sender {
+        w.recv(&mut [0u8; 0], peer, GO)?;
+        w.send(&pattern(1, 40), peer, 3)?;
+        w.send(&pattern(2, e + 1), peer, 4)?;
+        return Ok(());
+    }
+    let mut a = vec![0u8; 40];
+    let mut b = vec![0u8; e + 1];
+    scope(|s| -> Result<()> {
+        let mut ra = w.irecv(s, &mut a, peer, 3)?;
+        let mut rb = w.recv_init(s, &mut b, peer, 4)?;
+        assert!(is_empty_status(
+            &rb.get_status()?.expect("inactive is complete")
+        ));
+        rb.start()?;
+        assert!(ra.get_status()?.is_none());
+        assert!(rb.get_status()?.is_none());
+        w.send(&[0u8; 0], peer, GO)?;
+        for (r, tag, len) in [(&mut ra, 3, 40usize), (&mut rb, 4, e + 1)] {
+            let st = loop {
+                if let Some(st) = r.get_status()? {
+                    break st;
+                }
+                std::thread::yield_now();
+            };
+            assert_eq!(
+                (st.source(), st.tag(), st.bytes()),
+                (peer, tag, len),
+                "get_status reports the real status"
+            );
+            assert!(r.is_active(), "get_status must not complete the request");
+            let again = r.get_status()?.expect("still complete");
+            assert_eq!(again, st);
+            let wst = r.wait()?;
+            assert_eq!((wst.source(), wst.tag(), wst.bytes()), (peer, tag, len));
+        }
+        Ok(())
+    })?;
+    check_eq("get_status a", &a, &pattern(1, 40));
+    check_eq("get_status b", &b, &pattern(2, e + 1));
+    Ok(())
+}
+
+/// request_free: an inactive persistent request and a completed one are freed at once; an
+/// active nonblocking send is freed without waiting for its receive (MPI_Request_free is
+/// local) and still delivers; an active nonblocking receive, freed, still receives (the
+/// program learns of it from the sender).
+fn request_free(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    let e = u.eager_limit_bytes();
+    let big = pattern(9, 1 << 20);
+    let small = pattern(10, 8);
+    let last = pattern(11, e + 1);
+    if sender {
+        scope(|s| -> Result<()> {
+            let p = w.send_init(s, &small, peer, 1)?;
+            p.free()?;
+            let mut p = w.send_init(s, &small, peer, 1)?;
+            p.start()?;
+            p.wait()?;
+            p.free()?;
+            let mut r = w.isend(s, &small, peer, 2)?;
+            r.wait()?;
+            r.free()?;
+            // A rendezvous send freed while unmatched: the receiver posts only after GO.
+            let r = w.isend(s, &big, peer, 3)?;
+            r.free()?;
+            w.send(&[0u8; 0], peer, GO)?;
+            // The peer has posted and freed a receive for this one.
+            w.recv(&mut [0u8; 0], peer, GO)?;
+            w.send(&last, peer, 4)?; // rendezvous: returns once the freed receive took it
+            w.send(&[0u8; 0], peer, GO + 1)?;
+            Ok(())
+        })?;
+    } else {
+        let mut got = vec![0u8; 8];
+        w.recv(&mut got, peer, 1)?;
+        check_eq("persistent before free", &got, &small);
+        w.recv(&mut got, peer, 2)?;
+        w.recv(&mut [0u8; 0], peer, GO)?;
+        let mut gbig = vec![0u8; big.len()];
+        w.recv(&mut gbig, peer, 3)?;
+        check_eq("freed send", &gbig, &big);
+        let mut g4 = vec![0u8; e + 1];
+        scope(|s| -> Result<()> {
+            let r = w.irecv(s, &mut g4, peer, 4)?;
+            r.free()?;
+            w.send(&[0u8; 0], peer, GO)?;
+            w.recv(&mut [0u8; 0], peer, GO + 1)?;
+            Ok(())
+        })?;
+        check_eq("freed receive", &g4, &last);
+        assert!(w.iprobe(ANY_SOURCE, ANY_TAG)?.is_none());
+    }
+    Ok(())
+}
+
+/// wait and test on inactive persistent requests return the empty status at once; a
+/// persistent request can be started, tested to completion and started again.
+fn inactive_and_test(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (right, left) = ring(w);
+    let mut g = [0i16; 5];
+    let d = [w.rank() as i16; 5];
+    scope(|s| -> Result<()> {
+        let mut r = w.recv_init(s, &mut g, left, 6)?;
+        let mut sreq = w.send_init(s, &d, right, 6)?;
+        assert!(is_empty_status(&r.wait()?));
+        assert!(is_empty_status(
+            &r.test()?.expect("inactive tests complete")
+        ));
+        for _ in 0..20 {
+            let mut both = [r, sreq];
+            start_all(&mut both)?;
+            let [r2, s2] = both;
+            r = r2;
+            sreq = s2;
+            let st = loop {
+                if let Some(st) = r.test()? {
+                    break st;
+                }
+            };
+            assert_eq!((st.source(), st.count::<i16>()), (left, Some(5)));
+            while sreq.test()?.is_none() {}
+        }
+        Ok(())
+    })?;
+    assert_eq!(g, [left as i16; 5]);
+    Ok(())
+}
+
+const FLOOD: usize = 10_000;
+const FLOOD_LEN: usize = 256;
+
+/// Rank 2k floods rank 2k+1 with 10,000 messages of 256 B (2.5 MB, past the per-pair flow
+/// limit) while the receiver sleeps; the sender must wait rather than fail, and the receiver
+/// then gets every message, in order, intact.
+fn flood(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    if sender {
+        let mut m = [0u8; FLOOD_LEN];
+        for i in 0..FLOOD {
+            m[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            m[8..].fill(i as u8);
+            w.send(&m, peer, 5)?;
+        }
+    } else {
+        std::thread::sleep(Duration::from_millis(300));
+        let mut m = [0u8; FLOOD_LEN];
+        for i in 0..FLOOD {
+            let st = w.recv(&mut m, peer, ANY_TAG)?;
+            assert_eq!(st.bytes(), FLOOD_LEN);
+            let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
+            assert_eq!(seq, i as u64, "message {i} out of order");
+            assert!(
+                m[8..].iter().all(|&x| x == i as u8),
+                "message {i} corrupted"
+            );
+        }
+        assert!(w.iprobe(ANY_SOURCE, ANY_TAG)?.is_none());
+    }
+    Ok(())
+}
+
+scenarios! {
+    mixed_wait_all;
+    wait_any_then_wait_all;
+    wait_any_loop;
+    wait_some_loop;
+    test_all_loop;
+    test_any_and_some_loop;
+    get_status;
+    request_free;
+    inactive_and_test;
+    flood;
+}
