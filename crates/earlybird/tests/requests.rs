@@ -508,7 +508,48 @@ fn flood(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// Requests leaked with `mem::forget` are still settled by their scope: a receive nobody
+/// matches is cancelled (it must not steal a later message), and a rendezvous send is waited
+/// for until its receiver has pulled the data, so the buffer can be reused after the scope.
+fn forgotten_requests_are_settled_by_scope(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let Some((peer, even)) = pair(u) else {
+        return Ok(());
+    };
+    let big = u.eager_limit_bytes() * 4 + 3;
+    if even {
+        let mut data = pattern(7, big);
+        let mut never = [0u8; 8];
+        scope(|s| -> Result<()> {
+            std::mem::forget(w.irecv(s, &mut never, peer, 999)?);
+            std::mem::forget(w.isend(s, &data, peer, 5)?);
+            Ok(())
+        })?;
+        // The send completed (the peer has the data) and the receive was withdrawn.
+        data.iter_mut().for_each(|b| *b = 0);
+        w.send(&[1u8; 8], peer, 999)?;
+        let mut ack = [0u8; 1];
+        w.recv(&mut ack, peer, 6)?;
+        assert_eq!(never, [0u8; 8], "a cancelled receive must not be written");
+    } else {
+        std::thread::sleep(Duration::from_millis(50));
+        let mut got = vec![0u8; big];
+        w.recv(&mut got, peer, 5)?;
+        check_eq(
+            "rendezvous data of a forgotten send",
+            &got,
+            &pattern(7, big),
+        );
+        let mut tail = [0u8; 8];
+        let st = w.recv(&mut tail, peer, 999)?;
+        assert_eq!((st.bytes(), tail), (8, [1u8; 8]));
+        w.send(&[1u8], peer, 6)?;
+    }
+    Ok(())
+}
+
 scenarios! {
+    forgotten_requests_are_settled_by_scope;
     mixed_wait_all;
     wait_any_then_wait_all;
     wait_any_loop;

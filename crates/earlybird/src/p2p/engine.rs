@@ -68,6 +68,10 @@ struct OpSlot {
     gen: u32,
     kind: OpKind,
     done: bool,
+    /// The request layer's scope whose buffers this operation may touch (0: none).
+    scope: u32,
+    /// Nobody will collect the result (a freed request): free the slot on completion.
+    detached: bool,
     status: Status,
     error: Option<Error>,
 }
@@ -301,9 +305,6 @@ impl Engine {
     /// Start a receive into `buf`; `src`/`tag` as in the pattern (None = wildcard).
     #[inline]
     pub fn recv_start(&mut self, pat: Pattern, buf: Lent) -> OpId {
-        // Drain what has arrived first: a window of receives then overlaps with the frames
-        // the sender is writing, instead of meeting them all (one cache miss each) at the end.
-        self.progress();
         let op = self.core.alloc(OpKind::Recv { buf });
         if let Some((env, held)) = self.core.matcher.take_unexpected(&pat) {
             self.core.deliver_held(op, env, held);
@@ -341,6 +342,70 @@ impl Engine {
         }
         w.finish(&self.core.job, self.core.me);
         self.take(op)
+    }
+
+    /// Mark `op` as touching buffers of the request layer's scope `scope` (see
+    /// [`settle_scope`](Self::settle_scope)).
+    #[inline]
+    pub fn set_scope(&mut self, op: OpId, scope: u32) {
+        if let Some(s) = self.core.slot_mut(op) {
+            s.scope = scope;
+        }
+    }
+
+    /// Nobody will collect `op`'s result (MPI_Request_free): free it now if complete, else
+    /// when it completes.
+    pub fn detach(&mut self, op: OpId) {
+        match self.core.slot_mut(op) {
+            Some(s) if s.done => {
+                let _ = self.core.take(op);
+            }
+            Some(s) => s.detached = true,
+            None => {}
+        }
+    }
+
+    /// A scope ends: every operation of it still in flight must finish before its buffers
+    /// are released. Receives nobody matched are cancelled; sends are waited for. Results
+    /// of completed operations stay for their requests to collect (a request that was
+    /// forgotten with `mem::forget` leaves its slot behind, like any leak).
+    pub fn settle_scope(&mut self, scope: u32) {
+        let live: Vec<OpId> = self
+            .core
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.scope == scope && !s.done && !matches!(s.kind, OpKind::Free))
+            .map(|(i, s)| ((s.gen as u64) << 32) | i as u64)
+            .collect();
+        for op in live {
+            let recv = matches!(
+                self.core.slot(op).map(|s| &s.kind),
+                Some(OpKind::Recv { .. })
+            );
+            if recv {
+                self.core.cancel(op);
+            }
+            let blocked = Blocked {
+                what: BlockedIn::Wait,
+                peer: -3,
+                tag: 0,
+                ctx: 0,
+            };
+            let mut w = Waiter::new(blocked);
+            while !self.is_done(op) {
+                if !self.progress() && w.idle(&self.core.job, self.core.me).is_err() {
+                    // The job was aborted: the peer may never answer. Between processes a
+                    // peer can only read our memory through the kernel (a stale read hurts
+                    // nobody here); in a thread job the failed job's process is going down.
+                    return;
+                }
+            }
+            w.finish(&self.core.job, self.core.me);
+            if self.core.slot(op).is_some_and(|s| s.detached) {
+                let _ = self.core.take(op);
+            }
+        }
     }
 
     /// Cancel `op` (MPI_Cancel): a posted receive is withdrawn at once; a send still waiting
@@ -525,6 +590,8 @@ impl Core {
                     gen: 0,
                     kind: OpKind::Free,
                     done: false,
+                    scope: 0,
+                    detached: false,
                     status: Status::empty(),
                     error: None,
                 });
@@ -534,6 +601,8 @@ impl Core {
         let s = &mut self.ops[idx as usize];
         s.kind = kind;
         s.done = false;
+        s.scope = 0;
+        s.detached = false;
         s.status = Status::empty();
         s.error = None;
         ((s.gen as u64) << 32) | idx as u64
@@ -553,10 +622,17 @@ impl Core {
 
     #[inline]
     fn complete(&mut self, op: OpId, status: Status, error: Option<Error>) {
-        if let Some(s) = self.slot_mut(op) {
-            s.done = true;
-            s.status = status;
-            s.error = error;
+        let detached = match self.slot_mut(op) {
+            Some(s) => {
+                s.done = true;
+                s.status = status;
+                s.error = error;
+                s.detached
+            }
+            None => false,
+        };
+        if detached {
+            let _ = self.take(op);
         }
     }
 
@@ -1017,7 +1093,9 @@ impl Waiter {
     fn idle(&mut self, job: &JobSegment, me: u32) -> Result<()> {
         self.spins = self.spins.wrapping_add(1);
         if self.spins < spin_before_yield(job.nranks()) {
-            // No PAUSE: it costs ~140 cycles on these Xeons, more than a poll of the rings.
+            // PAUSE between polls: a reader that hammers the slot the writer is filling steals
+            // the line mid-write and halves the message rate.
+            std::hint::spin_loop();
             return Ok(());
         }
         if self.spins % 64 == 0 {

@@ -192,10 +192,14 @@ impl<'s> Request<'s> {
         plan: Plan,
         errh: ErrHandler,
     ) -> Result<Request<'s>> {
-        let state = plan.start(&mut eng.borrow_mut())?;
-        if let State::Op(op, _) = state {
-            scope.register(eng, op);
-        }
+        let state = {
+            let mut e = eng.borrow_mut();
+            let state = plan.start(&mut e)?;
+            if let State::Op(op, _) = state {
+                scope.register(eng, &mut e, op);
+            }
+            state
+        };
         Ok(Request {
             eng: eng.clone(),
             state,
@@ -215,7 +219,7 @@ impl<'s> Request<'s> {
         blocked: Blocked,
         errh: ErrHandler,
     ) -> Request<'s> {
-        scope.register(eng, op);
+        scope.register(eng, &mut eng.borrow_mut(), op);
         Request {
             eng: eng.clone(),
             state: State::Op(op, blocked),
@@ -315,10 +319,12 @@ impl<'s> Request<'s> {
         if self.is_active() {
             return Err(Error::new(ErrorClass::Request, "start of an active persistent request (wait for it or test it to completion first)"));
         }
-        let state = plan.start(&mut self.eng.borrow_mut())?;
+        let mut e = self.eng.borrow_mut();
+        let state = plan.start(&mut e)?;
         if let (State::Op(op, _), Some(s)) = (&state, self.scope) {
-            s.register(&self.eng, *op);
+            s.register(&self.eng, &mut e, *op);
         }
+        drop(e);
         self.state = state;
         Ok(())
     }
@@ -451,8 +457,9 @@ impl<'s> Request<'s> {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
             return apply(self.errh, &self.eng, "request_free", Err(e));
         }
-        if let (&State::Op(op, blocked), Some(scope)) = (&self.state, self.scope) {
-            scope.detach(&self.eng, op, blocked);
+        if let State::Op(op, _) = self.state {
+            // The operation stays tagged with its scope, which settles it at the latest.
+            self.eng.borrow_mut().detach(op);
             self.state = State::Consumed;
             return Ok(());
         }
@@ -706,84 +713,54 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
         })
 }
 
-/// Operations registered in a scope: those that may touch a buffer borrowed for it.
-#[derive(Default)]
+/// A scope's bookkeeping: its id, with which every operation that may touch a buffer
+/// borrowed for the scope is tagged in its engine, and the engines it used (usually one).
+/// When the scope ends, each engine settles the operations tagged with the id.
 pub struct ScopeOps {
-    ops: RefCell<Vec<(EngineRef, OpId)>>,
-    /// Operations of freed requests (MPI_Request_free): nobody waits for them, so the scope
-    /// collects them once complete (freeing their engine slots) and settles them at its end.
-    detached: RefCell<Vec<(EngineRef, OpId, Blocked)>>,
+    id: u32,
+    engines: RefCell<Vec<EngineRef>>,
+}
+
+impl Default for ScopeOps {
+    fn default() -> Self {
+        thread_local! {
+            static NEXT_SCOPE: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+        }
+        // Ids are per thread, as engines are; 0 means "no scope" and is skipped on wrap.
+        let id = NEXT_SCOPE.with(|n| {
+            let id = n.get();
+            n.set(id.checked_add(1).unwrap_or(1));
+            id
+        });
+        ScopeOps {
+            id,
+            engines: RefCell::new(Vec::with_capacity(1)),
+        }
+    }
 }
 
 impl ScopeOps {
-    fn detach(&self, eng: &EngineRef, op: OpId, blocked: Blocked) {
-        self.reap_detached();
-        self.detached.borrow_mut().push((eng.clone(), op, blocked));
-    }
-
-    /// Collect the detached operations that have completed.
-    fn reap_detached(&self) {
-        self.detached
-            .borrow_mut()
-            .retain(|(e, o, _)| match e.try_borrow_mut() {
-                Ok(mut e) if e.is_done(*o) => {
-                    let _ = e.take(*o);
-                    false
-                }
-                _ => true,
-            });
-    }
-
-    fn register(&self, eng: &EngineRef, op: OpId) {
-        let mut ops = self.ops.borrow_mut();
-        // Keep the list short for long-lived scopes with persistent requests: drop entries
-        // that have completed and been collected (their slot generation moved on).
-        if ops.len() >= 64 {
-            ops.retain(|(e, o)| e.try_borrow().map_or(true, |e| !e.is_done(*o)));
-        }
-        ops.push((eng.clone(), op));
-        drop(ops);
-        if !self.detached.borrow().is_empty() {
-            self.reap_detached();
+    /// Tag `op` (just started on `e`, the engine behind `eng`) with this scope.
+    #[inline]
+    fn register(&self, eng: &EngineRef, e: &mut Engine, op: OpId) {
+        e.set_scope(op, self.id);
+        let mut v = self.engines.borrow_mut();
+        if !v.iter().any(|x| Rc::ptr_eq(x, eng)) {
+            v.push(eng.clone());
         }
     }
 }
 
 impl Drop for ScopeOps {
     fn drop(&mut self) {
-        // Freed requests first, settled as a dropped request is: a receive still unmatched
-        // is cancelled (its buffer is about to be released), a send is waited for.
-        for (eng, op, blocked) in self.detached.get_mut().drain(..) {
+        for eng in self.engines.get_mut().drain(..) {
             let Ok(mut e) = eng.try_borrow_mut() else {
+                // Only reachable while unwinding out of the engine itself, with buffers of
+                // this scope possibly still referenced: stopping here is the only safe move.
                 eprintln!("earlybird: scope ended while its endpoint is in use; aborting");
                 std::process::abort();
             };
-            if !e.is_done(op) && matches!(blocked.what, BlockedIn::Recv) {
-                e.cancel(op);
-            }
-            if e.is_done(op) {
-                let _ = e.take(op);
-            } else {
-                let _ = e.wait(op, blocked);
-            }
-        }
-        for (eng, op) in self.ops.get_mut().drain(..) {
-            let Ok(mut e) = eng.try_borrow_mut() else {
-                eprintln!("earlybird: scope ended while its endpoint is in use; aborting");
-                std::process::abort();
-            };
-            if !e.is_done(op) {
-                e.cancel(op);
-                let _ = e.wait(
-                    op,
-                    Blocked {
-                        what: BlockedIn::Wait,
-                        peer: -3,
-                        tag: 0,
-                        ctx: 0,
-                    },
-                );
-            }
+            e.settle_scope(self.id);
         }
     }
 }
