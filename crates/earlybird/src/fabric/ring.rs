@@ -32,7 +32,7 @@ use bytemuck::{Pod, Zeroable};
 /// Bytes of payload carried inside the frame itself.
 pub const INLINE_BYTES: usize = 24;
 /// Bytes of one slot.
-pub const SLOT_BYTES: usize = 64;
+pub const SLOT_BYTES: usize = 128;
 const CONSUMER_LINE_BYTES: usize = 128;
 const DATA_ALIGN: u64 = 64;
 
@@ -61,8 +61,10 @@ const _: () = assert!(std::mem::size_of::<Slot>() == SLOT_BYTES);
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ConsumerLine>() == CONSUMER_LINE_BYTES);
 
-/// One slot: sequence word then frame body.
-#[repr(C, align(64))]
+/// One slot: sequence word then frame body, padded to 128 bytes so that the adjacent-line
+/// prefetcher does not pull the slot being written into the reader's cache with the slot
+/// being read.
+#[repr(C, align(128))]
 pub struct Slot {
     seq: AtomicU64,
     body: UnsafeCell<Frame>,

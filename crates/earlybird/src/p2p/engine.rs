@@ -296,7 +296,15 @@ impl Engine {
         }
         let peer = peer as u32;
         match mode {
-            SendMode::Buffered => self.core.bsend(peer, ctx, tag, buf),
+            SendMode::Buffered => {
+                // Space held by earlier buffered sends is released by their FIN, which may be
+                // sitting in a ring: look before saying it does not fit.
+                let need = buf.len() + BSEND_OVERHEAD;
+                if self.core.bsend_in_use + need > self.core.bsend_capacity.unwrap_or(0) {
+                    self.progress();
+                }
+                self.core.bsend(peer, ctx, tag, buf)
+            }
             SendMode::Synchronous => Ok(self.core.send(peer, ctx, tag, buf, true)),
             SendMode::Standard | SendMode::Ready => Ok(self.core.send(peer, ctx, tag, buf, false)),
         }
