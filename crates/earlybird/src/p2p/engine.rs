@@ -180,6 +180,8 @@ struct Core {
     credit: Vec<u64>,
     peer_pid: Vec<u32>,
     limits: Limits,
+    /// Idle polls before a wait yields its core (fixed at init, see `spin_budget`).
+    spin_budget: u32,
     bsend_capacity: Option<usize>,
     bsend_in_use: usize,
     bsends: Vec<Bsend>,
@@ -249,6 +251,7 @@ impl Engine {
                 credit: vec![0; n as usize],
                 peer_pid: vec![0; n as usize],
                 limits: Limits::from_env(max_payload),
+                spin_budget: spin_budget(n),
                 bsend_capacity: None,
                 bsend_in_use: 0,
                 bsends: Vec::new(),
@@ -342,7 +345,7 @@ impl Engine {
     /// Drive progress until `op` completes; `blocked` says what to report to the launcher
     /// if this turns into a long wait.
     pub fn wait(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
-        let mut w = Waiter::new(blocked);
+        let mut w = Waiter::new(self.core.spin_budget, blocked);
         while !self.is_done(op) {
             if !self.progress() {
                 w.idle(&self.core.job, self.core.me)?;
@@ -400,7 +403,7 @@ impl Engine {
                 tag: 0,
                 ctx: 0,
             };
-            let mut w = Waiter::new(blocked);
+            let mut w = Waiter::new(self.core.spin_budget, blocked);
             while !self.is_done(op) {
                 if !self.progress() && w.idle(&self.core.job, self.core.me).is_err() {
                     // The job was aborted: the peer may never answer. Between processes a
@@ -455,7 +458,7 @@ impl Engine {
         blocked: Blocked,
         mut f: impl FnMut(&mut Engine) -> Option<T>,
     ) -> Result<T> {
-        let mut w = Waiter::new(blocked);
+        let mut w = Waiter::new(self.core.spin_budget, blocked);
         loop {
             if let Some(t) = f(self) {
                 w.finish(&self.core.job, self.core.me);
@@ -490,12 +493,15 @@ impl Engine {
                 "buffer_detach with no buffer attached",
             ));
         };
-        let mut w = Waiter::new(Blocked {
-            what: BlockedIn::BufferDetach,
-            peer: -3,
-            tag: 0,
-            ctx: 0,
-        });
+        let mut w = Waiter::new(
+            self.core.spin_budget,
+            Blocked {
+                what: BlockedIn::BufferDetach,
+                peer: -3,
+                tag: 0,
+                ctx: 0,
+            },
+        );
         loop {
             self.core.reap_bsends();
             if self.core.bsends.is_empty() {
@@ -551,12 +557,15 @@ impl Engine {
         }
         let n = self.size();
         let me = self.core.me;
-        let mut w = Waiter::new(Blocked {
-            what: BlockedIn::Finalize,
-            peer: -3,
-            tag: 0,
-            ctx: 0,
-        });
+        let mut w = Waiter::new(
+            self.core.spin_budget,
+            Blocked {
+                what: BlockedIn::Finalize,
+                peer: -3,
+                tag: 0,
+                ctx: 0,
+            },
+        );
         while self.core.pending_frames > 0 {
             if !self.progress() {
                 w.idle(&self.core.job, me)?;
@@ -961,7 +970,7 @@ impl Core {
     fn deliver_eager(&mut self, op: OpId, env: Envelope, payload: &[u8], sync_op: Option<u64>) {
         let buf = self.recv_buf(op);
         let n = payload.len().min(buf.len());
-        buf.write_at(0, &payload[..n]);
+        buf.with_bytes_mut(|b| crate::fabric::ring::copy_small(b, &payload[..n]));
         if env.src != self.me {
             self.credit[env.src as usize] += payload.len() as u64;
         }
@@ -1060,6 +1069,7 @@ pub struct Blocked {
 /// progress), checking the job's abort flag now and then.
 struct Waiter {
     spins: u32,
+    spin_budget: u32,
     blocked: Blocked,
     published: bool,
     /// When the wait left its spin phase (then it is "blocked" for the launcher's report).
@@ -1069,12 +1079,11 @@ struct Waiter {
 
 /// Idle polls before a wait starts yielding its core: long when every rank has a core of its
 /// own (a yield costs a syscall and the partner answers within microseconds), short when
-/// ranks outnumber cores (the partner may need this core to answer at all).
-fn spin_before_yield(nranks: u32) -> u32 {
-    use std::sync::OnceLock;
-    static CPUS: OnceLock<usize> = OnceLock::new();
-    let cpus = *CPUS.get_or_init(crate::sys::process::cpus);
-    if nranks as usize <= cpus {
+/// ranks outnumber cores (the partner may need this core to answer at all). Decided when the
+/// endpoint is made, from the CPUs the process may then use: a program that pins itself to
+/// one core afterwards (benchmarks do) must not turn its waits into yields.
+fn spin_budget(nranks: u32) -> u32 {
+    if nranks as usize <= crate::sys::process::cpus() {
         50_000
     } else {
         50
@@ -1087,9 +1096,10 @@ const PUBLISH_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 const LAUNCHER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl Waiter {
-    fn new(blocked: Blocked) -> Waiter {
+    fn new(spin_budget: u32, blocked: Blocked) -> Waiter {
         Waiter {
             spins: 0,
+            spin_budget,
             blocked,
             published: false,
             slow_since: None,
@@ -1100,9 +1110,9 @@ impl Waiter {
     #[inline]
     fn idle(&mut self, job: &JobSegment, me: u32) -> Result<()> {
         self.spins = self.spins.wrapping_add(1);
-        if self.spins < spin_before_yield(job.nranks()) {
-            // PAUSE between polls: a reader that hammers the slot the writer is filling steals
-            // the line mid-write and halves the message rate.
+        if self.spins < self.spin_budget {
+            // One PAUSE between polls: a reader that hammers the slot the writer is filling
+            // steals the line mid-write. More than one makes a caught-up reader the bottleneck.
             std::hint::spin_loop();
             return Ok(());
         }

@@ -52,15 +52,6 @@ impl Lent {
         self.ptr as u64
     }
 
-    /// Copy `src` into the buffer at `offset`. Panics (an internal bug) if out of range.
-    pub(crate) fn write_at(&self, offset: usize, src: &[u8]) {
-        assert!(offset + src.len() <= self.len, "lent write out of range");
-        // SAFETY: (1) the range is inside the buffer (checked above); (2) by the crate
-        // invariant the buffer is alive and lent for writing to this operation alone; (3) src
-        // is a different allocation (ring memory or a heap copy), so the ranges do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(offset), src.len()) };
-    }
-
     /// The lent bytes, for the duration of a closure. The operation must be a reader.
     pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         if self.len == 0 {
