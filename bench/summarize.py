@@ -13,7 +13,7 @@ def ref(path):
     if not path.exists():
         return vals
     for line in path.read_text().splitlines():
-        m = re.match(r"RESULT bench=\S+ size=(\d+) .*median=([\d.e+-]+)", line)
+        m = re.match(r"RESULT bench=\S+ size=(\d+) .*? median=([\d.e+-]+)", line)
         if m:
             vals.setdefault(int(m.group(1)), []).append(float(m.group(2)))
     return {k: statistics.median(v) for k, v in vals.items()}

@@ -325,6 +325,66 @@ impl Engine {
         op
     }
 
+    /// A receive bound to `buf` for a persistent request: its operation slot is kept from
+    /// init to free, so a start only re-arms it (no allocation, no lookup of a new slot).
+    /// Inactive (done) until the first [`recv_rearm`](Self::recv_rearm).
+    pub fn recv_bind(&mut self, buf: Lent) -> OpId {
+        let op = self.core.alloc(OpKind::Recv { buf });
+        self.core.complete(op, Status::empty(), None);
+        op
+    }
+
+    /// Start a bound receive again. The caller guarantees it is inactive (collected).
+    #[inline]
+    pub fn recv_rearm(&mut self, op: OpId, pat: Pattern) {
+        if let Some(s) = self.core.slot_mut(op) {
+            s.done = false;
+            s.error = None;
+        }
+        if let Some((env, held)) = self.core.matcher.take_unexpected(&pat) {
+            self.core.deliver_held(op, env, held);
+        } else {
+            self.core.matcher.post(pat, op);
+        }
+    }
+
+    /// The result of a completed bound receive, leaving the slot bound (inactive).
+    #[inline]
+    pub fn collect(&mut self, op: OpId) -> Result<Status> {
+        let Some(s) = self.core.slot_mut(op) else {
+            return Err(Error::new(
+                ErrorClass::Request,
+                format!("operation {op:#x} is not known to this endpoint"),
+            ));
+        };
+        let status = s.status;
+        match s.error.take() {
+            None => Ok(status),
+            Some(e) => Err(e.with_status(status)),
+        }
+    }
+
+    /// Release a bound receive's slot (its request is gone). It must be inactive.
+    pub fn unbind(&mut self, op: OpId) {
+        if self.is_done(op) {
+            let _ = self.core.take(op);
+        }
+    }
+
+    /// Like [`wait`](Self::wait) for a bound receive: the slot stays bound.
+    pub fn wait_bound(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
+        if !self.is_done(op) {
+            let mut w = Waiter::new(self.core.spin_budget, blocked);
+            while !self.is_done(op) {
+                if !self.progress() {
+                    w.idle(&self.core.job, self.core.me)?;
+                }
+            }
+            w.finish(&self.core.job, self.core.me);
+        }
+        self.collect(op)
+    }
+
     /// A completed receive from PROC_NULL.
     pub fn proc_null_status() -> Status {
         Status::proc_null()

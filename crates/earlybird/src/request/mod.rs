@@ -122,7 +122,7 @@ impl Plan {
     }
 
     /// Start the operation on the engine.
-    pub(crate) fn start(&self, eng: &mut Engine) -> Result<State> {
+    pub(crate) fn start(&self, eng: &mut Engine, bound: Option<OpId>) -> Result<State> {
         Ok(match *self {
             Plan::Send {
                 peer,
@@ -135,15 +135,26 @@ impl Plan {
                 Started::Op(op) => State::Op(op, self.blocked()),
             },
             Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
-            Plan::Recv { pat: Some(p), buf } => {
-                let op = eng.recv_start(p, buf);
-                if eng.is_done(op) {
-                    // Matched a message that had already arrived: nothing left in flight.
-                    State::Done(eng.take(op))
-                } else {
-                    State::Op(op, self.blocked())
+            Plan::Recv { pat: Some(p), buf } => match bound {
+                // A persistent receive re-arms the slot it was bound to at init.
+                Some(op) => {
+                    eng.recv_rearm(op, p);
+                    if eng.is_done(op) {
+                        State::Done(eng.collect(op))
+                    } else {
+                        State::Op(op, self.blocked())
+                    }
                 }
-            }
+                None => {
+                    let op = eng.recv_start(p, buf);
+                    if eng.is_done(op) {
+                        // Matched a message that had already arrived: nothing left in flight.
+                        State::Done(eng.take(op))
+                    } else {
+                        State::Op(op, self.blocked())
+                    }
+                }
+            },
         })
     }
 }
@@ -172,6 +183,8 @@ pub struct Request<'s> {
     errh: ErrHandler,
     /// Whether the buffer was lent mutably (so `buffer_mut` may hand it out).
     writable: bool,
+    /// A persistent receive's operation slot, bound at init and re-armed at each start.
+    bound: Option<OpId>,
     _buffers: PhantomData<&'s mut [u8]>,
 }
 
@@ -194,7 +207,7 @@ impl<'s> Request<'s> {
     ) -> Result<Request<'s>> {
         let state = {
             let mut e = eng.borrow_mut();
-            let state = plan.start(&mut e)?;
+            let state = plan.start(&mut e, None)?;
             if let State::Op(op, _) = state {
                 scope.register(eng, &mut e, op);
             }
@@ -207,6 +220,7 @@ impl<'s> Request<'s> {
             scope: Some(scope),
             errh,
             writable: false,
+            bound: None,
             _buffers: PhantomData,
         })
     }
@@ -227,6 +241,7 @@ impl<'s> Request<'s> {
             scope: Some(scope),
             errh,
             writable: false,
+            bound: None,
             _buffers: PhantomData,
         }
     }
@@ -238,7 +253,18 @@ impl<'s> Request<'s> {
         plan: Plan,
         errh: ErrHandler,
     ) -> Request<'s> {
+        scope.note_engine(eng);
+        let bound = match plan {
+            Plan::Recv { pat: Some(_), buf } => {
+                let mut e = eng.borrow_mut();
+                let op = e.recv_bind(buf);
+                e.set_scope(op, scope.id);
+                Some(op)
+            }
+            _ => None,
+        };
         Request {
+            bound,
             eng: eng.clone(),
             state: State::Inactive,
             plan: Some(plan),
@@ -320,9 +346,11 @@ impl<'s> Request<'s> {
             return Err(Error::new(ErrorClass::Request, "start of an active persistent request (wait for it or test it to completion first)"));
         }
         let mut e = self.eng.borrow_mut();
-        let state = plan.start(&mut e)?;
-        if let (State::Op(op, _), Some(s)) = (&state, self.scope) {
-            s.register(&self.eng, &mut e, *op);
+        let state = plan.start(&mut e, self.bound)?;
+        if let (State::Op(op, _), Some(s), None) = (&state, self.scope, self.bound) {
+            // The scope noted this engine when the request was made (and tagged a bound
+            // slot then).
+            e.set_scope(*op, s.id);
         }
         drop(e);
         self.state = state;
@@ -347,7 +375,11 @@ impl<'s> Request<'s> {
                 if !eng.is_done(*op) {
                     return None;
                 }
-                eng.take(*op)
+                if self.bound == Some(*op) {
+                    eng.collect(*op)
+                } else {
+                    eng.take(*op)
+                }
             }
         };
         self.state = if self.plan.is_some() {
@@ -366,21 +398,27 @@ impl<'s> Request<'s> {
         apply(self.errh, &self.eng, "wait", r)
     }
 
+    #[inline]
     fn wait_inner(&mut self) -> Result<Status> {
-        let eng_rc = self.eng.clone();
-        let mut eng = eng_rc.borrow_mut();
-        if let State::Op(op, blocked) = self.state {
-            if !eng.is_done(op) {
-                let r = eng.wait(op, blocked);
-                self.state = if self.plan.is_some() {
-                    State::Inactive
-                } else {
-                    State::Consumed
-                };
-                return r;
+        let after = if self.plan.is_some() {
+            State::Inactive
+        } else {
+            State::Consumed
+        };
+        match std::mem::replace(&mut self.state, after) {
+            // Completed at start (eager send, matched receive): no engine call at all.
+            State::Done(r) => r,
+            State::Op(op, blocked) if self.bound == Some(op) => self.eng.borrow_mut().wait_bound(op, blocked),
+            State::Op(op, blocked) => self.eng.borrow_mut().wait(op, blocked),
+            State::Inactive => {
+                self.state = State::Inactive;
+                Ok(Status::empty())
             }
+            State::Consumed => Err(Error::new(
+                ErrorClass::Request,
+                "wait on a request that has already completed (a nonblocking request is consumed by its completion)",
+            )),
         }
-        self.poll(&mut eng).expect("poll of a settled request")
     }
 
     /// MPI_Test: `Some(status)` if the request completed (with the same state changes as
@@ -402,8 +440,14 @@ impl<'s> Request<'s> {
         eng.progress();
         if let State::Op(op, _) = self.state {
             if eng.is_done(op) {
-                // Move the result out of the engine (freeing its slot) and keep it here.
-                self.state = State::Done(eng.take(op));
+                // Move the result out of the engine (freeing its slot unless it is bound) and
+                // keep it here.
+                let r = if self.bound == Some(op) {
+                    eng.collect(op)
+                } else {
+                    eng.take(op)
+                };
+                self.state = State::Done(r);
             }
         }
         match &self.state {
@@ -480,7 +524,11 @@ impl<'s> Request<'s> {
             if matches!(blocked.what, BlockedIn::Recv) {
                 eng.cancel(op);
             }
-            let _ = eng.wait(op, blocked);
+            if self.bound == Some(op) {
+                let _ = eng.wait_bound(op, blocked);
+            } else {
+                let _ = eng.wait(op, blocked);
+            }
         }
         self.state = if self.plan.is_some() {
             State::Inactive
@@ -493,6 +541,11 @@ impl<'s> Request<'s> {
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         self.settle();
+        if let Some(op) = self.bound.take() {
+            if let Ok(mut e) = self.eng.try_borrow_mut() {
+                e.unbind(op);
+            }
+        }
     }
 }
 
@@ -744,6 +797,12 @@ impl ScopeOps {
     #[inline]
     fn register(&self, eng: &EngineRef, e: &mut Engine, op: OpId) {
         e.set_scope(op, self.id);
+        self.note_engine(eng);
+    }
+
+    /// Remember that `eng` has (or will have) operations of this scope to settle.
+    #[inline]
+    fn note_engine(&self, eng: &EngineRef) {
         let mut v = self.engines.borrow_mut();
         if !v.iter().any(|x| Rc::ptr_eq(x, eng)) {
             v.push(eng.clone());
