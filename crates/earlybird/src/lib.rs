@@ -39,8 +39,8 @@ pub use datatype::{BasicType, Equivalence};
 pub use error::{Error, ErrorClass, Result};
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
 pub use request::{
-    scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, ErrHandler,
-    Request, Scope,
+    scope, start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some,
+    ErrHandler, Request, Scope,
 };
 pub use sys::lend::ScratchBuffer;
 

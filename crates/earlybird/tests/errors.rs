@@ -332,7 +332,31 @@ fn fatal_rank_99(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// The error handler belongs to the communicator: set through a clone, it applies to the
+/// original handle and to requests made before the change (a fatal handler would end the job
+/// here; in a thread job it panics the rank and the test fails).
+fn errhandler_is_shared_by_handles_and_requests(u: &Universe) -> Result<()> {
+    let w = u.world().clone();
+    let other = u.world();
+    assert_eq!(other.errhandler(), earlybird::ErrHandler::Fatal);
+    let mut buf = [0u8; 4];
+    earlybird::scope(|s| -> Result<()> {
+        let mut req = other.irecv(s, &mut buf, earlybird::PROC_NULL, 0)?;
+        req.wait()?;
+        w.set_errhandler(earlybird::ErrHandler::Return);
+        assert_eq!(other.errhandler(), earlybird::ErrHandler::Return);
+        let e = req.wait().expect_err("second wait on a consumed request");
+        assert_eq!(e.class(), ErrorClass::Request);
+        let e = other
+            .send(&[1u8], 99, 0)
+            .expect_err("rank 99 does not exist");
+        assert_eq!(e.class(), ErrorClass::Rank);
+        Ok(())
+    })
+}
+
 scenarios! {
+    errhandler_is_shared_by_handles_and_requests;
     invalid_rank;
     invalid_tag;
     request_misuse;

@@ -548,7 +548,44 @@ fn forgotten_requests_are_settled_by_scope(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// MPI_ERR_IN_STATUS keeps every request's status: a truncated receive reports its class
+/// and the bytes it kept, the good one beside it its full status.
+fn wait_all_into_fills_statuses_on_error(u: &Universe) -> Result<()> {
+    let w = u.world();
+    w.set_errhandler(earlybird::ErrHandler::Return);
+    let Some((peer, even)) = pair(u) else {
+        return Ok(());
+    };
+    if even {
+        w.send(&[7u8; 16], peer, 1)?;
+        w.send(&[8u8; 4], peer, 2)?;
+    } else {
+        let (mut small, mut ok) = ([0u8; 4], [0u8; 4]);
+        let mut st = [Status::empty(); 2];
+        let r = scope(|s| -> Result<()> {
+            let mut reqs = vec![
+                w.irecv(s, &mut small, peer, 1)?,
+                w.irecv(s, &mut ok, peer, 2)?,
+            ];
+            earlybird::wait_all_into(&mut reqs, &mut st)
+        });
+        let e = r.expect_err("one receive truncated");
+        assert_eq!(e.class(), earlybird::ErrorClass::InStatus, "{e}");
+        assert_eq!(
+            (st[0].error(), st[0].bytes()),
+            (earlybird::ErrorClass::Truncate, 4)
+        );
+        assert_eq!(
+            (st[1].error(), st[1].bytes(), st[1].tag()),
+            (earlybird::ErrorClass::Success, 4, 2)
+        );
+        assert_eq!((small, ok), ([7u8; 4], [8u8; 4]));
+    }
+    Ok(())
+}
+
 scenarios! {
+    wait_all_into_fills_statuses_on_error;
     forgotten_requests_are_settled_by_scope;
     mixed_wait_all;
     wait_any_then_wait_all;

@@ -15,9 +15,10 @@ use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Matched, SendMode};
 use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
-use crate::request::{apply, EngineRef, ErrHandler, Plan, Request, Scope};
+use crate::request::{apply, EngineRef, ErrHandler, ErrSlot, Plan, Request, Scope};
 use crate::sys::lend::{Lent, ScratchBuffer};
 use std::cell::Cell;
+use std::rc::Rc;
 
 /// A communicator: a group of ranks and a context in which their messages match.
 #[derive(Clone)]
@@ -26,7 +27,7 @@ pub struct Comm {
     ctx: u32,
     rank: i32,
     size: i32,
-    errh: Cell<ErrHandler>,
+    errh: ErrSlot,
 }
 
 impl std::fmt::Debug for Comm {
@@ -113,7 +114,7 @@ impl Comm {
             ctx: CTX_WORLD,
             rank,
             size,
-            errh: Cell::new(ErrHandler::Fatal),
+            errh: Rc::new(Cell::new(ErrHandler::Fatal)),
         }
     }
 
@@ -128,6 +129,8 @@ impl Comm {
     }
 
     /// Choose how errors on this communicator reach the program (MPI_Comm_set_errhandler).
+    /// Every handle on the communicator (clones) and every pending request made on it sees
+    /// the change.
     pub fn set_errhandler(&self, h: ErrHandler) {
         self.errh.set(h);
     }
@@ -355,7 +358,7 @@ impl Comm {
     ) -> Result<Request<'s>> {
         let r = self
             .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
-            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, self.errh.get()));
+            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh));
         self.ret(what, r)
     }
 
@@ -419,7 +422,7 @@ impl Comm {
                     pat,
                     buf: Lent::of_mut(bytes_mut(buf)),
                 },
-                self.errh.get(),
+                &self.errh,
             )
         });
         self.ret("irecv", r)
@@ -442,7 +445,7 @@ impl Comm {
                     pat,
                     buf: buf.lend(),
                 },
-                self.errh.get(),
+                &self.errh,
             )
         });
         self.ret("irecv", r)
@@ -466,9 +469,9 @@ impl Comm {
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = self.send_plan(buf.lend(), dest, tag, mode).map(|p| {
-            Request::persistent(&self.eng, &s.ops, p, self.errh.get()).writable(B::WRITABLE)
-        });
+        let r = self
+            .send_plan(buf.lend(), dest, tag, mode)
+            .map(|p| Request::persistent(&self.eng, &s.ops, p, &self.errh).writable(B::WRITABLE));
         self.ret(what, r)
     }
 
@@ -534,7 +537,7 @@ impl Comm {
                     pat,
                     buf: Lent::of_mut(bytes_mut(buf)),
                 },
-                self.errh.get(),
+                &self.errh,
             )
         });
         self.ret("recv_init", r)
@@ -693,20 +696,14 @@ impl Message {
                     pat: None,
                     buf: Lent::EMPTY,
                 },
-                comm.errh.get(),
+                &comm.errh,
             ),
             Some(m) => {
                 let op = comm
                     .eng
                     .borrow_mut()
                     .mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
-                Ok(Request::from_op(
-                    &comm.eng,
-                    &s.ops,
-                    op,
-                    blocked,
-                    comm.errh.get(),
-                ))
+                Ok(Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh))
             }
         }
     }

@@ -31,6 +31,11 @@ use std::rc::Rc;
 
 pub(crate) type EngineRef = Rc<RefCell<Engine>>;
 
+/// A communicator's error handler, shared by every handle on the communicator and by the
+/// requests made on it: MPI attaches the handler to the communicator, so a change through any
+/// handle applies to all of them, pending requests included.
+pub(crate) type ErrSlot = Rc<std::cell::Cell<ErrHandler>>;
+
 /// How errors reach the program (MPI error handlers, MPI 4.1 §9.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ErrHandler {
@@ -180,7 +185,7 @@ pub struct Request<'s> {
     state: State,
     plan: Option<Plan>,
     scope: Option<&'s ScopeOps>,
-    errh: ErrHandler,
+    errh: ErrSlot,
     /// Whether the buffer was lent mutably (so `buffer_mut` may hand it out).
     writable: bool,
     /// A persistent receive's operation slot, bound at init and re-armed at each start.
@@ -203,7 +208,7 @@ impl<'s> Request<'s> {
         eng: &EngineRef,
         scope: &'s ScopeOps,
         plan: Plan,
-        errh: ErrHandler,
+        errh: &ErrSlot,
     ) -> Result<Request<'s>> {
         let state = {
             let mut e = eng.borrow_mut();
@@ -218,7 +223,7 @@ impl<'s> Request<'s> {
             state,
             plan: None,
             scope: Some(scope),
-            errh,
+            errh: errh.clone(),
             writable: false,
             bound: None,
             _buffers: PhantomData,
@@ -231,7 +236,7 @@ impl<'s> Request<'s> {
         scope: &'s ScopeOps,
         op: OpId,
         blocked: Blocked,
-        errh: ErrHandler,
+        errh: &ErrSlot,
     ) -> Request<'s> {
         scope.register(eng, &mut eng.borrow_mut(), op);
         Request {
@@ -239,7 +244,7 @@ impl<'s> Request<'s> {
             state: State::Op(op, blocked),
             plan: None,
             scope: Some(scope),
-            errh,
+            errh: errh.clone(),
             writable: false,
             bound: None,
             _buffers: PhantomData,
@@ -251,7 +256,7 @@ impl<'s> Request<'s> {
         eng: &EngineRef,
         scope: &'s ScopeOps,
         plan: Plan,
-        errh: ErrHandler,
+        errh: &ErrSlot,
     ) -> Request<'s> {
         scope.note_engine(eng);
         let bound = match plan {
@@ -269,7 +274,7 @@ impl<'s> Request<'s> {
             state: State::Inactive,
             plan: Some(plan),
             scope: Some(scope),
-            errh,
+            errh: errh.clone(),
             writable: false,
             _buffers: PhantomData,
         }
@@ -332,7 +337,7 @@ impl<'s> Request<'s> {
     /// MPI_Start: start an inactive persistent request.
     pub fn start(&mut self) -> Result<()> {
         let r = self.start_inner();
-        apply(self.errh, &self.eng, "start", r)
+        apply(self.errh.get(), &self.eng, "start", r)
     }
 
     fn start_inner(&mut self) -> Result<()> {
@@ -395,7 +400,7 @@ impl<'s> Request<'s> {
     /// on an inactive persistent request returns the empty status at once.
     pub fn wait(&mut self) -> Result<Status> {
         let r = self.wait_inner();
-        apply(self.errh, &self.eng, "wait", r)
+        apply(self.errh.get(), &self.eng, "wait", r)
     }
 
     #[inline]
@@ -429,7 +434,7 @@ impl<'s> Request<'s> {
         eng.progress();
         let r = self.poll(&mut eng).transpose();
         drop(eng);
-        apply(self.errh, &self.eng, "test", r)
+        apply(self.errh.get(), &self.eng, "test", r)
     }
 
     /// MPI_Request_get_status: whether the request is complete, and its status if so,
@@ -471,7 +476,7 @@ impl<'s> Request<'s> {
             }
             State::Done(_) => Ok(()),
             State::Inactive => apply(
-                self.errh,
+                self.errh.get(),
                 &self.eng,
                 "cancel",
                 Err(Error::new(
@@ -480,7 +485,7 @@ impl<'s> Request<'s> {
                 )),
             ),
             State::Consumed => apply(
-                self.errh,
+                self.errh.get(),
                 &self.eng,
                 "cancel",
                 Err(Error::new(
@@ -499,7 +504,7 @@ impl<'s> Request<'s> {
     pub fn free(mut self) -> Result<()> {
         if self.plan.is_some() && self.is_active() {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
-            return apply(self.errh, &self.eng, "request_free", Err(e));
+            return apply(self.errh.get(), &self.eng, "request_free", Err(e));
         }
         if let State::Op(op, _) = self.state {
             // The operation stays tagged with its scope, which settles it at the latest.
@@ -578,13 +583,32 @@ fn settled(r: &Request<'_>) -> bool {
 }
 
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
-/// requests that failed; each status carries its own error class.
+/// requests that failed; use [`wait_all_into`] to get each request's status (with its own
+/// error class) as well.
 pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
-    let Some(eng) = one_engine(reqs)? else {
-        return Ok(vec![]);
-    };
-    let errh = reqs[0].errh;
     let mut out = vec![Status::empty(); reqs.len()];
+    wait_all_into(reqs, &mut out).map(|()| out)
+}
+
+/// MPI_Waitall with a statuses array: fills `statuses[i]` for every request, also when some
+/// failed (then the error is MPI_ERR_IN_STATUS and each status says its own error class, as
+/// MPI fills MPI_ERROR). `statuses` must be as long as `reqs` (MPI_ERR_ARG otherwise).
+pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Result<()> {
+    if statuses.len() != reqs.len() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "wait_all_into: {} statuses for {} requests",
+                statuses.len(),
+                reqs.len()
+            ),
+        ));
+    }
+    let Some(eng) = one_engine(reqs)? else {
+        return Ok(());
+    };
+    let errh = reqs[0].errh.get();
+    let out = statuses;
     let mut failed = vec![];
     {
         let mut e = eng.borrow_mut();
@@ -617,7 +641,7 @@ pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
         })?;
     }
     let r = if failed.is_empty() {
-        Ok(out)
+        Ok(())
     } else {
         Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
     };
@@ -651,7 +675,7 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     let Some(eng) = one_engine(reqs)? else {
         return Ok(None);
     };
-    let errh = reqs[0].errh;
+    let errh = reqs[0].errh.get();
     if reqs.iter().all(settled) {
         return Ok(None);
     }
@@ -674,7 +698,7 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     let Some(eng) = one_engine(reqs)? else {
         return Ok(None);
     };
-    let errh = reqs[0].errh;
+    let errh = reqs[0].errh.get();
     let found = {
         let mut e = eng.borrow_mut();
         e.progress();
@@ -711,7 +735,7 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     let Some(eng) = one_engine(reqs)? else {
         return Ok(vec![]);
     };
-    let errh = reqs[0].errh;
+    let errh = reqs[0].errh.get();
     let mut out = vec![];
     let mut failed = vec![];
     {
