@@ -184,7 +184,7 @@ pub struct Request<'s> {
     eng: EngineRef,
     state: State,
     plan: Option<Plan>,
-    scope: Option<&'s ScopeOps>,
+    scope: &'s ScopeOps,
     errh: ErrSlot,
     /// Whether the buffer was lent mutably (so `buffer_mut` may hand it out).
     writable: bool,
@@ -203,6 +203,26 @@ impl std::fmt::Debug for Request<'_> {
 }
 
 impl<'s> Request<'s> {
+    fn with(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        state: State,
+        plan: Option<Plan>,
+        bound: Option<OpId>,
+        errh: &ErrSlot,
+    ) -> Request<'s> {
+        Request {
+            eng: eng.clone(),
+            state,
+            plan,
+            scope,
+            errh: errh.clone(),
+            writable: false,
+            bound,
+            _buffers: PhantomData,
+        }
+    }
+
     /// A started nonblocking operation.
     pub(crate) fn nonblocking(
         eng: &EngineRef,
@@ -218,16 +238,7 @@ impl<'s> Request<'s> {
             }
             state
         };
-        Ok(Request {
-            eng: eng.clone(),
-            state,
-            plan: None,
-            scope: Some(scope),
-            errh: errh.clone(),
-            writable: false,
-            bound: None,
-            _buffers: PhantomData,
-        })
+        Ok(Request::with(eng, scope, state, None, None, errh))
     }
 
     /// A nonblocking request that completed when it was made (matched receive).
@@ -239,16 +250,7 @@ impl<'s> Request<'s> {
         errh: &ErrSlot,
     ) -> Request<'s> {
         scope.register(eng, &mut eng.borrow_mut(), op);
-        Request {
-            eng: eng.clone(),
-            state: State::Op(op, blocked),
-            plan: None,
-            scope: Some(scope),
-            errh: errh.clone(),
-            writable: false,
-            bound: None,
-            _buffers: PhantomData,
-        }
+        Request::with(eng, scope, State::Op(op, blocked), None, None, errh)
     }
 
     /// An inactive persistent request.
@@ -268,16 +270,7 @@ impl<'s> Request<'s> {
             }
             _ => None,
         };
-        Request {
-            bound,
-            eng: eng.clone(),
-            state: State::Inactive,
-            plan: Some(plan),
-            scope: Some(scope),
-            errh: errh.clone(),
-            writable: false,
-            _buffers: PhantomData,
-        }
+        Request::with(eng, scope, State::Inactive, Some(plan), bound, errh)
     }
 
     pub(crate) fn writable(mut self, w: bool) -> Self {
@@ -352,10 +345,10 @@ impl<'s> Request<'s> {
         }
         let mut e = self.eng.borrow_mut();
         let state = plan.start(&mut e, self.bound)?;
-        if let (State::Op(op, _), Some(s), None) = (&state, self.scope, self.bound) {
+        if let (State::Op(op, _), None) = (&state, self.bound) {
             // The scope noted this engine when the request was made (and tagged a bound
             // slot then).
-            e.set_scope(*op, s.id);
+            e.set_scope(*op, self.scope.id);
         }
         drop(e);
         self.state = state;
