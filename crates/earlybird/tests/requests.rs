@@ -598,3 +598,39 @@ scenarios! {
     inactive_and_test;
     flood;
 }
+
+/// A wait that fails before its operation completes (the job was aborted: here rank 1
+/// panics) leaves the request active and owning its buffer: `buffer_mut` refuses to hand the
+/// buffer out, and dropping the request withdraws the receive. Thread job only: a panicking
+/// rank is how a thread job aborts.
+#[test]
+fn failed_wait_keeps_persistent_request_active() {
+    let r = std::panic::catch_unwind(|| {
+        earlybird::threads::Job::new(2)
+            .timeout(Duration::from_secs(30))
+            .run(|u| {
+                let w = u.world();
+                w.set_errhandler(earlybird::ErrHandler::Return);
+                if w.rank() == 1 {
+                    std::thread::sleep(Duration::from_millis(50));
+                    panic!("rank 1 fails on purpose");
+                }
+                let mut buf = [0u64; 4];
+                scope(|s| {
+                    let mut r = w.recv_init(s, &mut buf, 1, 0).unwrap();
+                    r.start().unwrap();
+                    let e = r.wait().expect_err("the job was aborted");
+                    assert_eq!(e.class(), earlybird::ErrorClass::ProcFailed, "{e}");
+                    assert!(r.is_active(), "the receive never completed: still active");
+                    let b = r.buffer_mut::<u64>().expect_err("buffer still lent");
+                    assert_eq!(b.class(), earlybird::ErrorClass::Request);
+                });
+            })
+    });
+    let p = r.expect_err("rank 1's panic is re-raised by Job::run");
+    let text = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned());
+    assert_eq!(text.as_deref(), Some("rank 1 fails on purpose"));
+}

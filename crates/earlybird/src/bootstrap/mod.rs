@@ -153,7 +153,7 @@ fn singleton() -> Result<Placement> {
 }
 
 /// A zero-filled segment for `nranks` endpoints in this process.
-pub fn anonymous_job(nranks: u32) -> Result<JobSegment> {
+pub(crate) fn anonymous_job(nranks: u32) -> Result<JobSegment> {
     let shape = JobShape::for_ranks(nranks);
     let seg = Segment::anonymous(shape.total_bytes()).map_err(|e| {
         Error::new(

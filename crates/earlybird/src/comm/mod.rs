@@ -254,7 +254,7 @@ impl Comm {
             match e.send_start(peer, ctx, tag, buf, mode)? {
                 crate::p2p::engine::Started::Done => Ok(()),
                 crate::p2p::engine::Started::Op(op) => e
-                    .wait(
+                    .wait_blocking(
                         op,
                         Blocked {
                             what: BlockedIn::Send,
@@ -300,7 +300,7 @@ impl Comm {
             };
             let mut e = self.eng.borrow_mut();
             let op = e.recv_start(pat, Lent::of_mut(bytes_mut(buf)));
-            e.wait(
+            e.wait_blocking(
                 op,
                 Blocked {
                     what: BlockedIn::Recv,
@@ -660,7 +660,7 @@ impl Message {
             Some(m) => {
                 let mut e = comm.eng.borrow_mut();
                 let op = e.mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
-                e.wait(
+                e.wait_blocking(
                     op,
                     Blocked {
                         what: BlockedIn::Recv,

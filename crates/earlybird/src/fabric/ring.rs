@@ -175,10 +175,6 @@ impl Producer {
         }
     }
 
-    pub fn shape(&self) -> RingShape {
-        self.ring.shape
-    }
-
     /// Largest payload one frame can carry in the data area.
     pub fn max_payload(&self) -> usize {
         self.ring.shape.data_bytes / 2

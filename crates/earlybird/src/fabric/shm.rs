@@ -32,10 +32,10 @@ struct JobHeader {
     _pad: AtomicU32,
     data_bytes: AtomicU64,
     total_bytes: AtomicU64,
-    /// 0 while the job runs; 1 once some rank failed or the job was aborted.
-    aborted: AtomicU32,
-    abort_rank: AtomicI32,
-    abort_code: AtomicI32,
+    /// 0 while the job runs; once some rank failed or the job was aborted, bit 63 set with
+    /// the rank (bits 32..62, as i32 bits) and the code (bits 0..31): one word, so a reader
+    /// never sees the flag without the reason.
+    aborted: AtomicU64,
     /// Ranks that have entered finalize.
     finalizing: AtomicU32,
     /// pid of the launcher (0 for thread jobs and singletons).
@@ -177,7 +177,6 @@ impl JobSegment {
             .store(shape.ring.data_bytes as u64, Ordering::Relaxed);
         h.total_bytes
             .store(shape.total_bytes() as u64, Ordering::Relaxed);
-        h.abort_rank.store(-1, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
         js
     }
@@ -241,7 +240,7 @@ impl JobSegment {
     }
 
     /// The ring that `from` writes and `to` reads.
-    pub fn ring(&self, from: u32, to: u32) -> RingPtrs {
+    pub(crate) fn ring(&self, from: u32, to: u32) -> RingPtrs {
         assert!(from != to && from < self.shape.nranks && to < self.shape.nranks);
         let off = self.shape.ring_offset(from, to);
         // wrapping_add: address arithmetic inside the mapping (off + ring bytes <= total).
@@ -327,28 +326,23 @@ impl JobSegment {
     /// Mark the job failed because of `rank` (or -1 for the launcher) with `code`.
     /// The first caller wins; later calls leave the first reason in place.
     pub fn abort(&self, rank: i32, code: i32) {
-        let h = self.header();
-        if h.aborted
-            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            h.abort_rank.store(rank, Ordering::Relaxed);
-            h.abort_code.store(code, Ordering::Release);
-        }
+        let word = (1u64 << 63) | (((rank as u32 as u64) & 0x7fff_ffff) << 32) | code as u32 as u64;
+        let _ =
+            self.header()
+                .aborted
+                .compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire);
     }
 
-    /// `Some((rank, code))` once the job has been aborted.
+    /// `Some((rank, code))` once the job has been aborted (rank -1: the launcher).
     #[inline]
     pub fn aborted(&self) -> Option<(i32, i32)> {
-        let h = self.header();
-        if h.aborted.load(Ordering::Relaxed) == 0 {
+        let w = self.header().aborted.load(Ordering::Acquire);
+        if w == 0 {
             return None;
         }
-        std::sync::atomic::fence(Ordering::Acquire);
-        Some((
-            h.abort_rank.load(Ordering::Relaxed),
-            h.abort_code.load(Ordering::Relaxed),
-        ))
+        // Sign-extend the 31-bit rank field (the launcher records -1).
+        let rank = (((w >> 32) as u32) << 1) as i32 >> 1;
+        Some((rank, w as u32 as i32))
     }
 
     /// Count this rank into finalize; returns how many ranks have entered it so far.
@@ -431,5 +425,8 @@ mod tests {
         js.abort(1, 9);
         js.abort(0, 3);
         assert_eq!(js.aborted(), Some((1, 9)));
+        let js2 = JobSegment::init(Segment::anonymous(shape.total_bytes()).unwrap(), shape);
+        js2.abort(-1, -1);
+        assert_eq!(js2.aborted(), Some((-1, -1)));
     }
 }

@@ -119,9 +119,6 @@ impl Matched {
     pub fn len(&self) -> usize {
         self.held.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 struct Out {
@@ -385,11 +382,6 @@ impl Engine {
         self.collect(op)
     }
 
-    /// A completed receive from PROC_NULL.
-    pub fn proc_null_status() -> Status {
-        Status::proc_null()
-    }
-
     // ---- completion ----------------------------------------------------------------------
 
     #[inline]
@@ -413,6 +405,16 @@ impl Engine {
         }
         w.finish(&self.core.job, self.core.me);
         self.take(op)
+    }
+
+    /// [`wait`](Self::wait) for a blocking call whose buffer is released when it returns:
+    /// if the wait fails before `op` completes, the operation is abandoned first.
+    pub fn wait_blocking(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
+        let r = self.wait(op, blocked);
+        if r.is_err() && !self.is_done(op) {
+            self.abandon(op);
+        }
+        r
     }
 
     /// Mark `op` as touching buffers of the request layer's scope `scope` (see
@@ -466,16 +468,50 @@ impl Engine {
             let mut w = Waiter::new(self.core.spin_budget, blocked);
             while !self.is_done(op) {
                 if !self.progress() && w.idle(&self.core.job, self.core.me).is_err() {
-                    // The job was aborted: the peer may never answer. Between processes a
-                    // peer can only read our memory through the kernel (a stale read hurts
-                    // nobody here); in a thread job the failed job's process is going down.
-                    return;
+                    // The job was aborted: the peer may never answer.
+                    self.abandon(op);
+                    break;
                 }
             }
             w.finish(&self.core.job, self.core.me);
             if self.core.slot(op).is_some_and(|s| s.detached) {
                 let _ = self.core.take(op);
             }
+        }
+    }
+
+    /// Give up on `op` after its wait failed (the job was aborted) while it may still
+    /// reference a user buffer that is about to be released.
+    ///
+    /// * A receive is withdrawn (it is posted, or it completed: matching and the copy into
+    ///   the buffer happen within one progress call, never across calls).
+    /// * A rendezvous send may still be read by its receiver. Between processes that read
+    ///   goes through the kernel and cannot harm this process, so the slot is detached. Inside
+    ///   one process a peer thread could read freed memory: the only sound way out is to end
+    ///   the process, which is what the aborted job is about to do anyway.
+    pub fn abandon(&mut self, op: OpId) {
+        let (recv, peer) = match self.core.slot(op).map(|s| (&s.kind, s.done)) {
+            None | Some((_, true)) => return,
+            Some((OpKind::Recv { .. }, _)) => (true, 0),
+            Some((OpKind::Send { peer, .. }, _)) => (false, *peer),
+            Some((OpKind::Free, _)) => return,
+        };
+        if recv {
+            self.core.cancel(op);
+            return;
+        }
+        let same_process = peer == self.core.me || self.core.pid_of(peer) == self.core.my_pid;
+        if same_process {
+            use std::io::Write;
+            let line = format!(
+                "earlybird: rank {}: the job was aborted while rank {peer}, a thread of this process, may still read a send buffer; ending the process\n",
+                self.core.me
+            );
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            std::process::abort();
+        }
+        if let Some(s) = self.core.slot_mut(op) {
+            s.detached = true;
         }
     }
 
@@ -638,7 +674,15 @@ impl Engine {
             }
         }
         // Peers may still need answers to frames they sent before entering finalize.
-        while self.progress() || self.core.pending_frames > 0 {}
+        loop {
+            let did = self.progress();
+            if !did && self.core.pending_frames == 0 {
+                break;
+            }
+            if !did {
+                w.idle(&self.core.job, me)?;
+            }
+        }
         w.finish(&self.core.job, me);
         self.core.job.set_finalized(me);
         self.finalized = true;
@@ -646,6 +690,7 @@ impl Engine {
     }
 
     /// Operations still in the table (tests: everything completed is freed).
+    #[cfg(test)]
     pub fn live_ops(&self) -> usize {
         self.core
             .ops
@@ -758,7 +803,7 @@ impl Core {
             } else {
                 Started::Done
             };
-            self.outs[peer as usize].eager_sent += len as u64;
+            self.outs[peer as usize].eager_sent += flow_cost(len);
             buf.with_bytes(|b| self.emit(peer, &f, b));
             started
         } else {
@@ -786,11 +831,11 @@ impl Core {
     fn flow_allows(&mut self, peer: u32, len: usize) -> bool {
         let limit = self.limits.flow_limit_bytes;
         let out = &mut self.outs[peer as usize];
-        if out.eager_sent - out.seen_delivered + len as u64 <= limit {
+        if out.eager_sent - out.seen_delivered + flow_cost(len) <= limit {
             return true;
         }
         out.seen_delivered = out.producer.as_ref().map_or(0, |p| p.delivered_bytes());
-        out.eager_sent - out.seen_delivered + len as u64 <= limit
+        out.eager_sent - out.seen_delivered + flow_cost(len) <= limit
     }
 
     fn bsend(&mut self, peer: u32, ctx: u32, tag: i32, buf: Lent) -> Result<Started> {
@@ -988,7 +1033,7 @@ impl Core {
                         }
                 });
                 if let Some((_, h @ (Held::Eager { .. } | Held::Inline { .. }))) = &removed {
-                    self.credit[src as usize] += h.len() as u64;
+                    self.credit[src as usize] += flow_cost(h.len());
                 }
                 let mut r = Frame {
                     kind: K_CANCEL_REPLY,
@@ -1032,7 +1077,7 @@ impl Core {
         let n = payload.len().min(buf.len());
         buf.with_bytes_mut(|b| crate::fabric::ring::copy_small(b, &payload[..n]));
         if env.src != self.me {
-            self.credit[env.src as usize] += payload.len() as u64;
+            self.credit[env.src as usize] += flow_cost(payload.len());
         }
         if let Some(sop) = sync_op {
             let f = Frame {
@@ -1114,6 +1159,14 @@ impl Core {
         }
         *p
     }
+}
+
+/// What one eager message counts against the flow limit: its payload, and at least a frame's
+/// worth, so that a flood of empty messages is bounded too (each costs the receiver an entry
+/// in its unexpected queue).
+#[inline]
+fn flow_cost(len: usize) -> u64 {
+    len.max(64) as u64
 }
 
 /// What a wait reports to the launcher once it becomes long.

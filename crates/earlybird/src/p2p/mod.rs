@@ -7,7 +7,7 @@
 //! for messages nobody has asked for yet.
 #![forbid(unsafe_code)]
 
-pub mod engine;
+pub(crate) mod engine;
 pub mod matching;
 mod status;
 

@@ -406,8 +406,16 @@ impl<'s> Request<'s> {
         match std::mem::replace(&mut self.state, after) {
             // Completed at start (eager send, matched receive): no engine call at all.
             State::Done(r) => r,
-            State::Op(op, blocked) if self.bound == Some(op) => self.eng.borrow_mut().wait_bound(op, blocked),
-            State::Op(op, blocked) => self.eng.borrow_mut().wait(op, blocked),
+            State::Op(op, blocked) => {
+                let mut e = self.eng.borrow_mut();
+                let r = if self.bound == Some(op) { e.wait_bound(op, blocked) } else { e.wait(op, blocked) };
+                if r.is_err() && !e.is_done(op) {
+                    // The wait failed before the operation completed (the job was aborted):
+                    // it is still active and still owns its buffer.
+                    self.state = State::Op(op, blocked);
+                }
+                r
+            }
             State::Inactive => {
                 self.state = State::Inactive;
                 Ok(Status::empty())
@@ -522,10 +530,13 @@ impl<'s> Request<'s> {
             if matches!(blocked.what, BlockedIn::Recv) {
                 eng.cancel(op);
             }
-            if self.bound == Some(op) {
-                let _ = eng.wait_bound(op, blocked);
+            let r = if self.bound == Some(op) {
+                eng.wait_bound(op, blocked)
             } else {
-                let _ = eng.wait(op, blocked);
+                eng.wait(op, blocked)
+            };
+            if r.is_err() && !eng.is_done(op) {
+                eng.abandon(op);
             }
         }
         self.state = if self.plan.is_some() {
@@ -558,15 +569,16 @@ pub fn start_all(reqs: &mut [Request<'_>]) -> Result<()> {
 }
 
 /// All requests of an array must belong to one endpoint.
-fn one_engine(reqs: &[Request<'_>]) -> Result<Option<EngineRef>> {
+fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
     let Some(first) = reqs.first() else {
         return Ok(None);
     };
     if reqs.iter().any(|r| !Rc::ptr_eq(&r.eng, &first.eng)) {
-        return Err(Error::new(
+        let e = Error::new(
             ErrorClass::Request,
-            "requests of different endpoints in one array",
-        ));
+            format!("{what}: requests of different endpoints in one array"),
+        );
+        return apply(first.errh.get(), &first.eng, what, Err(e));
     }
     Ok(Some(first.eng.clone()))
 }
@@ -597,7 +609,7 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
             ),
         ));
     }
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "wait_all")? else {
         return Ok(());
     };
     let errh = reqs[0].errh.get();
@@ -609,7 +621,7 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
         // Collect in array order, looking past the first incomplete request only once it
         // completes: each completion is then seen once, however the frames trickle in.
         let mut next = 0;
-        e.wait_for(blocked, |e| {
+        let waited = e.wait_for(blocked, |e| {
             while next < reqs.len() {
                 if reqs[next].is_null() {
                     // A request completed earlier (by wait_any, say) is MPI_REQUEST_NULL in
@@ -631,7 +643,11 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
                 next += 1;
             }
             Some(())
-        })?;
+        });
+        if let Err(err) = waited {
+            drop(e);
+            return apply(errh, &eng, "wait_all", Err(err));
+        }
     }
     let r = if failed.is_empty() {
         Ok(())
@@ -644,7 +660,7 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
 /// MPI_Testall: all statuses if every request is complete, else `None` (and nothing is
 /// collected).
 pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "test_all")? else {
         return Ok(Some(vec![]));
     };
     let all = {
@@ -665,7 +681,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
 /// MPI_Waitany: wait until one active request completes; `None` (MPI_UNDEFINED) when none
 /// is active.
 pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "wait_any")? else {
         return Ok(None);
     };
     let errh = reqs[0].errh.get();
@@ -680,15 +696,18 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
                 .enumerate()
                 .filter(|(_, r)| !settled(r))
                 .find_map(|(i, r)| r.poll(e).map(|res| (i, res)))
-        })?
+        })
     };
-    let (i, res) = r;
+    let (i, res) = match r {
+        Ok(v) => v,
+        Err(err) => return apply(errh, &eng, "wait_any", Err(err)),
+    };
     apply(errh, &eng, "wait_any", res.map(|st| Some((i, st))))
 }
 
 /// MPI_Testany: one completed request, if any.
 pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "test_any")? else {
         return Ok(None);
     };
     let errh = reqs[0].errh.get();
@@ -709,7 +728,7 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
 /// MPI_Waitsome: wait until at least one active request completes; returns every one that
 /// has (index, status). Empty when none is active.
 pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "wait_some")? else {
         return Ok(vec![]);
     };
     if reqs.iter().all(settled) {
@@ -718,14 +737,17 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     {
         let mut e = eng.borrow_mut();
         let blocked = first_blocked(reqs);
-        e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(()))?;
+        if let Err(err) = e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(())) {
+            drop(e);
+            return apply(reqs[0].errh.get(), &eng, "wait_some", Err(err));
+        }
     }
     test_some(reqs)
 }
 
 /// MPI_Testsome: every active request that has completed (index, status).
 pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
-    let Some(eng) = one_engine(reqs)? else {
+    let Some(eng) = one_engine(reqs, "test_some")? else {
         return Ok(vec![]);
     };
     let errh = reqs[0].errh.get();
