@@ -810,7 +810,10 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
 /// When the scope ends, each engine settles the operations tagged with the id.
 pub struct ScopeOps {
     id: u32,
-    engines: RefCell<Vec<EngineRef>>,
+    /// The first engine used (almost always the only one), kept inline: no allocation.
+    first: RefCell<Option<EngineRef>>,
+    /// Any further engines (a thread that drives two endpoints within one scope).
+    more: RefCell<Vec<EngineRef>>,
 }
 
 impl Default for ScopeOps {
@@ -826,7 +829,8 @@ impl Default for ScopeOps {
         });
         ScopeOps {
             id,
-            engines: RefCell::new(Vec::with_capacity(1)),
+            first: RefCell::new(None),
+            more: RefCell::new(Vec::new()),
         }
     }
 }
@@ -842,16 +846,24 @@ impl ScopeOps {
     /// Remember that `eng` has (or will have) operations of this scope to settle.
     #[inline]
     fn note_engine(&self, eng: &EngineRef) {
-        let mut v = self.engines.borrow_mut();
-        if !v.iter().any(|x| Rc::ptr_eq(x, eng)) {
-            v.push(eng.clone());
+        let mut first = self.first.borrow_mut();
+        match &*first {
+            None => *first = Some(eng.clone()),
+            Some(f) if Rc::ptr_eq(f, eng) => {}
+            Some(_) => {
+                let mut v = self.more.borrow_mut();
+                if !v.iter().any(|x| Rc::ptr_eq(x, eng)) {
+                    v.push(eng.clone());
+                }
+            }
         }
     }
 }
 
 impl Drop for ScopeOps {
     fn drop(&mut self) {
-        for eng in self.engines.get_mut().drain(..) {
+        let first = self.first.get_mut().take();
+        for eng in first.into_iter().chain(self.more.get_mut().drain(..)) {
             let Ok(mut e) = eng.try_borrow_mut() else {
                 // Only reachable while unwinding out of the engine itself, with buffers of
                 // this scope possibly still referenced: stopping here is the only safe move.
