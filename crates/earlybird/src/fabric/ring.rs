@@ -188,7 +188,7 @@ impl Producer {
     /// Try to publish `frame` with a payload written by `fill` into a `len`-byte area.
     /// Payloads up to [`INLINE_BYTES`] travel inside the frame. Returns false, writing
     /// nothing, when the ring has no room now.
-    #[inline]
+    #[inline(always)]
     pub fn try_push_with(
         &mut self,
         frame: &Frame,
@@ -203,11 +203,9 @@ impl Producer {
                 return false;
             }
         }
-        let mut f = *frame;
-        f.len = len as u32;
-        let mut new_tail_bytes = self.tail_bytes;
-        if len <= INLINE_BYTES {
-            fill(&mut f.inline[..len]);
+        // Place the payload first: a data area without room refuses before anything is written.
+        let (data_dst, data_start, new_tail_bytes) = if len <= INLINE_BYTES {
+            (None, 0, self.tail_bytes)
         } else {
             let d = self.ring.shape.data_bytes as u64;
             let mut start = self.tail_bytes;
@@ -229,14 +227,24 @@ impl Producer {
             let dst = unsafe {
                 std::slice::from_raw_parts_mut(self.ring.data.add((start % d) as usize), len)
             };
-            fill(dst);
-            f.b = start;
-            new_tail_bytes = end;
-        }
+            (Some(dst), start, end)
+        };
         let slot = self.ring.slot(self.tail_slots);
         // SAFETY: the slot at tail_slots was consumed (checked against head_slots above), so
         // the consumer does not read its body until we store seq below (invariants 2, 3).
-        slot.body.with_mut(|p| unsafe { p.write(f) });
+        // The frame is written straight into the slot: one copy, payload included.
+        slot.body.with_mut(|p| unsafe {
+            let body = &mut *p;
+            *body = *frame;
+            body.len = len as u32;
+            match data_dst {
+                None => fill(&mut body.inline[..len]),
+                Some(dst) => {
+                    fill(dst);
+                    body.b = data_start;
+                }
+            }
+        });
         slot.seq.store(self.tail_slots + 1, Ordering::Release);
         self.tail_slots += 1;
         self.tail_bytes = new_tail_bytes;
@@ -244,7 +252,7 @@ impl Producer {
     }
 
     /// [`try_push_with`](Self::try_push_with) copying a byte slice.
-    #[inline]
+    #[inline(always)]
     pub fn try_push(&mut self, frame: &Frame, payload: &[u8]) -> bool {
         self.try_push_with(frame, payload.len(), |dst| copy_small(dst, payload))
     }

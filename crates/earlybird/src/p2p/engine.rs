@@ -282,7 +282,7 @@ impl Engine {
 
     /// Start a send of `buf` to endpoint `peer` (or PROC_NULL). Arguments are checked by the
     /// caller. Buffered mode copies into the attached buffer first.
-    #[inline]
+    #[inline(always)]
     pub fn send_start(
         &mut self,
         peer: i32,
@@ -311,7 +311,7 @@ impl Engine {
     }
 
     /// Start a receive into `buf`; `src`/`tag` as in the pattern (None = wildcard).
-    #[inline]
+    #[inline(always)]
     pub fn recv_start(&mut self, pat: Pattern, buf: Lent) -> OpId {
         let op = self.core.alloc(OpKind::Recv { buf });
         if let Some((env, held)) = self.core.matcher.take_unexpected(&pat) {
@@ -703,7 +703,7 @@ impl Engine {
 impl Core {
     // ---- operation slots -------------------------------------------------------------------
 
-    #[inline]
+    #[inline(always)]
     fn alloc(&mut self, kind: OpKind) -> OpId {
         let idx = match self.free_ops.pop() {
             Some(i) => i,
@@ -780,7 +780,7 @@ impl Core {
 
     // ---- sending -----------------------------------------------------------------------------
 
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, peer: u32, ctx: u32, tag: i32, buf: Lent, sync: bool) -> Started {
         let len = buf.len();
         let eager = len <= self.limits.eager_limit_bytes
@@ -827,7 +827,7 @@ impl Core {
 
     /// Whether `len` more eager bytes to `peer` stay within the flow limit. Reads the peer's
     /// delivered count (a line the peer writes) only when the cached one says no.
-    #[inline]
+    #[inline(always)]
     fn flow_allows(&mut self, peer: u32, len: usize) -> bool {
         let limit = self.limits.flow_limit_bytes;
         let out = &mut self.outs[peer as usize];
@@ -896,7 +896,7 @@ impl Core {
 
     /// Put a frame on its way to `peer`: straight into the ring when nothing is queued before
     /// it and there is room, else into the queue (with a copy of its payload).
-    #[inline]
+    #[inline(always)]
     fn emit(&mut self, peer: u32, f: &Frame, payload: &[u8]) {
         if peer == self.me {
             self.loopback.push_back((*f, payload.to_vec()));
@@ -970,7 +970,7 @@ impl Core {
     // ---- receiving ---------------------------------------------------------------------------
 
     /// Handle one frame from `src`.
-    #[inline]
+    #[inline(always)]
     fn handle(&mut self, src: u32, f: &Frame, payload: &[u8]) {
         match f.kind {
             K_EAGER => {
@@ -1072,10 +1072,8 @@ impl Core {
     }
 
     /// Copy an eager payload into the receive `op`, answer a synchronous sender, complete.
+    #[inline]
     fn deliver_eager(&mut self, op: OpId, env: Envelope, payload: &[u8], sync_op: Option<u64>) {
-        let buf = self.recv_buf(op);
-        let n = payload.len().min(buf.len());
-        buf.with_bytes_mut(|b| crate::fabric::ring::copy_small(b, &payload[..n]));
         if env.src != self.me {
             self.credit[env.src as usize] += flow_cost(payload.len());
         }
@@ -1087,7 +1085,28 @@ impl Core {
             };
             self.emit(env.src, &f, &[]);
         }
-        self.finish_recv(op, env, payload.len(), buf.len());
+        // One lookup of the slot: copy into its buffer and complete it in place.
+        let Some(s) = self.slot_mut(op) else { return };
+        let OpKind::Recv { buf } = s.kind else { return };
+        let len = payload.len();
+        if len <= buf.len() {
+            buf.with_bytes_mut(|b| crate::fabric::ring::copy_small(b, payload));
+            s.done = true;
+            s.status = Status {
+                source: env.src as i32,
+                tag: env.tag,
+                bytes: len,
+                cancelled: false,
+                error: ErrorClass::Success,
+            };
+            s.error = None;
+            if s.detached {
+                let _ = self.take(op);
+            }
+        } else {
+            buf.with_bytes_mut(|b| b.copy_from_slice(&payload[..buf.len()]));
+            self.finish_recv(op, env, len, buf.len());
+        }
     }
 
     /// Deliver a message that was held (unexpected or matched-probed) into receive `op`.

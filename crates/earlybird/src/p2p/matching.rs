@@ -54,8 +54,13 @@ impl<P, U> Default for Matcher<P, U> {
 
 impl<P, U> Matcher<P, U> {
     /// A message arrived: take the first posted receive that accepts it.
-    #[inline]
+    #[inline(always)]
     pub fn take_posted(&mut self, env: &Envelope) -> Option<P> {
+        // The common case: the oldest posted receive is the one (a window of receives for a
+        // stream of messages, or a single receive).
+        if self.posted.front()?.0.accepts(env) {
+            return self.posted.pop_front().map(|(_, p)| p);
+        }
         let i = self.posted.iter().position(|(p, _)| p.accepts(env))?;
         self.posted.remove(i).map(|(_, p)| p)
     }
@@ -66,10 +71,13 @@ impl<P, U> Matcher<P, U> {
     }
 
     /// A receive is posted: take the first unexpected message it accepts...
-    #[inline]
+    #[inline(always)]
     pub fn take_unexpected(&mut self, pat: &Pattern) -> Option<(Envelope, U)> {
         if self.unexpected.is_empty() {
             return None;
+        }
+        if pat.accepts(&self.unexpected.front()?.0) {
+            return self.unexpected.pop_front();
         }
         let i = self.unexpected.iter().position(|(e, _)| pat.accepts(e))?;
         self.unexpected.remove(i)
