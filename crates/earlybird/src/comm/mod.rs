@@ -139,10 +139,12 @@ impl Comm {
         self.errh.get()
     }
 
+    #[inline(always)]
     fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
         apply(self.errh.get(), &self.eng, what, r)
     }
 
+    #[inline(always)]
     fn check_live(&self) -> Result<()> {
         if self.eng.borrow().finalized() {
             return Err(Error::new(
@@ -153,6 +155,7 @@ impl Comm {
         Ok(())
     }
 
+    #[inline(always)]
     fn check_dest(&self, dest: i32) -> Result<()> {
         if dest == PROC_NULL || (0..self.size).contains(&dest) {
             Ok(())
@@ -167,6 +170,7 @@ impl Comm {
         }
     }
 
+    #[inline(always)]
     fn check_source(&self, src: i32) -> Result<()> {
         if src == PROC_NULL || src == ANY_SOURCE || (0..self.size).contains(&src) {
             Ok(())
@@ -181,6 +185,7 @@ impl Comm {
         }
     }
 
+    #[inline(always)]
     fn check_send_tag(tag: i32) -> Result<()> {
         if (0..=TAG_UB).contains(&tag) {
             Ok(())
@@ -192,6 +197,7 @@ impl Comm {
         }
     }
 
+    #[inline(always)]
     fn check_recv_tag(tag: i32) -> Result<()> {
         if tag == ANY_TAG || (0..=TAG_UB).contains(&tag) {
             Ok(())
@@ -203,6 +209,7 @@ impl Comm {
         }
     }
 
+    #[inline(always)]
     fn send_plan(&self, buf: Lent, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
         self.check_live()?;
         self.check_dest(dest)?;
@@ -216,6 +223,7 @@ impl Comm {
         })
     }
 
+    #[inline(always)]
     fn pattern(&self, src: i32, tag: i32) -> Result<Option<Pattern>> {
         self.check_live()?;
         self.check_source(src)?;
@@ -347,6 +355,7 @@ impl Comm {
 
     // ---- nonblocking --------------------------------------------------------------------
 
+    #[inline(always)]
     fn nb_send<'s, T: Equivalence>(
         &self,
         s: &'s Scope<'s, '_>,

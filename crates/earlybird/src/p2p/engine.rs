@@ -332,7 +332,7 @@ impl Engine {
     }
 
     /// Start a bound receive again. The caller guarantees it is inactive (collected).
-    #[inline]
+    #[inline(always)]
     pub fn recv_rearm(&mut self, op: OpId, pat: Pattern) {
         if let Some(s) = self.core.slot_mut(op) {
             s.done = false;
@@ -346,7 +346,7 @@ impl Engine {
     }
 
     /// The result of a completed bound receive, leaving the slot bound (inactive).
-    #[inline]
+    #[inline(always)]
     pub fn collect(&mut self, op: OpId) -> Result<Status> {
         let Some(s) = self.core.slot_mut(op) else {
             return Err(Error::new(
@@ -369,6 +369,7 @@ impl Engine {
     }
 
     /// Like [`wait`](Self::wait) for a bound receive: the slot stays bound.
+    #[inline(always)]
     pub fn wait_bound(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
         if !self.is_done(op) {
             let mut w = Waiter::new(self.core.spin_budget, blocked);
@@ -396,6 +397,7 @@ impl Engine {
 
     /// Drive progress until `op` completes; `blocked` says what to report to the launcher
     /// if this turns into a long wait.
+    #[inline(always)]
     pub fn wait(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
         let mut w = Waiter::new(self.core.spin_budget, blocked);
         while !self.is_done(op) {

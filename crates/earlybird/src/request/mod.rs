@@ -127,6 +127,7 @@ impl Plan {
     }
 
     /// Start the operation on the engine.
+    #[inline(always)]
     pub(crate) fn start(&self, eng: &mut Engine, bound: Option<OpId>) -> Result<State> {
         Ok(match *self {
             Plan::Send {
@@ -203,6 +204,7 @@ impl std::fmt::Debug for Request<'_> {
 }
 
 impl<'s> Request<'s> {
+    #[inline(always)]
     fn with(
         eng: &EngineRef,
         scope: &'s ScopeOps,
@@ -224,6 +226,7 @@ impl<'s> Request<'s> {
     }
 
     /// A started nonblocking operation.
+    #[inline(always)]
     pub(crate) fn nonblocking(
         eng: &EngineRef,
         scope: &'s ScopeOps,
@@ -328,11 +331,13 @@ impl<'s> Request<'s> {
     }
 
     /// MPI_Start: start an inactive persistent request.
+    #[inline(always)]
     pub fn start(&mut self) -> Result<()> {
         let r = self.start_inner();
         apply(self.errh.get(), &self.eng, "start", r)
     }
 
+    #[inline(always)]
     fn start_inner(&mut self) -> Result<()> {
         let Some(plan) = self.plan else {
             return Err(Error::new(
@@ -391,12 +396,13 @@ impl<'s> Request<'s> {
     /// MPI_Wait: block until the request completes. A persistent request becomes inactive;
     /// a nonblocking one is consumed (a second wait is an MPI_ERR_REQUEST error). Waiting
     /// on an inactive persistent request returns the empty status at once.
+    #[inline(always)]
     pub fn wait(&mut self) -> Result<Status> {
         let r = self.wait_inner();
         apply(self.errh.get(), &self.eng, "wait", r)
     }
 
-    #[inline]
+    #[inline(always)]
     fn wait_inner(&mut self) -> Result<Status> {
         let after = if self.plan.is_some() {
             State::Inactive
@@ -837,14 +843,14 @@ impl Default for ScopeOps {
 
 impl ScopeOps {
     /// Tag `op` (just started on `e`, the engine behind `eng`) with this scope.
-    #[inline]
+    #[inline(always)]
     fn register(&self, eng: &EngineRef, e: &mut Engine, op: OpId) {
         e.set_scope(op, self.id);
         self.note_engine(eng);
     }
 
     /// Remember that `eng` has (or will have) operations of this scope to settle.
-    #[inline]
+    #[inline(always)]
     fn note_engine(&self, eng: &EngineRef) {
         let mut first = self.first.borrow_mut();
         match &*first {
