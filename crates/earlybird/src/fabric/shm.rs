@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = 0x6561_726c_7962_6972; // "earlybir"
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 512;
 const FLOOR_LINE_OFFSET: usize = 256;
 const RANK_SLOT_BYTES: usize = 128;

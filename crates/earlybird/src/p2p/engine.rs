@@ -59,8 +59,16 @@ pub enum SendMode {
 #[derive(Debug)]
 enum OpKind {
     Free,
-    Send { peer: u32, cancel_sent: bool },
-    Recv { buf: Lent },
+    /// `rndv`: the receiver will read the sender's buffer (rendezvous); an eager send's data
+    /// is already in the ring and the operation only waits for an acknowledgement.
+    Send {
+        peer: u32,
+        cancel_sent: bool,
+        rndv: bool,
+    },
+    Recv {
+        buf: Lent,
+    },
 }
 
 #[derive(Debug)]
@@ -415,6 +423,10 @@ impl Engine {
         let r = self.wait(op, blocked);
         if r.is_err() && !self.is_done(op) {
             self.abandon(op);
+            // A withdrawn receive (or self-send) is complete now and nobody will collect it.
+            if self.is_done(op) {
+                let _ = self.take(op);
+            }
         }
         r
     }
@@ -476,7 +488,9 @@ impl Engine {
                 }
             }
             w.finish(&self.core.job, self.core.me);
-            if self.core.slot(op).is_some_and(|s| s.detached) {
+            // A detached operation that completed was freed by `complete`; one abandoned in
+            // flight stays detached and is freed when (if) it completes.
+            if self.core.slot(op).is_some_and(|s| s.detached && s.done) {
                 let _ = self.core.take(op);
             }
         }
@@ -487,23 +501,31 @@ impl Engine {
     ///
     /// * A receive is withdrawn (it is posted, or it completed: matching and the copy into
     ///   the buffer happen within one progress call, never across calls).
-    /// * A rendezvous send may still be read by its receiver. Between processes that read
-    ///   goes through the kernel and cannot harm this process, so the slot is detached. Inside
-    ///   one process a peer thread could read freed memory: the only sound way out is to end
-    ///   the process, which is what the aborted job is about to do anyway.
+    /// * An eager send references no buffer (its data is in the ring): it is detached.
+    /// * A rendezvous send to this endpoint itself is withdrawn from its own queues.
+    /// * A rendezvous send to another process may still be read, but only through the kernel,
+    ///   which cannot harm this process: it is detached.
+    /// * A rendezvous send to another thread of this process could be read from freed
+    ///   memory: the only sound way out is to end the process, which is what the aborted job
+    ///   is about to do anyway.
     pub fn abandon(&mut self, op: OpId) {
-        let (recv, peer) = match self.core.slot(op).map(|s| (&s.kind, s.done)) {
-            None | Some((_, true)) => return,
-            Some((OpKind::Recv { .. }, _)) => (true, 0),
-            Some((OpKind::Send { peer, .. }, _)) => (false, *peer),
-            Some((OpKind::Free, _)) => return,
+        let (peer, rndv) = match self.core.slot(op).map(|s| (&s.kind, s.done)) {
+            None | Some((_, true)) | Some((OpKind::Free, _)) => return,
+            Some((OpKind::Recv { .. }, _)) => {
+                self.core.cancel(op);
+                return;
+            }
+            Some((OpKind::Send { peer, rndv, .. }, _)) => (*peer, *rndv),
         };
-        if recv {
-            self.core.cancel(op);
+        if rndv && peer == self.core.me {
+            self.core.withdraw_self_rts(op);
             return;
         }
-        let same_process = peer == self.core.me || self.core.pid_of(peer) == self.core.my_pid;
-        if same_process {
+        // A job without a launcher (thread job) has all its ranks in this process, started
+        // or not; otherwise compare pids.
+        let same_process =
+            self.core.job.launcher_pid() == 0 || self.core.pid_of(peer) == self.core.my_pid;
+        if rndv && same_process {
             use std::io::Write;
             let line = format!(
                 "earlybird: rank {}: the job was aborted while rank {peer}, a thread of this process, may still read a send buffer; ending the process\n",
@@ -798,6 +820,7 @@ impl Core {
                 let op = self.alloc(OpKind::Send {
                     peer,
                     cancel_sent: false,
+                    rndv: false,
                 });
                 f.flags = F_SYNC;
                 f.a = op;
@@ -812,6 +835,7 @@ impl Core {
             let op = self.alloc(OpKind::Send {
                 peer,
                 cancel_sent: false,
+                rndv: true,
             });
             let mut f = Frame {
                 kind: K_RTS,
@@ -931,6 +955,30 @@ impl Core {
             }
         }
         did
+    }
+
+    /// Take a rendezvous send to this endpoint itself back out of the loopback queue or the
+    /// unexpected queue (where its RTS waits), completing it as cancelled. If a receive has
+    /// already matched it, the copy is done and it is complete already.
+    fn withdraw_self_rts(&mut self, op: OpId) {
+        let before = self.loopback.len();
+        self.loopback
+            .retain(|(f, _)| !(f.kind == K_RTS && f.a == op));
+        let me = self.me;
+        let removed = self.loopback.len() < before
+            || self
+                .matcher
+                .remove_unexpected(|e, h| {
+                    e.src == me && matches!(h, Held::Rndv { sender_op, .. } if *sender_op == op)
+                })
+                .is_some();
+        if removed {
+            let st = Status {
+                cancelled: true,
+                ..Status::empty()
+            };
+            self.complete(op, st, None);
+        }
     }
 
     fn cancel(&mut self, op: OpId) {

@@ -462,7 +462,7 @@ impl<'s> Request<'s> {
                 self.state = State::Done(r);
             }
         }
-        match &self.state {
+        let r = match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
             State::Consumed => Err(Error::new(
                 ErrorClass::Request,
@@ -470,7 +470,9 @@ impl<'s> Request<'s> {
             )),
             State::Done(r) => r.clone().map(Some),
             State::Op(..) => Ok(None),
-        }
+        };
+        drop(eng);
+        apply(self.errh.get(), &self.eng, "request_get_status", r)
     }
 
     /// MPI_Cancel: withdraw a pending receive, or a send not yet matched. Complete the request
@@ -606,14 +608,18 @@ pub fn wait_all(reqs: &mut [Request<'_>]) -> Result<Vec<Status>> {
 /// MPI fills MPI_ERROR). `statuses` must be as long as `reqs` (MPI_ERR_ARG otherwise).
 pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Result<()> {
     if statuses.len() != reqs.len() {
-        return Err(Error::new(
+        let e = Error::new(
             ErrorClass::Arg,
             format!(
                 "wait_all_into: {} statuses for {} requests",
                 statuses.len(),
                 reqs.len()
             ),
-        ));
+        );
+        return match reqs.first() {
+            Some(r) => apply(r.errh.get(), &r.eng, "wait_all", Err(e)),
+            None => Err(e),
+        };
     }
     let Some(eng) = one_engine(reqs, "wait_all")? else {
         return Ok(());
