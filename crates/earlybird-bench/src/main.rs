@@ -167,11 +167,9 @@ impl Bench<'_> {
         if let Some(i) = self.o.iters {
             return i;
         }
-        let cut = if bytes_per_iter == 0 {
-            base
-        } else {
-            (budget / bytes_per_iter).min(base)
-        };
+        let cut = budget
+            .checked_div(bytes_per_iter)
+            .map_or(base, |c| c.min(base));
         cut.max(min)
     }
 

@@ -128,7 +128,7 @@ impl RingPtrs {
     /// that stay mapped for as long as any endpoint uses the ring.
     pub fn at(base: *mut u8, shape: RingShape) -> RingPtrs {
         debug_assert_eq!(base as usize % 128, 0);
-        debug_assert!(shape.nslots.is_power_of_two() && shape.data_bytes % 64 == 0);
+        debug_assert!(shape.nslots.is_power_of_two() && shape.data_bytes.is_multiple_of(64));
         // wrapping_add: pure address arithmetic, dereferenced only under the ring invariants.
         RingPtrs {
             ctl: base as *const ConsumerLine,

@@ -103,11 +103,7 @@ impl JobShape {
     /// `EARLYBIRD_RING_DATA_BYTES` overrides the data area (rounded to 4 KiB).
     pub fn for_ranks(nranks: u32) -> JobShape {
         let rings = (nranks as usize) * (nranks as usize).saturating_sub(1);
-        let mut data = if rings == 0 {
-            0
-        } else {
-            (64usize << 20) / rings
-        };
+        let mut data = (64usize << 20).checked_div(rings).unwrap_or(0);
         data = data.clamp(64 << 10, 256 << 10);
         if let Some(v) = std::env::var("EARLYBIRD_RING_DATA_BYTES")
             .ok()

@@ -982,7 +982,6 @@ impl Core {
     }
 
     fn cancel(&mut self, op: OpId) {
-        let me = self.me;
         let Some(s) = self.slot_mut(op) else { return };
         if s.done {
             return;
@@ -1009,7 +1008,6 @@ impl Core {
                         a: op,
                         ..Frame::default()
                     };
-                    let _ = me;
                     self.emit(peer, &f, &[]);
                 }
             }
@@ -1298,7 +1296,7 @@ impl Waiter {
             std::hint::spin_loop();
             return Ok(());
         }
-        if self.spins % 64 == 0 {
+        if self.spins.is_multiple_of(64) {
             self.slow_checks(job, me)?;
         }
         std::thread::yield_now();

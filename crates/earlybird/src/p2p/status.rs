@@ -61,11 +61,10 @@ impl Status {
     /// Number of whole `T` received (MPI_Get_count); `None` (MPI_UNDEFINED) when the byte
     /// count is not a multiple of `size_of::<T>()`.
     pub fn count<T>(&self) -> Option<usize> {
-        let sz = std::mem::size_of::<T>();
-        if sz == 0 {
-            return Some(0);
+        match std::mem::size_of::<T>() {
+            0 => Some(0),
+            sz => self.bytes.is_multiple_of(sz).then_some(self.bytes / sz),
         }
-        (self.bytes % sz == 0).then_some(self.bytes / sz)
     }
 
     /// Number of basic elements of `T` received (MPI_Get_elements); for basic types the same
