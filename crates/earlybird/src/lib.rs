@@ -29,14 +29,17 @@ pub mod comm;
 pub mod datatype;
 pub mod error;
 pub mod fabric;
+pub mod info;
 pub mod p2p;
 pub mod request;
 pub mod sys;
 pub mod threads;
 
+pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, SendBuf};
 pub use datatype::{BasicType, Equivalence};
 pub use error::{Error, ErrorClass, Result};
+pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
 pub use request::{
     scope, start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some,

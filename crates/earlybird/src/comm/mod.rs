@@ -9,6 +9,8 @@
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
+pub mod group;
+
 use crate::datatype::{bytes, bytes_mut, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::shm::BlockedIn;
@@ -116,6 +118,13 @@ impl Comm {
             size,
             errh: Rc::new(Cell::new(ErrHandler::Fatal)),
         }
+    }
+
+    /// MPI_Comm_group: the group of the communicator's processes, in rank order.
+    pub fn group(&self) -> group::Group {
+        let me = self.eng.borrow().rank();
+        // WORLD's ranks are the job's ranks; communicators with their own groups come next.
+        group::Group::new((0..self.size as u32).collect(), me)
     }
 
     /// This process's rank in the communicator (MPI_Comm_rank).
