@@ -3,7 +3,6 @@
 //! them, translations, set algebra and comparisons; info objects round-trip keys.
 
 mod common;
-use common::*;
 use earlybird::{Comparison, ErrorClass, Info, Result, Universe, PROC_NULL, UNDEFINED};
 
 fn groups_from_world(u: &Universe) -> Result<()> {
