@@ -115,6 +115,12 @@ impl Error {
         self
     }
 
+    /// Rewrite the carried status, if any (rank translation).
+    pub(crate) fn map_status(mut self, f: impl FnOnce(crate::Status) -> crate::Status) -> Error {
+        self.0.status = self.0.status.map(f);
+        self
+    }
+
     /// The MPI error class.
     pub fn class(&self) -> ErrorClass {
         self.0.class

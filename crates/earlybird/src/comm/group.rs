@@ -70,6 +70,11 @@ impl Group {
             .map(|r| r as i32)
     }
 
+    /// The endpoint (job rank) of group rank `r`.
+    pub(crate) fn member(&self, r: usize) -> u32 {
+        self.members[r]
+    }
+
     fn check_rank(&self, r: i32, what: &str) -> Result<usize> {
         if (0..self.size()).contains(&r) {
             Ok(r as usize)

@@ -9,6 +9,7 @@
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
+mod create;
 pub mod group;
 
 use crate::datatype::{bytes, bytes_mut, Equivalence};
@@ -19,10 +20,15 @@ use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 use crate::request::{apply, EngineRef, ErrHandler, ErrSlot, Plan, Request, Scope};
 use crate::sys::lend::{Lent, ScratchBuffer};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// A communicator: a group of ranks and a context in which their messages match.
+///
+/// Clones are handles on the same communicator (they share its name, error handler and
+/// freed state). Point-to-point traffic uses context `2p` of the communicator's context pair
+/// `p`; `2p + 1` carries the library's own messages (communicator creation, later
+/// collectives).
 #[derive(Clone)]
 pub struct Comm {
     eng: EngineRef,
@@ -30,6 +36,75 @@ pub struct Comm {
     rank: i32,
     size: i32,
     errh: ErrSlot,
+    /// Rank <-> endpoint translation; `None` when ranks are the job's (WORLD).
+    map: Option<Rc<RankMap>>,
+    shared: Rc<CommShared>,
+}
+
+/// Rank translation of a communicator whose ranks are not the job's.
+#[derive(Debug)]
+pub(crate) struct RankMap {
+    /// Communicator rank -> endpoint.
+    members: Vec<u32>,
+    /// Endpoint -> communicator rank, -1 for endpoints not in the communicator.
+    ranks: Vec<i32>,
+}
+
+impl RankMap {
+    fn new(members: Vec<u32>, endpoints: u32) -> RankMap {
+        let mut ranks = vec![-1; endpoints as usize];
+        for (r, &e) in members.iter().enumerate() {
+            ranks[e as usize] = r as i32;
+        }
+        RankMap { members, ranks }
+    }
+
+    /// The communicator rank of a status's source endpoint (negative values pass through).
+    #[inline]
+    pub(crate) fn rank_of(&self, source: i32) -> i32 {
+        if source < 0 {
+            source
+        } else {
+            self.ranks[source as usize]
+        }
+    }
+}
+
+/// Translate a status's source from endpoint to communicator rank.
+#[inline]
+pub(crate) fn fix_status(map: &Option<Rc<RankMap>>, r: Result<Status>) -> Result<Status> {
+    match map {
+        None => r,
+        Some(m) => match r {
+            Ok(mut st) => {
+                st.source = m.rank_of(st.source);
+                Ok(st)
+            }
+            Err(e) => Err(e.map_status(|mut st| {
+                st.source = m.rank_of(st.source);
+                st
+            })),
+        },
+    }
+}
+
+/// What all handles on one communicator share.
+struct CommShared {
+    eng: EngineRef,
+    pair: u32,
+    freed: Cell<bool>,
+    name: RefCell<String>,
+}
+
+impl Drop for CommShared {
+    fn drop(&mut self) {
+        // The last handle is gone: give the context pair back (free() already did if called).
+        if !self.freed.get() {
+            if let Ok(mut e) = self.eng.try_borrow_mut() {
+                e.ctx_release(self.pair);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Comm {
@@ -111,20 +186,40 @@ impl Comm {
             let e = eng.borrow();
             (e.rank() as i32, e.size() as i32)
         };
+        let shared = Rc::new(CommShared {
+            eng: eng.clone(),
+            pair: 0,
+            freed: Cell::new(false),
+            name: RefCell::new("MPI_COMM_WORLD".into()),
+        });
         Comm {
             eng,
             ctx: CTX_WORLD,
             rank,
             size,
             errh: Rc::new(Cell::new(ErrHandler::Fatal)),
+            map: None,
+            shared,
         }
     }
 
     /// MPI_Comm_group: the group of the communicator's processes, in rank order.
     pub fn group(&self) -> group::Group {
         let me = self.eng.borrow().rank();
-        // WORLD's ranks are the job's ranks; communicators with their own groups come next.
-        group::Group::new((0..self.size as u32).collect(), me)
+        let members = match &self.map {
+            None => (0..self.size as u32).collect(),
+            Some(m) => m.members.clone(),
+        };
+        group::Group::new(members, me)
+    }
+
+    /// The endpoint of communicator rank `r` (PROC_NULL and wildcards pass through).
+    #[inline(always)]
+    fn ep(&self, r: i32) -> i32 {
+        match &self.map {
+            Some(m) if r >= 0 => m.members[r as usize] as i32,
+            _ => r,
+        }
     }
 
     /// This process's rank in the communicator (MPI_Comm_rank).
@@ -155,6 +250,12 @@ impl Comm {
 
     #[inline(always)]
     fn check_live(&self) -> Result<()> {
+        if self.shared.freed.get() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "communicator used after comm_free",
+            ));
+        }
         if self.eng.borrow().finalized() {
             return Err(Error::new(
                 ErrorClass::Comm,
@@ -224,7 +325,7 @@ impl Comm {
         self.check_dest(dest)?;
         Self::check_send_tag(tag)?;
         Ok(Plan::Send {
-            peer: dest,
+            peer: self.ep(dest),
             ctx: self.ctx,
             tag,
             buf,
@@ -242,7 +343,7 @@ impl Comm {
         }
         Ok(Some(Pattern {
             ctx: self.ctx,
-            src: (src != ANY_SOURCE).then_some(src as u32),
+            src: (src != ANY_SOURCE).then_some(self.ep(src) as u32),
             tag: (tag != ANY_TAG).then_some(tag),
         }))
     }
@@ -267,23 +368,34 @@ impl Comm {
             else {
                 unreachable!()
             };
-            let mut e = self.eng.borrow_mut();
-            match e.send_start(peer, ctx, tag, buf, mode)? {
-                crate::p2p::engine::Started::Done => Ok(()),
-                crate::p2p::engine::Started::Op(op) => e
-                    .wait_blocking(
-                        op,
-                        Blocked {
-                            what: BlockedIn::Send,
-                            peer,
-                            tag,
-                            ctx,
-                        },
-                    )
-                    .map(|_| ()),
-            }
+            self.send_and_wait(peer, ctx, tag, buf, mode)
         })();
         self.ret(what, r)
+    }
+
+    /// The core of every blocking send: start it on the engine (to endpoint `peer`, in
+    /// context `ctx`) and wait until it completes.
+    fn send_and_wait(
+        &self,
+        peer: i32,
+        ctx: u32,
+        tag: i32,
+        buf: Lent,
+        mode: SendMode,
+    ) -> Result<()> {
+        let mut e = self.eng.borrow_mut();
+        if let crate::p2p::engine::Started::Op(op) = e.send_start(peer, ctx, tag, buf, mode)? {
+            e.wait_blocking(
+                op,
+                Blocked {
+                    what: BlockedIn::Send,
+                    peer,
+                    tag,
+                    ctx,
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// MPI_Send: standard-mode blocking send.
@@ -327,7 +439,7 @@ impl Comm {
                 },
             )
         })();
-        self.ret("recv", r)
+        self.ret("recv", fix_status(&self.map, r))
     }
 
     /// MPI_Sendrecv.
@@ -376,7 +488,8 @@ impl Comm {
     ) -> Result<Request<'s>> {
         let r = self
             .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
-            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh));
+            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh))
+            .map(|r| r.with_map(&self.map));
         self.ret(what, r)
     }
 
@@ -442,6 +555,7 @@ impl Comm {
                 },
                 &self.errh,
             )
+            .map(|r| r.with_map(&self.map))
         });
         self.ret("irecv", r)
     }
@@ -465,6 +579,7 @@ impl Comm {
                 },
                 &self.errh,
             )
+            .map(|r| r.with_map(&self.map))
         });
         self.ret("irecv", r)
     }
@@ -487,9 +602,11 @@ impl Comm {
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = self
-            .send_plan(buf.lend(), dest, tag, mode)
-            .map(|p| Request::persistent(&self.eng, &s.ops, p, &self.errh).writable(B::WRITABLE));
+        let r = self.send_plan(buf.lend(), dest, tag, mode).map(|p| {
+            Request::persistent(&self.eng, &s.ops, p, &self.errh)
+                .writable(B::WRITABLE)
+                .with_map(&self.map)
+        });
         self.ret(what, r)
     }
 
@@ -557,15 +674,19 @@ impl Comm {
                 },
                 &self.errh,
             )
+            .with_map(&self.map)
         });
         self.ret("recv_init", r)
     }
 
     // ---- probe ----------------------------------------------------------------------------
 
-    fn probe_status(env: crate::p2p::matching::Envelope, len: usize) -> Status {
+    fn probe_status(&self, env: crate::p2p::matching::Envelope, len: usize) -> Status {
         Status {
-            source: env.src as i32,
+            source: self
+                .map
+                .as_ref()
+                .map_or(env.src as i32, |m| m.rank_of(env.src as i32)),
             tag: env.tag,
             bytes: len,
             cancelled: false,
@@ -583,7 +704,7 @@ impl Comm {
                 .eng
                 .borrow_mut()
                 .iprobe(&pat)
-                .map(|(e, l)| Self::probe_status(e, l)))
+                .map(|(e, l)| self.probe_status(e, l)))
         })();
         self.ret("iprobe", r)
     }
@@ -603,7 +724,7 @@ impl Comm {
             self.eng
                 .borrow_mut()
                 .wait_for(blocked, |e| e.iprobe(&pat))
-                .map(|(e, l)| Self::probe_status(e, l))
+                .map(|(e, l)| self.probe_status(e, l))
         })();
         self.ret("probe", r)
     }
@@ -621,7 +742,7 @@ impl Comm {
                 )));
             };
             Ok(self.eng.borrow_mut().improbe(&pat).map(|m| {
-                let st = Self::probe_status(m.envelope(), m.len());
+                let st = self.probe_status(m.envelope(), m.len());
                 (
                     Message {
                         comm: self.clone(),
@@ -656,7 +777,7 @@ impl Comm {
                 .eng
                 .borrow_mut()
                 .wait_for(blocked, |e| e.improbe(&pat))?;
-            let st = Self::probe_status(m.envelope(), m.len());
+            let st = self.probe_status(m.envelope(), m.len());
             Ok((
                 Message {
                     comm: self.clone(),
@@ -689,7 +810,7 @@ impl Message {
                 )
             }
         };
-        comm.ret("mrecv", r)
+        comm.ret("mrecv", fix_status(&comm.map, r))
     }
 
     /// MPI_Imrecv: the matched message is delivered at once (it has arrived), so the request
@@ -721,7 +842,10 @@ impl Message {
                     .eng
                     .borrow_mut()
                     .mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
-                Ok(Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh))
+                Ok(
+                    Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh)
+                        .with_map(&comm.map),
+                )
             }
         }
     }

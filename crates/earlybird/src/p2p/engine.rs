@@ -197,7 +197,13 @@ pub struct Engine {
     inputs: Vec<Option<Consumer>>,
     core: Core,
     finalized: bool,
+    /// Context pairs in use by communicators of this endpoint: bit p set = pair p (contexts
+    /// 2p and 2p+1) taken. Pair 0 is WORLD's.
+    ctx_used: [u64; CTX_WORDS],
 }
+
+/// Words of the context-pair bitmap: 64 x 64 = 4096 pairs per endpoint.
+pub const CTX_WORDS: usize = 64;
 
 /// What a send start produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,6 +268,11 @@ impl Engine {
                 bsends: Vec::new(),
             },
             finalized: false,
+            ctx_used: {
+                let mut m = [0u64; CTX_WORDS];
+                m[0] = 1;
+                m
+            },
         }
     }
 
@@ -275,6 +286,24 @@ impl Engine {
 
     pub fn job(&self) -> &JobSegment {
         &self.core.job
+    }
+
+    /// The context pairs this endpoint has free (bit set = free), for agreeing on a new
+    /// communicator's pair with the other members.
+    pub fn ctx_free_mask(&self) -> [u64; CTX_WORDS] {
+        self.ctx_used.map(|w| !w)
+    }
+
+    /// Take context pair `pair` for a new communicator.
+    pub fn ctx_claim(&mut self, pair: u32) {
+        self.ctx_used[pair as usize / 64] |= 1 << (pair % 64);
+    }
+
+    /// Give context pair `pair` back (its communicator was freed).
+    pub fn ctx_release(&mut self, pair: u32) {
+        if pair != 0 {
+            self.ctx_used[pair as usize / 64] &= !(1 << (pair % 64));
+        }
     }
 
     /// Whether finalize has run.

@@ -191,6 +191,8 @@ pub struct Request<'s> {
     writable: bool,
     /// A persistent receive's operation slot, bound at init and re-armed at each start.
     bound: Option<OpId>,
+    /// The communicator's rank translation (statuses carry endpoints until returned).
+    map: Option<Rc<crate::comm::RankMap>>,
     _buffers: PhantomData<&'s mut [u8]>,
 }
 
@@ -221,8 +223,20 @@ impl<'s> Request<'s> {
             errh: errh.clone(),
             writable: false,
             bound,
+            map: None,
             _buffers: PhantomData,
         }
+    }
+
+    /// Report statuses in the ranks of the communicator behind `map`.
+    pub(crate) fn with_map(mut self, map: &Option<Rc<crate::comm::RankMap>>) -> Self {
+        self.map = map.clone();
+        self
+    }
+
+    #[inline(always)]
+    fn fix(&self, r: Result<Status>) -> Result<Status> {
+        crate::comm::fix_status(&self.map, r)
     }
 
     /// A started nonblocking operation.
@@ -390,7 +404,7 @@ impl<'s> Request<'s> {
         } else {
             State::Consumed
         };
-        Some(r)
+        Some(self.fix(r))
     }
 
     /// MPI_Wait: block until the request completes. A persistent request becomes inactive;
@@ -399,6 +413,7 @@ impl<'s> Request<'s> {
     #[inline(always)]
     pub fn wait(&mut self) -> Result<Status> {
         let r = self.wait_inner();
+        let r = self.fix(r);
         apply(self.errh.get(), &self.eng, "wait", r)
     }
 
@@ -472,6 +487,7 @@ impl<'s> Request<'s> {
             State::Op(..) => Ok(None),
         };
         drop(eng);
+        let r = r.and_then(|o| o.map(|st| self.fix(Ok(st))).transpose());
         apply(self.errh.get(), &self.eng, "request_get_status", r)
     }
 

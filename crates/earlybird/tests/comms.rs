@@ -1,0 +1,172 @@
+//! Communicators (MPI 4.1 §7.4): dup, split, create, free, compare, names, and
+//! point-to-point on the new communicators with their own ranks and contexts; as thread
+//! jobs and under ebrun on 1, 2, 3, 4 and 8 ranks.
+
+mod common;
+use earlybird::{
+    scope, wait_all, Comparison, ErrHandler, ErrorClass, Result, Universe, ANY_SOURCE, ANY_TAG,
+    UNDEFINED,
+};
+
+/// A dup has the same ranks but its own context: a message sent on WORLD is not received on
+/// the dup even with the same source and tag.
+fn dup_separates_contexts(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let d = w.dup()?;
+    assert_eq!((d.rank(), d.size()), (w.rank(), w.size()));
+    assert_eq!(w.compare(&d), Comparison::Congruent);
+    assert_eq!(d.compare(&d.clone()), Comparison::Ident);
+    assert_eq!(
+        (w.name(), d.name()),
+        ("MPI_COMM_WORLD".to_string(), String::new())
+    );
+    d.set_name("dup of world")?;
+    assert_eq!(d.clone().name(), "dup of world");
+    let n = w.size();
+    let (right, left) = ((w.rank() + 1) % n, (w.rank() + n - 1) % n);
+    w.send(&[1u32], right, 5)?;
+    d.send(&[2u32], right, 5)?;
+    let (mut a, mut b) = ([0u32], [0u32]);
+    d.recv(&mut b, left, 5)?;
+    w.recv(&mut a, left, 5)?;
+    assert_eq!((a, b), ([1], [2]));
+    d.free()?;
+    Ok(())
+}
+
+/// Split into evens and odds, ordered by descending rank: ranks, statuses (in the new
+/// ranks, for blocking, nonblocking and probe paths) and a ring inside each half.
+fn split_orders_and_translates(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let me = w.rank();
+    let half = w.split(me % 2, -me)?.expect("every rank has a color");
+    let mine: Vec<i32> = (0..w.size()).filter(|r| r % 2 == me % 2).rev().collect();
+    assert_eq!(half.size(), mine.len() as i32);
+    assert_eq!(
+        half.rank(),
+        mine.iter().position(|&r| r == me).unwrap() as i32
+    );
+    assert_eq!(
+        half.group().translate_ranks(&[half.rank()], &w.group())?,
+        vec![me]
+    );
+    let (n, r) = (half.size(), half.rank());
+    let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+    half.send(&[me], right, 1)?;
+    let mut got = [0i32];
+    let st = half.recv(&mut got, ANY_SOURCE, ANY_TAG)?;
+    assert_eq!((st.source(), got[0]), (left, mine[left as usize]));
+    half.send(&[me], right, 2)?;
+    let st = half.probe(ANY_SOURCE, 2)?;
+    assert_eq!(st.source(), left);
+    let mut again = [0i32];
+    scope(|s| -> Result<()> {
+        let mut reqs = vec![half.irecv(s, &mut again, ANY_SOURCE, 2)?];
+        let st = wait_all(&mut reqs)?;
+        assert_eq!(st[0].source(), left);
+        Ok(())
+    })?;
+    assert_eq!(
+        w.compare(&half),
+        if w.size() == 1 {
+            Comparison::Congruent
+        } else {
+            Comparison::Unequal
+        }
+    );
+    // Opting out.
+    let none = w.split(if me == 0 { UNDEFINED } else { 1 }, 0)?;
+    assert_eq!(none.is_none(), me == 0);
+    if let Some(c) = none {
+        assert_eq!((c.size(), c.rank()), (w.size() - 1, me - 1));
+    }
+    Ok(())
+}
+
+/// Create over the even ranks; odd ranks get None; a subcommunicator of a subcommunicator.
+fn create_from_group(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let me = w.rank();
+    let evens = w.group().range_incl(&[(0, (w.size() - 1) / 2 * 2, 2)])?;
+    let c = w.create(&evens)?;
+    assert_eq!(c.is_some(), me % 2 == 0);
+    if let Some(c) = c {
+        assert_eq!((c.size(), c.rank()), (evens.size(), me / 2));
+        let first = c.group().incl(&[0])?;
+        let solo = c.create(&first)?;
+        assert_eq!(
+            solo.map(|s| (s.size(), s.rank())),
+            (c.rank() == 0).then_some((1, 0))
+        );
+        let mut x = [me];
+        c.sendrecv_replace(
+            &mut x,
+            (c.rank() + 1) % c.size(),
+            3,
+            (c.rank() + c.size() - 1) % c.size(),
+            3,
+        )?;
+        let left = (c.rank() + c.size() - 1) % c.size();
+        assert_eq!(x[0], 2 * left);
+    }
+    Ok(())
+}
+
+/// Misuse: each an MPI error class with the value in the message.
+fn misuse(u: &Universe) -> Result<()> {
+    let w = u.world();
+    w.set_errhandler(ErrHandler::Return);
+    let e = w.clone().free().unwrap_err();
+    assert!(
+        e.class() == ErrorClass::Comm && e.detail().contains("MPI_COMM_WORLD"),
+        "{e}"
+    );
+    let d = w.dup()?;
+    let other = d.clone();
+    d.free()?;
+    let e = other.send(&[1u8], 0, 0).unwrap_err();
+    assert!(
+        e.class() == ErrorClass::Comm && e.detail().contains("comm_free"),
+        "{e}"
+    );
+    let e = other.free().unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Comm);
+    let e = w.split(-5, 0).unwrap_err();
+    assert!(
+        e.class() == ErrorClass::Arg && e.detail().contains("-5"),
+        "{e}"
+    );
+    let e = w.set_name(&"x".repeat(200)).unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg);
+    Ok(())
+}
+
+/// Context ids are recycled: 10,000 dup/free cycles (more than the 4,096 pairs an endpoint
+/// has) run without running out.
+fn dup_free_loop(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let cycles = if w.size() > 4 { 2_000 } else { 10_000 };
+    for i in 0..cycles {
+        let d = w.dup()?;
+        if i % 997 == 0 {
+            let mut x = [i];
+            d.sendrecv_replace(
+                &mut x,
+                (d.rank() + 1) % d.size(),
+                0,
+                (d.rank() + d.size() - 1) % d.size(),
+                0,
+            )?;
+        }
+        d.free()?;
+    }
+    Ok(())
+}
+
+scenarios! {
+    dup_separates_contexts [1, 2, 3, 4, 8];
+    split_orders_and_translates [1, 2, 3, 4, 8];
+    create_from_group [1, 2, 3, 4, 8];
+    misuse [1, 2];
+    dup_free_loop [1, 2, 4, 8];
+}
