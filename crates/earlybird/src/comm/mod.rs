@@ -537,6 +537,29 @@ impl Comm {
         self.nb_send(s, "ibsend", buf, dest, tag, SendMode::Buffered)
     }
 
+    /// A receive request on `buf` (nonblocking and started, or persistent and inactive),
+    /// reporting statuses in this communicator's ranks.
+    fn recv_request<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        buf: Lent,
+        src: i32,
+        tag: i32,
+        persistent: bool,
+    ) -> Result<Request<'s>> {
+        let r = self.pattern(src, tag).and_then(|pat| {
+            let plan = Plan::Recv { pat, buf };
+            let req = if persistent {
+                Ok(Request::persistent(&self.eng, &s.ops, plan, &self.errh))
+            } else {
+                Request::nonblocking(&self.eng, &s.ops, plan, &self.errh)
+            };
+            req.map(|r| r.with_map(&self.map))
+        });
+        self.ret(what, r)
+    }
+
     /// MPI_Irecv.
     pub fn irecv<'s, T: Equivalence>(
         &self,
@@ -545,19 +568,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let r = self.pattern(src, tag).and_then(|pat| {
-            Request::nonblocking(
-                &self.eng,
-                &s.ops,
-                Plan::Recv {
-                    pat,
-                    buf: Lent::of_mut(bytes_mut(buf)),
-                },
-                &self.errh,
-            )
-            .map(|r| r.with_map(&self.map))
-        });
-        self.ret("irecv", r)
+        self.recv_request(s, "irecv", Lent::of_mut(bytes_mut(buf)), src, tag, false)
     }
 
     /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
@@ -569,19 +580,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let r = self.pattern(src, tag).and_then(|pat| {
-            Request::nonblocking(
-                &self.eng,
-                &s.ops,
-                Plan::Recv {
-                    pat,
-                    buf: buf.lend(),
-                },
-                &self.errh,
-            )
-            .map(|r| r.with_map(&self.map))
-        });
-        self.ret("irecv", r)
+        self.recv_request(s, "irecv", buf.lend(), src, tag, false)
     }
 
     /// The job's floor probe (see [`JobSegment::floor_pingpong`](crate::fabric::shm::JobSegment::floor_pingpong)):
@@ -664,19 +663,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let r = self.pattern(src, tag).map(|pat| {
-            Request::persistent(
-                &self.eng,
-                &s.ops,
-                Plan::Recv {
-                    pat,
-                    buf: Lent::of_mut(bytes_mut(buf)),
-                },
-                &self.errh,
-            )
-            .with_map(&self.map)
-        });
-        self.ret("recv_init", r)
+        self.recv_request(s, "recv_init", Lent::of_mut(bytes_mut(buf)), src, tag, true)
     }
 
     // ---- probe ----------------------------------------------------------------------------
