@@ -37,7 +37,7 @@ pub mod threads;
 
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, SendBuf};
-pub use datatype::{BasicType, Equivalence};
+pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};
 pub use error::{Error, ErrorClass, Result};
 pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
@@ -46,6 +46,7 @@ pub use request::{
     ErrHandler, Request, Scope,
 };
 pub use sys::lend::ScratchBuffer;
+pub use sys::plain::Plain;
 
 use p2p::engine::Engine;
 use request::EngineRef;

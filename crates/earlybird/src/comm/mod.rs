@@ -12,7 +12,7 @@
 mod create;
 pub mod group;
 
-use crate::datatype::{bytes, bytes_mut, Equivalence};
+use crate::datatype::{Buffer, BufferMut};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Matched, SendMode};
@@ -120,54 +120,27 @@ impl std::fmt::Debug for Comm {
 /// Context ids reserved for the predefined communicators.
 pub(crate) const CTX_WORLD: u32 = 0;
 
-/// A buffer a persistent send may be given: `&[T]` (constant data) or `&mut [T]` (data the
-/// program changes between starts through [`Request::buffer_mut`]).
+/// A buffer a persistent send may be given: `&B` for constant data, or `&mut B` for data the
+/// program changes between starts through [`Request::buffer_mut`], where `B` is a
+/// [`Buffer`] (`[T]`, `[T; N]`, `Vec<T>`, a [`Typed`](crate::Typed) view).
 pub trait SendBuf<'s> {
     #[doc(hidden)]
     const WRITABLE: bool;
     #[doc(hidden)]
-    fn lend(self) -> Lent;
+    fn lend(self) -> Result<Lent>;
 }
 
-impl<'s, T: Equivalence> SendBuf<'s> for &'s [T] {
+impl<'s, B: Buffer + ?Sized> SendBuf<'s> for &'s B {
     const WRITABLE: bool = false;
-    fn lend(self) -> Lent {
-        Lent::of(bytes(self))
+    fn lend(self) -> Result<Lent> {
+        self.lent()
     }
 }
 
-impl<'s, T: Equivalence> SendBuf<'s> for &'s mut [T] {
+impl<'s, B: BufferMut + ?Sized> SendBuf<'s> for &'s mut B {
     const WRITABLE: bool = true;
-    fn lend(self) -> Lent {
-        Lent::of_mut(bytes_mut(self))
-    }
-}
-
-impl<'s, T: Equivalence, const N: usize> SendBuf<'s> for &'s [T; N] {
-    const WRITABLE: bool = false;
-    fn lend(self) -> Lent {
-        Lent::of(bytes(self))
-    }
-}
-
-impl<'s, T: Equivalence, const N: usize> SendBuf<'s> for &'s mut [T; N] {
-    const WRITABLE: bool = true;
-    fn lend(self) -> Lent {
-        Lent::of_mut(bytes_mut(self))
-    }
-}
-
-impl<'s, T: Equivalence> SendBuf<'s> for &'s Vec<T> {
-    const WRITABLE: bool = false;
-    fn lend(self) -> Lent {
-        Lent::of(bytes(self))
-    }
-}
-
-impl<'s, T: Equivalence> SendBuf<'s> for &'s mut Vec<T> {
-    const WRITABLE: bool = true;
-    fn lend(self) -> Lent {
-        Lent::of_mut(bytes_mut(self))
+    fn lend(self) -> Result<Lent> {
+        self.lent_mut()
     }
 }
 
@@ -351,13 +324,13 @@ impl Comm {
     fn blocking_send(
         &self,
         what: &str,
-        buf: &[u8],
+        buf: Result<Lent>,
         dest: i32,
         tag: i32,
         mode: SendMode,
     ) -> Result<()> {
         let r = (|| {
-            let plan = self.send_plan(Lent::of(buf), dest, tag, mode)?;
+            let plan = self.send_plan(buf?, dest, tag, mode)?;
             let Plan::Send {
                 peer,
                 ctx,
@@ -399,36 +372,37 @@ impl Comm {
     }
 
     /// MPI_Send: standard-mode blocking send.
-    pub fn send<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.blocking_send("send", bytes(buf), dest, tag, SendMode::Standard)
+    pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("send", buf.lent(), dest, tag, SendMode::Standard)
     }
 
     /// MPI_Ssend: returns once the matching receive has started.
-    pub fn ssend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.blocking_send("ssend", bytes(buf), dest, tag, SendMode::Synchronous)
+    pub fn ssend<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("ssend", buf.lent(), dest, tag, SendMode::Synchronous)
     }
 
     /// MPI_Rsend: the program promises the receive is posted (sent as standard mode).
-    pub fn rsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.blocking_send("rsend", bytes(buf), dest, tag, SendMode::Ready)
+    pub fn rsend<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("rsend", buf.lent(), dest, tag, SendMode::Ready)
     }
 
     /// MPI_Bsend: copies into the attached buffer ([`Universe::buffer_attach`](crate::Universe::buffer_attach))
     /// and returns; MPI_ERR_BUFFER when it does not fit.
-    pub fn bsend<T: Equivalence>(&self, buf: &[T], dest: i32, tag: i32) -> Result<()> {
-        self.blocking_send("bsend", bytes(buf), dest, tag, SendMode::Buffered)
+    pub fn bsend<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.blocking_send("bsend", buf.lent(), dest, tag, SendMode::Buffered)
     }
 
     /// MPI_Recv: blocking receive into `buf`; `src` may be [`ANY_SOURCE`] or [`PROC_NULL`],
     /// `tag` may be [`ANY_TAG`]. A message longer than `buf` is MPI_ERR_TRUNCATE (the error
     /// carries the filled status).
-    pub fn recv<T: Equivalence>(&self, buf: &mut [T], src: i32, tag: i32) -> Result<Status> {
+    pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: i32, tag: i32) -> Result<Status> {
         let r = (|| {
             let Some(pat) = self.pattern(src, tag)? else {
                 return Ok(Status::proc_null());
             };
+            let lent = buf.lent_mut()?;
             let mut e = self.eng.borrow_mut();
-            let op = e.recv_start(pat, Lent::of_mut(bytes_mut(buf)));
+            let op = e.recv_start(pat, lent);
             e.wait_blocking(
                 op,
                 Blocked {
@@ -443,61 +417,88 @@ impl Comm {
     }
 
     /// MPI_Sendrecv.
-    pub fn sendrecv<S: Equivalence, R: Equivalence>(
+    pub fn sendrecv<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
         &self,
-        sbuf: &[S],
+        sbuf: &S,
         dest: i32,
         stag: i32,
-        rbuf: &mut [R],
+        rbuf: &mut R,
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let r = crate::scope(|s| -> Result<Status> {
-            let mut rr = self.irecv(s, rbuf, src, rtag)?;
-            let mut sr = self.isend(s, sbuf, dest, stag)?;
-            sr.wait()?;
-            rr.wait()
-        });
+        let r = sbuf
+            .lent()
+            .and_then(|sl| rbuf.lent_mut().map(|rl| (sl, rl)))
+            .and_then(|(sl, rl)| self.sendrecv_lent(sl, dest, stag, rl, src, rtag));
         self.ret("sendrecv", r)
     }
 
-    /// MPI_Sendrecv_replace: send `buf`, then receive into it.
-    pub fn sendrecv_replace<T: Equivalence>(
+    /// Start the receive, then the send, and wait for both (buffers are borrowed by the
+    /// caller for the whole call).
+    fn sendrecv_lent(
         &self,
-        buf: &mut [T],
+        sl: Lent,
+        dest: i32,
+        stag: i32,
+        rl: Lent,
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        crate::scope(|s| -> Result<Status> {
+            let pat = self.pattern(src, rtag)?;
+            let mut rr =
+                Request::nonblocking(&self.eng, &s.ops, Plan::Recv { pat, buf: rl }, &self.errh)?
+                    .with_map(&self.map);
+            let plan = self.send_plan(sl, dest, stag, SendMode::Standard)?;
+            let mut sr = Request::nonblocking(&self.eng, &s.ops, plan, &self.errh)?;
+            sr.wait()?;
+            rr.wait()
+        })
+    }
+
+    /// MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing message is packed
+    /// into a temporary first).
+    pub fn sendrecv_replace<B: BufferMut + ?Sized>(
+        &self,
+        buf: &mut B,
         dest: i32,
         stag: i32,
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let copy = buf.to_vec();
-        self.sendrecv(&copy, dest, stag, buf, src, rtag)
+        let r = buf.lent_mut().and_then(|rl| {
+            let copy = rl.to_packed();
+            let sl = Lent::of(&copy).with_sig(rl.sig());
+            self.sendrecv_lent(sl, dest, stag, rl, src, rtag)
+        });
+        self.ret("sendrecv_replace", r)
     }
 
     // ---- nonblocking --------------------------------------------------------------------
 
     #[inline(always)]
-    fn nb_send<'s, T: Equivalence>(
+    fn nb_send<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        buf: &'s [T],
+        buf: &'s B,
         dest: i32,
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = self
-            .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
+        let r = buf
+            .lent()
+            .and_then(|l| self.send_plan(l, dest, tag, mode))
             .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh))
             .map(|r| r.with_map(&self.map));
         self.ret(what, r)
     }
 
     /// MPI_Isend.
-    pub fn isend<'s, T: Equivalence>(
+    pub fn isend<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: &'s B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -505,10 +506,10 @@ impl Comm {
     }
 
     /// MPI_Issend.
-    pub fn issend<'s, T: Equivalence>(
+    pub fn issend<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: &'s B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -516,10 +517,10 @@ impl Comm {
     }
 
     /// MPI_Irsend.
-    pub fn irsend<'s, T: Equivalence>(
+    pub fn irsend<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: &'s B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -527,10 +528,10 @@ impl Comm {
     }
 
     /// MPI_Ibsend.
-    pub fn ibsend<'s, T: Equivalence>(
+    pub fn ibsend<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s [T],
+        buf: &'s B,
         dest: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
@@ -543,13 +544,13 @@ impl Comm {
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        buf: Lent,
+        buf: Result<Lent>,
         src: i32,
         tag: i32,
         persistent: bool,
     ) -> Result<Request<'s>> {
         let r = self.pattern(src, tag).and_then(|pat| {
-            let plan = Plan::Recv { pat, buf };
+            let plan = Plan::Recv { pat, buf: buf? };
             let req = if persistent {
                 Ok(Request::persistent(&self.eng, &s.ops, plan, &self.errh))
             } else {
@@ -561,14 +562,14 @@ impl Comm {
     }
 
     /// MPI_Irecv.
-    pub fn irecv<'s, T: Equivalence>(
+    pub fn irecv<'s, B: BufferMut + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s mut [T],
+        buf: &'s mut B,
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_request(s, "irecv", Lent::of_mut(bytes_mut(buf)), src, tag, false)
+        self.recv_request(s, "irecv", buf.lent_mut(), src, tag, false)
     }
 
     /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
@@ -580,7 +581,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_request(s, "irecv", buf.lend(), src, tag, false)
+        self.recv_request(s, "irecv", Ok(buf.lend()), src, tag, false)
     }
 
     /// The job's floor probe (see [`JobSegment::floor_pingpong`](crate::fabric::shm::JobSegment::floor_pingpong)):
@@ -601,11 +602,14 @@ impl Comm {
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = self.send_plan(buf.lend(), dest, tag, mode).map(|p| {
-            Request::persistent(&self.eng, &s.ops, p, &self.errh)
-                .writable(B::WRITABLE)
-                .with_map(&self.map)
-        });
+        let r = buf
+            .lend()
+            .and_then(|l| self.send_plan(l, dest, tag, mode))
+            .map(|p| {
+                Request::persistent(&self.eng, &s.ops, p, &self.errh)
+                    .writable(B::WRITABLE)
+                    .with_map(&self.map)
+            });
         self.ret(what, r)
     }
 
@@ -656,14 +660,14 @@ impl Comm {
     }
 
     /// MPI_Recv_init: a persistent receive into `buf`.
-    pub fn recv_init<'s, T: Equivalence>(
+    pub fn recv_init<'s, B: BufferMut + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
-        buf: &'s mut [T],
+        buf: &'s mut B,
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_request(s, "recv_init", Lent::of_mut(bytes_mut(buf)), src, tag, true)
+        self.recv_request(s, "recv_init", buf.lent_mut(), src, tag, true)
     }
 
     // ---- probe ----------------------------------------------------------------------------
@@ -779,13 +783,17 @@ impl Comm {
 
 impl Message {
     /// MPI_Mrecv: receive the matched message into `buf`.
-    pub fn recv<T: Equivalence>(mut self, buf: &mut [T]) -> Result<Status> {
+    pub fn recv<B: BufferMut + ?Sized>(mut self, buf: &mut B) -> Result<Status> {
         let comm = self.comm.clone();
-        let r = match self.m.take() {
-            None => Ok(Status::proc_null()),
-            Some(m) => {
+        let r = match (self.m.take(), buf.lent_mut()) {
+            (None, _) => Ok(Status::proc_null()),
+            (Some(m), Err(e)) => {
+                self.m = Some(m);
+                Err(e)
+            }
+            (Some(m), Ok(lent)) => {
                 let mut e = comm.eng.borrow_mut();
-                let op = e.mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
+                let op = e.mrecv_start(m, lent);
                 e.wait_blocking(
                     op,
                     Blocked {
@@ -802,11 +810,15 @@ impl Message {
 
     /// MPI_Imrecv: the matched message is delivered at once (it has arrived), so the request
     /// is already complete; it exists for programs written against the nonblocking form.
-    pub fn irecv<'s, T: Equivalence>(
+    pub fn irecv<'s, B: BufferMut + ?Sized>(
         mut self,
         s: &'s Scope<'s, '_>,
-        buf: &'s mut [T],
+        buf: &'s mut B,
     ) -> Result<Request<'s>> {
+        let lent = match buf.lent_mut() {
+            Ok(l) => l,
+            Err(e) => return self.comm.clone().ret("imrecv", Err(e)),
+        };
         let comm = self.comm.clone();
         let blocked = Blocked {
             what: BlockedIn::Recv,
@@ -825,10 +837,7 @@ impl Message {
                 &comm.errh,
             ),
             Some(m) => {
-                let op = comm
-                    .eng
-                    .borrow_mut()
-                    .mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
+                let op = comm.eng.borrow_mut().mrecv_start(m, lent);
                 Ok(
                     Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh)
                         .with_map(&comm.map),

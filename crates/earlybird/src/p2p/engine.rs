@@ -30,7 +30,7 @@ use super::{Status, BSEND_OVERHEAD, PROC_NULL};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::ring::{Consumer, Frame, Producer, INLINE_BYTES};
 use crate::fabric::shm::{BlockedIn, JobSegment};
-use crate::sys::lend::Lent;
+use crate::sys::lend::{Lent, Remote};
 use std::collections::VecDeque;
 
 const K_EAGER: u8 = 1;
@@ -40,6 +40,9 @@ const K_FIN: u8 = 4;
 const K_CANCEL: u8 = 5;
 const K_CANCEL_REPLY: u8 = 6;
 const F_SYNC: u8 = 1;
+/// An RTS whose sender's bytes are a segment table (`b`: table address, `inline[8..16]`:
+/// entries), not one run at `b`.
+const F_SEGS: u8 = 2;
 
 /// Names one operation in an engine: slot index in the low 32 bits, generation above.
 pub type OpId = u64;
@@ -65,6 +68,10 @@ enum OpKind {
         peer: u32,
         cancel_sent: bool,
         rndv: bool,
+        /// A non-contiguous rendezvous send's segment table, which the receiver reads out of
+        /// this memory: held here, unread, until the FIN.
+        #[allow(dead_code)]
+        table: Option<Box<[[u64; 2]]>>,
     },
     Recv {
         buf: Lent,
@@ -91,15 +98,18 @@ enum Held {
         data: [u8; INLINE_BYTES],
         len: u8,
         sync_op: Option<u64>,
+        sig: u16,
     },
     Eager {
         data: Vec<u8>,
         sync_op: Option<u64>,
+        sig: u16,
     },
     Rndv {
         sender_op: u64,
-        addr: u64,
+        remote: Remote,
         len: usize,
+        sig: u16,
     },
 }
 
@@ -835,7 +845,7 @@ impl Core {
 
     #[inline(always)]
     fn send(&mut self, peer: u32, ctx: u32, tag: i32, buf: Lent, sync: bool) -> Started {
-        let len = buf.len();
+        let len = buf.packed_len();
         let eager = len <= self.limits.eager_limit_bytes
             && (peer == self.me || self.flow_allows(peer, len));
         if eager {
@@ -843,6 +853,7 @@ impl Core {
                 kind: K_EAGER,
                 ctx,
                 tag,
+                reserved: buf.sig(),
                 ..Frame::default()
             };
             let started = if sync {
@@ -850,6 +861,7 @@ impl Core {
                     peer,
                     cancel_sent: false,
                     rndv: false,
+                    table: None,
                 });
                 f.flags = F_SYNC;
                 f.a = op;
@@ -858,23 +870,32 @@ impl Core {
                 Started::Done
             };
             self.outs[peer as usize].eager_sent += flow_cost(len);
-            buf.with_bytes(|b| self.emit(peer, &f, b));
+            self.emit_lent(peer, &f, &buf);
             started
         } else {
-            let op = self.alloc(OpKind::Send {
-                peer,
-                cancel_sent: false,
-                rndv: true,
-            });
+            let table: Option<Box<[[u64; 2]]>> = (!buf.is_contiguous())
+                .then(|| buf.segments(len).into_iter().map(|(a, l)| [a, l]).collect());
             let mut f = Frame {
                 kind: K_RTS,
                 ctx,
                 tag,
-                a: op,
+                reserved: buf.sig(),
                 b: buf.addr(),
                 ..Frame::default()
             };
+            if let Some(t) = &table {
+                f.flags = F_SEGS;
+                f.b = t.as_ptr() as u64;
+                f.inline[8..16].copy_from_slice(&(t.len() as u64).to_le_bytes());
+            }
             f.inline[..8].copy_from_slice(&(len as u64).to_le_bytes());
+            let op = self.alloc(OpKind::Send {
+                peer,
+                cancel_sent: false,
+                rndv: true,
+                table,
+            });
+            f.a = op;
             self.emit(peer, &f, &[]);
             Started::Op(op)
         }
@@ -915,8 +936,8 @@ impl Core {
                 ),
             ));
         }
-        let data = buf.with_bytes(|b| b.to_vec());
-        let started = self.send(peer, ctx, tag, Lent::of(&data), false);
+        let data = buf.to_packed();
+        let started = self.send(peer, ctx, tag, Lent::of(&data).with_sig(buf.sig()), false);
         match started {
             Started::Done => {}
             Started::Op(op) => {
@@ -969,6 +990,25 @@ impl Core {
         }
         out.pending.push_back((*f, payload.to_vec()));
         self.pending_frames += 1;
+    }
+
+    /// [`emit`](Self::emit) of a frame whose payload is a lent buffer's message, packed
+    /// straight into the ring slot when it goes there at once.
+    #[inline(always)]
+    fn emit_lent(&mut self, peer: u32, f: &Frame, buf: &Lent) {
+        if peer != self.me {
+            let out = &mut self.outs[peer as usize];
+            if out.pending.is_empty()
+                && out.producer.as_mut().expect("ring to peer").try_push_with(
+                    f,
+                    buf.packed_len(),
+                    |dst| buf.pack_into(dst),
+                )
+            {
+                return;
+            }
+        }
+        self.emit(peer, f, &buf.to_packed());
     }
 
     fn flush_pending(&mut self) -> bool {
@@ -1057,8 +1097,9 @@ impl Core {
                     tag: f.tag,
                 };
                 let sync_op = (f.flags & F_SYNC != 0).then_some(f.a);
+                let sig = f.reserved;
                 if let Some(op) = self.matcher.take_posted(&env) {
-                    self.deliver_eager(op, env, payload, sync_op);
+                    self.deliver_eager(op, env, payload, sync_op, sig);
                 } else {
                     let held = if payload.len() <= INLINE_BYTES {
                         let mut data = [0u8; INLINE_BYTES];
@@ -1067,11 +1108,13 @@ impl Core {
                             data,
                             len: payload.len() as u8,
                             sync_op,
+                            sig,
                         }
                     } else {
                         Held::Eager {
                             data: payload.to_vec(),
                             sync_op,
+                            sig,
                         }
                     };
                     self.matcher.push_unexpected(env, held);
@@ -1084,10 +1127,20 @@ impl Core {
                     tag: f.tag,
                 };
                 let len = u64::from_le_bytes(f.inline[..8].try_into().expect("8 bytes")) as usize;
+                let remote = if f.flags & F_SEGS != 0 {
+                    Remote::Segments {
+                        table: f.b,
+                        entries: u64::from_le_bytes(f.inline[8..16].try_into().expect("8 bytes"))
+                            as usize,
+                    }
+                } else {
+                    Remote::Contiguous(f.b)
+                };
                 let held = Held::Rndv {
                     sender_op: f.a,
-                    addr: f.b,
+                    remote,
                     len,
+                    sig: f.reserved,
                 };
                 if let Some(op) = self.matcher.take_posted(&env) {
                     self.deliver_held(op, env, held);
@@ -1143,14 +1196,21 @@ impl Core {
 
     fn recv_buf(&self, op: OpId) -> Lent {
         match self.slot(op).map(|s| &s.kind) {
-            Some(OpKind::Recv { buf }) => *buf,
+            Some(OpKind::Recv { buf }) => buf.clone(),
             _ => Lent::EMPTY,
         }
     }
 
     /// Copy an eager payload into the receive `op`, answer a synchronous sender, complete.
     #[inline]
-    fn deliver_eager(&mut self, op: OpId, env: Envelope, payload: &[u8], sync_op: Option<u64>) {
+    fn deliver_eager(
+        &mut self,
+        op: OpId,
+        env: Envelope,
+        payload: &[u8],
+        sync_op: Option<u64>,
+        sig: u16,
+    ) {
         if env.src != self.me {
             self.credit[env.src as usize] += flow_cost(payload.len());
         }
@@ -1164,10 +1224,13 @@ impl Core {
         }
         // One lookup of the slot: copy into its buffer and complete it in place.
         let Some(s) = self.slot_mut(op) else { return };
-        let OpKind::Recv { buf } = s.kind else { return };
+        let OpKind::Recv { ref buf } = s.kind else {
+            return;
+        };
         let len = payload.len();
-        if len <= buf.len() {
-            buf.with_bytes_mut(|b| crate::fabric::ring::copy_small(b, payload));
+        let cap = buf.packed_len();
+        buf.unpack_from(&payload[..len.min(cap)]);
+        if len <= cap && sig == buf.sig() {
             s.done = true;
             s.status = Status {
                 source: env.src as i32,
@@ -1181,28 +1244,33 @@ impl Core {
                 let _ = self.take(op);
             }
         } else {
-            buf.with_bytes_mut(|b| b.copy_from_slice(&payload[..buf.len()]));
-            self.finish_recv(op, env, len, buf.len());
+            let want = buf.sig();
+            self.finish_recv(op, env, len, cap, sig, want);
         }
     }
 
     /// Deliver a message that was held (unexpected or matched-probed) into receive `op`.
     fn deliver_held(&mut self, op: OpId, env: Envelope, held: Held) {
         match held {
-            Held::Inline { data, len, sync_op } => {
-                self.deliver_eager(op, env, &data[..len as usize], sync_op)
-            }
-            Held::Eager { data, sync_op } => self.deliver_eager(op, env, &data, sync_op),
+            Held::Inline {
+                data,
+                len,
+                sync_op,
+                sig,
+            } => self.deliver_eager(op, env, &data[..len as usize], sync_op, sig),
+            Held::Eager { data, sync_op, sig } => self.deliver_eager(op, env, &data, sync_op, sig),
             Held::Rndv {
                 sender_op,
-                addr,
+                remote,
                 len,
+                sig,
             } => {
                 let buf = self.recv_buf(op);
-                let n = len.min(buf.len());
+                let cap = buf.packed_len();
+                let n = len.min(cap);
                 let pid = self.pid_of(env.src);
                 let same = pid == self.my_pid;
-                let res = buf.pull(same, pid, addr, n);
+                let res = buf.pull(same, pid, remote, n);
                 let f = Frame {
                     kind: K_FIN,
                     a: sender_op,
@@ -1210,7 +1278,7 @@ impl Core {
                 };
                 self.emit(env.src, &f, &[]);
                 match res {
-                    Ok(()) => self.finish_recv(op, env, len, buf.len()),
+                    Ok(()) => self.finish_recv(op, env, len, cap, sig, buf.sig()),
                     Err(e) => {
                         let st = Status {
                             source: env.src as i32,
@@ -1230,7 +1298,18 @@ impl Core {
         }
     }
 
-    fn finish_recv(&mut self, op: OpId, env: Envelope, len: usize, cap: usize) {
+    /// Complete receive `op` of a `len`-byte message into a buffer taking `cap` bytes:
+    /// truncation, then a type mismatch (`sent` and `want` are the signature codes of the
+    /// message and of the receive buffer, see [`type_mismatch`]), are errors.
+    fn finish_recv(
+        &mut self,
+        op: OpId,
+        env: Envelope,
+        len: usize,
+        cap: usize,
+        sent: u16,
+        want: u16,
+    ) {
         let mut st = Status {
             source: env.src as i32,
             tag: env.tag,
@@ -1238,13 +1317,25 @@ impl Core {
             cancelled: false,
             error: ErrorClass::Success,
         };
-        let err = (len > cap).then(|| {
-            st.error = ErrorClass::Truncate;
-            Error::new(
+        let err = if len > cap {
+            Some(Error::new(
                 ErrorClass::Truncate,
                 format!("message of {len} bytes from rank {} (tag {}) truncated to the receive buffer of {cap} bytes", env.src, env.tag),
-            )
-        });
+            ))
+        } else {
+            type_mismatch(sent, want, len).map(|why| {
+                Error::new(
+                    ErrorClass::Type,
+                    format!(
+                        "message of {len} bytes from rank {} (tag {}): {why}",
+                        env.src, env.tag
+                    ),
+                )
+            })
+        };
+        if let Some(e) = &err {
+            st.error = e.class();
+        }
         self.complete(op, st, err);
     }
 
@@ -1255,6 +1346,30 @@ impl Core {
         }
         *p
     }
+}
+
+/// Whether a message of `len` bytes whose elements are the basic type `sent` may be received
+/// into a buffer of basic type `want` (signature codes: size in the low byte, kind above; 0
+/// for mixed, byte or packed data, which is not checked). `Some(reason)` when it may not:
+/// different basic types, or a length that ends inside an element of the receive type.
+fn type_mismatch(sent: u16, want: u16, len: usize) -> Option<String> {
+    if want == 0 {
+        return None;
+    }
+    if sent != 0 && sent != want {
+        return Some(format!(
+            "sent as {} but received as {} (type signatures differ)",
+            crate::datatype::sig_name(sent),
+            crate::datatype::sig_name(want)
+        ));
+    }
+    let size = (want & 0xff) as usize;
+    (size > 0 && !len.is_multiple_of(size)).then(|| {
+        format!(
+            "{len} bytes are not a whole number of {} ({size} bytes each)",
+            crate::datatype::sig_name(want)
+        )
+    })
 }
 
 /// What one eager message counts against the flow limit: its payload, and at least a frame's

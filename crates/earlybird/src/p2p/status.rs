@@ -58,21 +58,6 @@ impl Status {
         self.bytes
     }
 
-    /// Number of whole `T` received (MPI_Get_count); `None` (MPI_UNDEFINED) when the byte
-    /// count is not a multiple of `size_of::<T>()`.
-    pub fn count<T>(&self) -> Option<usize> {
-        match std::mem::size_of::<T>() {
-            0 => Some(0),
-            sz => self.bytes.is_multiple_of(sz).then_some(self.bytes / sz),
-        }
-    }
-
-    /// Number of basic elements of `T` received (MPI_Get_elements); for basic types the same
-    /// as [`count`](Self::count).
-    pub fn elements<T>(&self) -> Option<usize> {
-        self.count::<T>()
-    }
-
     /// Whether the operation was cancelled (MPI_Test_cancelled).
     pub fn is_cancelled(&self) -> bool {
         self.cancelled

@@ -85,7 +85,7 @@ fn fatal(eng: &EngineRef, what: &str, e: &Error) -> ! {
 }
 
 /// What a persistent request does at each start.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Plan {
     Send {
         peer: i32,
@@ -129,19 +129,22 @@ impl Plan {
     /// Start the operation on the engine.
     #[inline(always)]
     pub(crate) fn start(&self, eng: &mut Engine, bound: Option<OpId>) -> Result<State> {
-        Ok(match *self {
-            Plan::Send {
+        Ok(match self {
+            &Plan::Send {
                 peer,
                 ctx,
                 tag,
-                buf,
+                ref buf,
                 mode,
-            } => match eng.send_start(peer, ctx, tag, buf, mode)? {
+            } => match eng.send_start(peer, ctx, tag, buf.clone(), mode)? {
                 Started::Done => State::Done(Ok(Status::empty())),
                 Started::Op(op) => State::Op(op, self.blocked()),
             },
             Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
-            Plan::Recv { pat: Some(p), buf } => match bound {
+            &Plan::Recv {
+                pat: Some(p),
+                ref buf,
+            } => match bound {
                 // A persistent receive re-arms the slot it was bound to at init.
                 Some(op) => {
                     eng.recv_rearm(op, p);
@@ -152,7 +155,7 @@ impl Plan {
                     }
                 }
                 None => {
-                    let op = eng.recv_start(p, buf);
+                    let op = eng.recv_start(p, buf.clone());
                     if eng.is_done(op) {
                         // Matched a message that had already arrived: nothing left in flight.
                         State::Done(eng.take(op))
@@ -279,9 +282,12 @@ impl<'s> Request<'s> {
     ) -> Request<'s> {
         scope.note_engine(eng);
         let bound = match plan {
-            Plan::Recv { pat: Some(_), buf } => {
+            Plan::Recv {
+                pat: Some(_),
+                ref buf,
+            } => {
                 let mut e = eng.borrow_mut();
-                let op = e.recv_bind(buf);
+                let op = e.recv_bind(buf.clone());
                 e.set_scope(op, scope.id);
                 Some(op)
             }
@@ -316,28 +322,33 @@ impl<'s> Request<'s> {
     /// active or for a nonblocking request; `MPI_ERR_TYPE` if the bytes are not a whole,
     /// aligned number of `T`.
     pub fn buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
-        let lent = match self.plan {
+        let lent = match &self.plan {
             None => return Err(Error::new(ErrorClass::Request, "buffer_mut on a nonpersistent request")),
             Some(_) if self.is_active() => {
                 return Err(Error::new(ErrorClass::Request, "buffer_mut on an active persistent request (wait for it first)"))
             }
-            Some(Plan::Send { buf, .. }) if self.writable => buf,
-            Some(Plan::Recv { buf, .. }) => buf,
+            Some(Plan::Send { buf, .. }) if self.writable => buf.clone(),
+            Some(Plan::Recv { buf, .. }) => buf.clone(),
             Some(Plan::Send { .. }) => {
                 return Err(Error::new(ErrorClass::Buffer, "buffer_mut on a persistent send whose buffer was lent read-only (&[T]); lend it as &mut [T]"))
             }
         };
-        let bytes = lent.bytes_mut_while(self);
-        if bytes.is_empty() {
+        let Some(bytes) = lent.bytes_mut_while(self) else {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "buffer_mut on a buffer whose element type has padding",
+            ));
+        };
+        let n = bytes.len();
+        if n == 0 {
             // An empty buffer is an empty [T] whatever its (dangling) address.
             return Ok(&mut []);
         }
-        let n = bytes.len();
-        bytemuck::try_cast_slice_mut(bytes).map_err(|e| {
+        crate::sys::plain::cast_bytes_mut(bytes).ok_or_else(|| {
             Error::new(
                 ErrorClass::Type,
                 format!(
-                    "buffer of {n} bytes cannot be viewed as [{}]: {e:?}",
+                    "buffer of {n} bytes cannot be viewed as [{}] (padded type, size or alignment)",
                     std::any::type_name::<T>()
                 ),
             )
@@ -353,7 +364,7 @@ impl<'s> Request<'s> {
 
     #[inline(always)]
     fn start_inner(&mut self) -> Result<()> {
-        let Some(plan) = self.plan else {
+        let Some(plan) = &self.plan else {
             return Err(Error::new(
                 ErrorClass::Request,
                 "start of a nonpersistent request (only *_init requests can be started)",

@@ -36,3 +36,105 @@ pub fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()>
     }
     Ok(())
 }
+
+/// Most iovecs one `process_vm_readv` takes on each side (the kernel's UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
+
+/// Copy the first `n` bytes of the `remote` segments (`(address, length)` in process `pid`)
+/// into the `local` segments (addresses of this process that the caller has lent for writing),
+/// in order, batching up to [`IOV_MAX`] segments a side per call.
+pub fn read_remote_segments(
+    pid: u32,
+    local: &[(u64, u64)],
+    remote: &[(u64, u64)],
+    n: usize,
+) -> io::Result<()> {
+    // Cursors: segment index and offset within it, on each side.
+    let (mut li, mut loff, mut ri, mut roff) = (0usize, 0u64, 0usize, 0u64);
+    let mut left = n as u64;
+    let mut liov = Vec::with_capacity(IOV_MAX.min(local.len()));
+    let mut riov = Vec::with_capacity(IOV_MAX.min(remote.len()));
+    while left > 0 {
+        liov.clear();
+        riov.clear();
+        // Up to IOV_MAX segments a side, and the same byte count on both.
+        let (mut lbytes, mut i, mut off) = (0u64, li, loff);
+        while i < local.len() && liov.len() < IOV_MAX && lbytes < left {
+            let take = (local[i].1 - off).min(left - lbytes);
+            liov.push(libc::iovec {
+                iov_base: (local[i].0 + off) as *mut libc::c_void,
+                iov_len: take as usize,
+            });
+            lbytes += take;
+            i += 1;
+            off = 0;
+        }
+        let (mut rbytes, mut j, mut roff2) = (0u64, ri, roff);
+        while j < remote.len() && riov.len() < IOV_MAX && rbytes < lbytes {
+            let take = (remote[j].1 - roff2).min(lbytes - rbytes);
+            riov.push(libc::iovec {
+                iov_base: (remote[j].0 + roff2) as *mut libc::c_void,
+                iov_len: take as usize,
+            });
+            rbytes += take;
+            j += 1;
+            roff2 = 0;
+        }
+        if rbytes == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "rendezvous segments describe fewer bytes than announced",
+            ));
+        }
+        // SAFETY: (1) each local iovec is a piece of a buffer this process lent for writing to
+        // the receive (the caller's contract), within its bounds; (2) the remote iovecs name
+        // memory of another process, which the kernel checks (EFAULT); (3) the kernel copies
+        // at most the smaller of the two totals.
+        let r = unsafe {
+            libc::process_vm_readv(
+                pid as libc::pid_t,
+                liov.as_ptr(),
+                liov.len() as libc::c_ulong,
+                riov.as_ptr(),
+                riov.len() as libc::c_ulong,
+                0,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "process_vm_readv copied nothing",
+            ));
+        }
+        // Advance both cursors by the bytes copied.
+        let mut k = r as u64;
+        left -= k;
+        while k > 0 {
+            let t = (local[li].1 - loff).min(k);
+            loff += t;
+            k -= t;
+            if loff == local[li].1 {
+                li += 1;
+                loff = 0;
+            }
+        }
+        let mut k = r as u64;
+        while k > 0 {
+            let t = (remote[ri].1 - roff).min(k);
+            roff += t;
+            k -= t;
+            if roff == remote[ri].1 {
+                ri += 1;
+                roff = 0;
+            }
+        }
+    }
+    Ok(())
+}

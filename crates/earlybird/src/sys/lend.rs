@@ -7,13 +7,36 @@
 //! request) until the operation has completed or been cancelled. Every `unsafe` block below
 //! leans on that invariant.
 
+use super::layout::Layout;
+use super::plain::Plain;
 use std::io;
+use std::rc::Rc;
 
-/// Address and length of a buffer lent to an operation.
-#[derive(Clone, Copy, Debug)]
+/// Address and length of a buffer lent to an operation, and where in it the message's bytes
+/// are: all of it in order (contiguous), or a [`Layout`] of a derived datatype.
+#[derive(Clone, Debug)]
 pub struct Lent {
     ptr: *mut u8,
     len: usize,
+    /// `None`: the message is the buffer's bytes. `Some`: its pieces, checked to lie within
+    /// `0..len`.
+    layout: Option<Rc<Layout>>,
+    /// Whether all `len` bytes are initialised data (no padding), so that whole-buffer byte
+    /// views are sound.
+    gapless: bool,
+    /// The basic type the message is made of when it is made of one (0: mixed or unknown); a
+    /// receive compares it with the sender's.
+    sig: u16,
+}
+
+/// Where a rendezvous sender's bytes are, as its RTS describes them.
+#[derive(Clone, Copy, Debug)]
+pub enum Remote {
+    /// One run of bytes at this address.
+    Contiguous(u64),
+    /// A table of `[address, length]` segments (`[u64; 2]` each) at `table`, `entries` long;
+    /// the sender keeps it alive until the FIN.
+    Segments { table: u64, entries: usize },
 }
 
 impl Lent {
@@ -21,6 +44,9 @@ impl Lent {
     pub const EMPTY: Lent = Lent {
         ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
         len: 0,
+        layout: None,
+        gapless: true,
+        sig: 0,
     };
 
     /// Lend a buffer that the operation will only read.
@@ -28,6 +54,7 @@ impl Lent {
         Lent {
             ptr: buf.as_ptr() as *mut u8,
             len: buf.len(),
+            ..Lent::EMPTY
         }
     }
 
@@ -36,9 +63,54 @@ impl Lent {
         Lent {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
+            ..Lent::EMPTY
         }
     }
 
+    /// Lend a slice of a plain type, to be read through `layout` (checked against it).
+    pub(crate) fn of_layout<T: Plain>(buf: &[T], layout: Layout) -> Result<Lent, String> {
+        Lent::laid_out(
+            buf.as_ptr() as *mut u8,
+            std::mem::size_of_val(buf),
+            T::GAPLESS,
+            layout,
+        )
+    }
+
+    /// Lend a slice of a plain type, to be written through `layout` (checked against it).
+    pub(crate) fn of_layout_mut<T: Plain>(buf: &mut [T], layout: Layout) -> Result<Lent, String> {
+        let len = std::mem::size_of_val(buf);
+        Lent::laid_out(buf.as_mut_ptr().cast(), len, T::GAPLESS, layout)
+    }
+
+    fn laid_out(ptr: *mut u8, len: usize, gapless: bool, layout: Layout) -> Result<Lent, String> {
+        if layout.end() > len {
+            return Err(format!(
+                "the datatype reaches byte {} of a buffer of {len} bytes",
+                layout.end()
+            ));
+        }
+        Ok(Lent {
+            ptr,
+            len,
+            layout: Some(Rc::new(layout)),
+            gapless,
+            sig: 0,
+        })
+    }
+
+    /// The same buffer, tagged with the basic type its message is made of (0: mixed).
+    #[inline(always)]
+    pub(crate) fn with_sig(mut self, sig: u16) -> Lent {
+        self.sig = sig;
+        self
+    }
+
+    pub fn sig(&self) -> u16 {
+        self.sig
+    }
+
+    /// Bytes of the buffer (its extent in memory).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -47,23 +119,95 @@ impl Lent {
         self.len == 0
     }
 
-    /// The address, as a peer's rendezvous read needs it.
+    /// Bytes of the message the buffer holds or takes: the buffer's length when contiguous,
+    /// the layout's packed size otherwise.
+    #[inline(always)]
+    pub fn packed_len(&self) -> usize {
+        match &self.layout {
+            None => self.len,
+            Some(l) => l.packed_len(),
+        }
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_none()
+    }
+
+    /// The address, as a peer's rendezvous read of a contiguous buffer needs it.
     pub fn addr(&self) -> u64 {
         self.ptr as u64
     }
 
-    /// The lent bytes, for the duration of a closure. The operation must be a reader.
-    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        if self.len == 0 {
-            return f(&[]);
+    /// The first `n` message bytes as `(address, length)` segments (one for a contiguous
+    /// buffer), for a peer's single-copy read or this side's.
+    pub fn segments(&self, n: usize) -> Vec<(u64, u64)> {
+        match &self.layout {
+            None => vec![(self.addr(), n.min(self.len) as u64)],
+            Some(l) => l.segments(self.addr(), n),
         }
-        // SAFETY: by the crate invariant the buffer is alive for the operation; the slice
-        // does not escape the closure, and nobody writes a buffer lent for reading.
-        f(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
     }
 
-    /// The lent bytes, writable, for the duration of a closure.
+    /// Write the first `dst.len()` message bytes into `dst` (an eager slot). The operation
+    /// must be a reader.
+    #[inline(always)]
+    pub(crate) fn pack_into(&self, dst: &mut [u8]) {
+        match &self.layout {
+            None => {
+                if dst.is_empty() {
+                    return;
+                }
+                // SAFETY: by the crate invariant the buffer is alive for the operation and
+                // nobody writes it meanwhile; a contiguous Lent covers initialised bytes (it
+                // was made from a `&[u8]`), and `dst.len() <= len` (callers pack at most
+                // `packed_len()`); the slice does not escape.
+                let src = unsafe { std::slice::from_raw_parts(self.ptr, dst.len()) };
+                crate::fabric::ring::copy_small(dst, src);
+            }
+            Some(l) => l.pieces(dst.len(), |b, p, n| {
+                // SAFETY: the layout was checked to lie within `0..len` of the lent buffer,
+                // which is alive (crate invariant); its pieces are initialised (the `Plain`
+                // contract); `dst[p..p + n]` is in bounds (`pieces` stops at `dst.len()`).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.ptr.add(b), dst[p..p + n].as_mut_ptr(), n)
+                }
+            }),
+        }
+    }
+
+    /// Write `src` as the first `src.len()` message bytes into the buffer. The operation must
+    /// be the buffer's writer.
+    #[inline(always)]
+    pub(crate) fn unpack_from(&self, src: &[u8]) {
+        match &self.layout {
+            None => {
+                let n = src.len().min(self.len);
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: the buffer is alive and lent for writing to this operation alone
+                // (crate invariant); `n <= len`; the slice does not escape.
+                let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr, n) };
+                crate::fabric::ring::copy_small(dst, &src[..n]);
+            }
+            Some(l) => l.pieces(src.len(), |b, p, n| {
+                // SAFETY: the piece lies within the lent buffer (checked at construction),
+                // which is alive and lent for writing to this operation alone; any bytes are
+                // valid there (the `Plain` contract); `src[p..p + n]` is in bounds.
+                unsafe { std::ptr::copy_nonoverlapping(src[p..p + n].as_ptr(), self.ptr.add(b), n) }
+            }),
+        }
+    }
+
+    /// The message bytes, packed into a new vector (a queued frame, a buffered send).
+    pub(crate) fn to_packed(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.packed_len()];
+        self.pack_into(&mut v);
+        v
+    }
+
+    /// The lent bytes, writable, for the duration of a closure (a contiguous buffer only).
     pub(crate) fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+        assert!(self.layout.is_none(), "with_bytes_mut on a laid-out buffer");
         if self.len == 0 {
             return f(&mut []);
         }
@@ -72,44 +216,116 @@ impl Lent {
         f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
-    /// The lent bytes for as long as `holder` is borrowed mutably. The request layer calls
-    /// this only on an inactive persistent request that lent the buffer mutably (`holder` is
-    /// that request): no operation touches the bytes meanwhile, and the request's exclusive
-    /// borrow of the user's buffer keeps anyone else away.
-    pub(crate) fn bytes_mut_while<'h, H: ?Sized>(&self, holder: &'h mut H) -> &'h mut [u8] {
+    /// The lent bytes for as long as `holder` is borrowed mutably; `None` if the buffer's
+    /// element type has padding (its bytes are not all data). The request layer calls this
+    /// only on an inactive persistent request that lent the buffer mutably (`holder` is that
+    /// request): no operation touches the bytes meanwhile, and the request's exclusive borrow
+    /// of the user's buffer keeps anyone else away.
+    pub(crate) fn bytes_mut_while<'h, H: ?Sized>(&self, holder: &'h mut H) -> Option<&'h mut [u8]> {
         let _ = holder;
+        if !self.gapless {
+            return None;
+        }
         if self.len == 0 {
-            return &mut [];
+            return Some(&mut []);
         }
         // SAFETY: (1) the buffer outlives the holder (crate invariant: it is borrowed for the
         // request's scope); (2) the slice's lifetime is that of `&mut holder`, during which
         // the holder cannot start an operation on the buffer; (3) it was lent mutably, so no
-        // other reference to it exists.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        // other reference to it exists; (4) it is gapless, so every byte is initialised.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
-    /// Fill the first `len` bytes from a sender's buffer: `memcpy` when the sender is a
-    /// thread of this process, `process_vm_readv` when it is another process.
+    /// Fill the first `n` message bytes from a rendezvous sender's buffer: `memcpy` when the
+    /// sender is a thread of this process, `process_vm_readv` when it is another process.
     pub(crate) fn pull(
         &self,
         same_process: bool,
         pid: u32,
-        addr: u64,
-        len: usize,
+        remote: Remote,
+        n: usize,
     ) -> io::Result<()> {
-        assert!(len <= self.len, "rendezvous pull out of range");
-        if len == 0 {
+        assert!(n <= self.packed_len(), "rendezvous pull out of range");
+        if n == 0 {
             return Ok(());
         }
+        if let (Remote::Contiguous(addr), None) = (remote, &self.layout) {
+            // The common case: one run on each side.
+            if same_process {
+                // SAFETY: (1) `addr` is the address of the sender's lent buffer, which the
+                // sender keeps alive and unmodified until our FIN reaches it (rendezvous
+                // protocol, and the crate invariant on its side); (2) it is at least `n`
+                // bytes (the RTS says so); (3) our own buffer is a different, exclusively lent
+                // allocation of at least `n` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, self.ptr, n) };
+                return Ok(());
+            }
+            return self.with_bytes_mut(|dst| super::cma::read_remote(pid, addr, &mut dst[..n]));
+        }
+        let theirs = match remote {
+            Remote::Contiguous(addr) => vec![(addr, n as u64)],
+            Remote::Segments { table, entries } => {
+                read_segment_table(same_process, pid, table, entries)?
+            }
+        };
+        let mine = self.segments(n);
         if same_process {
-            // SAFETY: (1) `addr` is the address of the sender's lent buffer, which the sender
-            // keeps alive and unmodified until our FIN reaches it (rendezvous protocol, and the
-            // crate invariant on its side); (2) it is at least `len` bytes (the RTS says so);
-            // (3) our own buffer is a different, exclusively lent allocation.
-            unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, self.ptr, len) };
+            copy_segments(&mine, &theirs, n);
             Ok(())
         } else {
-            self.with_bytes_mut(|dst| crate::sys::cma::read_remote(pid, addr, &mut dst[..len]))
+            super::cma::read_remote_segments(pid, &mine, &theirs, n)
+        }
+    }
+}
+
+/// A rendezvous sender's segment table, read out of its memory.
+fn read_segment_table(
+    same_process: bool,
+    pid: u32,
+    table: u64,
+    entries: usize,
+) -> io::Result<Vec<(u64, u64)>> {
+    let mut v = vec![[0u64; 2]; entries];
+    if same_process {
+        // SAFETY: `table` is the sender's segment table of `entries` `[u64; 2]` (its RTS says
+        // so), which it keeps alive until our FIN; `v` has room for exactly that.
+        unsafe { std::ptr::copy_nonoverlapping(table as *const [u64; 2], v.as_mut_ptr(), entries) };
+    } else {
+        let raw: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
+        super::cma::read_remote(pid, table, raw)?;
+    }
+    Ok(v.into_iter().map(|[a, l]| (a, l)).collect())
+}
+
+/// Copy the first `n` bytes described by `src` segments into those described by `dst`
+/// segments, both in this address space.
+fn copy_segments(dst: &[(u64, u64)], src: &[(u64, u64)], n: usize) {
+    let (mut di, mut doff, mut si, mut soff, mut left) = (0, 0u64, 0, 0u64, n as u64);
+    while left > 0 && di < dst.len() && si < src.len() {
+        let (da, dl) = dst[di];
+        let (sa, sl) = src[si];
+        let k = (dl - doff).min(sl - soff).min(left);
+        // SAFETY: `dst` segments are pieces of our exclusively lent receive buffer; `src`
+        // segments are pieces of the sender's lent buffer, alive and unmodified until our FIN
+        // (rendezvous protocol); both are within their buffers (layouts are checked), and the
+        // two buffers are different allocations.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (sa + soff) as *const u8,
+                (da + doff) as *mut u8,
+                k as usize,
+            )
+        };
+        left -= k;
+        doff += k;
+        soff += k;
+        if doff == dl {
+            di += 1;
+            doff = 0;
+        }
+        if soff == sl {
+            si += 1;
+            soff = 0;
         }
     }
 }
@@ -163,6 +379,7 @@ impl ScratchBuffer {
         Lent {
             ptr: std::cell::UnsafeCell::raw_get(self.bytes.as_ptr()),
             len: self.bytes.len(),
+            ..Lent::EMPTY
         }
     }
 }

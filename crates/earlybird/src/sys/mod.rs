@@ -4,6 +4,8 @@
 //! This layer and `fabric` are the only places with `unsafe`; each block says why it holds.
 
 pub mod cma;
+pub mod layout;
 pub mod lend;
+pub mod plain;
 pub mod process;
 pub mod segment;

@@ -1,0 +1,149 @@
+//! Where the bytes of a non-contiguous buffer are: the flattened form of `count` elements of a
+//! derived datatype placed in a buffer, in the datatype's type-map order.
+//!
+//! The datatype layer builds a [`Layout`]; the bytes are moved by [`Lent`](super::lend::Lent)
+//! (packing into an eager slot, unpacking out of one, or building the segment lists of a
+//! single-copy rendezvous read). A layout is checked against its buffer when it is made:
+//! every piece lies inside `0..buf_len`, so the moves need no further checks.
+#![forbid(unsafe_code)]
+
+use std::rc::Rc;
+
+/// `count` elements, each a list of `(displacement, length)` blocks, element `k` starting at
+/// byte `origin + k * extent` of the buffer.
+#[derive(Debug)]
+pub struct Layout {
+    blocks: Rc<[(isize, usize)]>,
+    extent: isize,
+    elem_size: usize,
+    count: usize,
+    origin: usize,
+    /// One past the highest byte the layout touches (0 when it touches none).
+    end: usize,
+}
+
+impl Layout {
+    /// The layout of `count` elements whose blocks are `blocks` (type-map order, each of
+    /// nonzero length; their lowest and highest bytes are `true_lb` and `true_ub`), starting
+    /// at byte `origin` of a buffer of `buf_len` bytes. `Err` names the first byte outside it.
+    pub fn new(
+        blocks: Rc<[(isize, usize)]>,
+        extent: isize,
+        count: usize,
+        origin: usize,
+        true_lb: isize,
+        true_ub: isize,
+        buf_len: usize,
+    ) -> Result<Layout, String> {
+        let elem_size = blocks.iter().map(|b| b.1).sum();
+        let mut end = 0;
+        if count > 0 && elem_size > 0 {
+            // Bounds of the whole span in exact arithmetic.
+            let last = (count as i128 - 1) * extent as i128;
+            let lo = origin as i128 + last.min(0) + true_lb as i128;
+            let hi = origin as i128 + last.max(0) + true_ub as i128;
+            if lo < 0 {
+                return Err(format!(
+                    "the datatype reaches {} bytes before the start of the buffer",
+                    -lo
+                ));
+            }
+            if hi > buf_len as i128 {
+                return Err(format!(
+                    "the datatype reaches byte {hi} of a buffer of {buf_len} bytes"
+                ));
+            }
+            end = hi as usize;
+        }
+        Ok(Layout {
+            blocks,
+            extent,
+            elem_size,
+            count,
+            origin,
+            end,
+        })
+    }
+
+    /// Bytes the layout moves (its packed size).
+    #[inline]
+    pub fn packed_len(&self) -> usize {
+        self.elem_size * self.count
+    }
+
+    /// One past the highest buffer byte the layout touches.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Call `f(buffer_offset, packed_offset, len)` for each piece of the first `n` packed
+    /// bytes, in order. Every piece lies within the buffer the layout was checked against.
+    #[inline]
+    pub fn pieces(&self, n: usize, mut f: impl FnMut(usize, usize, usize)) {
+        let n = n.min(self.packed_len());
+        let mut p = 0;
+        let mut base = self.origin as isize;
+        while p < n {
+            for &(d, l) in self.blocks.iter() {
+                if p >= n {
+                    return;
+                }
+                let l = l.min(n - p);
+                f((base + d) as usize, p, l);
+                p += l;
+            }
+            base += self.extent;
+        }
+    }
+
+    /// The first `n` packed bytes as `(address, length)` segments of the buffer at `base`,
+    /// adjacent pieces merged.
+    pub fn segments(&self, base: u64, n: usize) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = Vec::new();
+        self.pieces(n, |b, _, l| {
+            let a = base + b as u64;
+            match v.last_mut() {
+                Some((la, ll)) if *la + *ll == a => *ll += l as u64,
+                _ => v.push((a, l as u64)),
+            }
+        });
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_walk_type_map_order_with_negative_extent() {
+        // Two elements of blocks [(8,4),(0,2)], extent -16, origin 32: element 0 at 32,
+        // element 1 at 16.
+        let l = Layout::new(Rc::from(vec![(8, 4), (0, 2)]), -16, 2, 32, 0, 12, 64).unwrap();
+        let mut seen = vec![];
+        l.pieces(usize::MAX, |b, p, n| seen.push((b, p, n)));
+        assert_eq!(seen, vec![(40, 0, 4), (32, 4, 2), (24, 6, 4), (16, 10, 2)]);
+        let mut part = vec![];
+        l.pieces(7, |b, p, n| part.push((b, p, n)));
+        assert_eq!(part, vec![(40, 0, 4), (32, 4, 2), (24, 6, 1)]);
+        assert_eq!(
+            l.segments(1000, 12),
+            vec![(1040, 4), (1032, 2), (1024, 4), (1016, 2)]
+        );
+    }
+
+    #[test]
+    fn out_of_buffer_is_refused() {
+        let b: Rc<[(isize, usize)]> = Rc::from(vec![(0, 8)]);
+        assert!(Layout::new(b.clone(), 8, 4, 0, 0, 8, 32).is_ok());
+        assert!(Layout::new(b.clone(), 8, 5, 0, 0, 8, 32).is_err());
+        assert!(Layout::new(b.clone(), -8, 2, 0, 0, 8, 32).is_err());
+        assert!(Layout::new(b, -8, 2, 8, 0, 8, 32).is_ok());
+    }
+
+    #[test]
+    fn adjacent_pieces_merge_into_one_segment() {
+        let l = Layout::new(Rc::from(vec![(0, 8)]), 8, 4, 0, 0, 8, 32).unwrap();
+        assert_eq!(l.segments(0, 32), vec![(0, 32)]);
+    }
+}

@@ -1,0 +1,75 @@
+//! Which Rust types may be moved as bytes, and the byte views of their slices.
+//!
+//! [`Plain`] is the one promise the library needs from a buffer's element type: the bytes
+//! its datatype ([`Equivalence::datatype`](crate::Equivalence::datatype)) describes are
+//! initialised, and any bytes written there leave a valid value. Primitives are plain; a
+//! `#[repr(C)]` struct gets the promise from `earlybird-derive`, which builds the datatype
+//! from the fields themselves, so padding is never read.
+
+/// A type whose datatype's bytes may be read and written as raw bytes.
+///
+/// # Safety
+/// Implementing it promises that (1) every byte covered by the type's datatype
+/// (`<T as Equivalence>::datatype()`, within `0..size_of::<T>()`) is initialised in every
+/// value of `T`; (2) writing any bytes into those positions of a valid `T` leaves a valid `T`;
+/// (3) if [`GAPLESS`](Plain::GAPLESS) is true, that holds for all `size_of::<T>()` bytes (the
+/// type has no padding and no invalid bit patterns, as `bytemuck::Pod`).
+pub unsafe trait Plain: Copy + 'static {
+    /// The type has no padding: its slices are moved as their bytes.
+    const GAPLESS: bool;
+}
+
+macro_rules! plain {
+    ($($t:ty),*) => {
+        // SAFETY: primitive integers and floats have no padding and every bit pattern is a
+        // valid value.
+        $(unsafe impl Plain for $t { const GAPLESS: bool = true; })*
+    };
+}
+
+plain!(i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, isize, usize);
+
+// SAFETY: an array of a plain type is its elements back to back, with no padding between
+// them; gapless exactly when the element is.
+unsafe impl<T: Plain, const N: usize> Plain for [T; N] {
+    const GAPLESS: bool = T::GAPLESS;
+}
+
+/// The bytes of a slice of a gapless type; `None` for a type with padding.
+#[inline(always)]
+pub fn as_bytes<T: Plain>(s: &[T]) -> Option<&[u8]> {
+    if !T::GAPLESS {
+        return None;
+    }
+    // SAFETY: a gapless plain type has every byte initialised (contract of `Plain`); the view
+    // covers exactly the slice and borrows it.
+    Some(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) })
+}
+
+/// The bytes of a slice of a gapless type, writable; `None` for a type with padding.
+#[inline(always)]
+pub fn as_bytes_mut<T: Plain>(s: &mut [T]) -> Option<&mut [u8]> {
+    if !T::GAPLESS {
+        return None;
+    }
+    let len = std::mem::size_of_val(s);
+    // SAFETY: as in `as_bytes`, and any bytes written leave valid values (contract of
+    // `Plain`); the view borrows the slice exclusively.
+    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), len) })
+}
+
+/// View bytes as a slice of a gapless type: `None` if `T` has padding, or the bytes are not a
+/// whole number of `T` or not aligned for it.
+pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
+    let size = std::mem::size_of::<T>();
+    if !T::GAPLESS
+        || size == 0
+        || !b.len().is_multiple_of(size)
+        || !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+    {
+        return None;
+    }
+    // SAFETY: the bytes are initialised (they are a `&mut [u8]`), aligned and a whole number
+    // of `T`, and any bytes are a valid gapless plain `T`; the view borrows `b` exclusively.
+    Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), b.len() / size) })
+}
