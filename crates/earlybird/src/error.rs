@@ -41,6 +41,7 @@ pub enum ErrorClass {
     InfoValue = 30,
     InfoNoKey = 31,
     Win = 45,
+    Keyval = 48,
     RmaSync = 50,
     /// A rank of the job failed or the job was aborted (MPIX_ERR_PROC_FAILED in spirit).
     ProcFailed = 101,
@@ -76,6 +77,7 @@ impl ErrorClass {
             ErrorClass::InfoValue => "MPI_ERR_INFO_VALUE",
             ErrorClass::InfoNoKey => "MPI_ERR_INFO_NOKEY",
             ErrorClass::Win => "MPI_ERR_WIN",
+            ErrorClass::Keyval => "MPI_ERR_KEYVAL",
             ErrorClass::RmaSync => "MPI_ERR_RMA_SYNC",
             ErrorClass::ProcFailed => "MPIX_ERR_PROC_FAILED",
         }

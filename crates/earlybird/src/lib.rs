@@ -35,6 +35,8 @@ pub mod request;
 pub mod sys;
 pub mod threads;
 
+pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
+pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, SendBuf};
 pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};

@@ -73,7 +73,7 @@ impl Comm {
     }
 
     /// Every rank's `mine` (all the same length), in rank order, on every rank.
-    fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<u8>> {
+    pub(super) fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<u8>> {
         let n = self.size as usize;
         let len = mine.len();
         let mut all = vec![0u8; n * len];
@@ -93,7 +93,7 @@ impl Comm {
     }
 
     /// The lowest context pair free on every rank of this communicator (not yet claimed).
-    fn agree_pair(&self) -> Result<u32> {
+    pub(super) fn agree_pair(&self) -> Result<u32> {
         let mask = self.eng.borrow().ctx_free_mask();
         let mine: Vec<u8> = mask.iter().flat_map(|w| w.to_le_bytes()).collect();
         let all = self.allgather_fixed(&mine)?;
@@ -117,7 +117,7 @@ impl Comm {
 
     /// A communicator of this endpoint over `members` (endpoints, in rank order) on context
     /// pair `pair`, which this call claims.
-    fn make(&self, members: Vec<u32>, pair: u32) -> Comm {
+    pub(super) fn make(&self, members: Vec<u32>, pair: u32) -> Comm {
         let (me, endpoints) = {
             let mut e = self.eng.borrow_mut();
             e.ctx_claim(pair);
@@ -140,11 +140,13 @@ impl Comm {
                 pair,
                 freed: Cell::new(false),
                 name: RefCell::new(String::new()),
+                attrs: Default::default(),
+                topo: Default::default(),
             }),
         }
     }
 
-    fn members(&self) -> Vec<u32> {
+    pub(super) fn members(&self) -> Vec<u32> {
         match &self.map {
             None => (0..self.size as u32).collect(),
             Some(m) => m.members.clone(),
@@ -152,12 +154,13 @@ impl Comm {
     }
 
     /// MPI_Comm_dup: a new communicator with the same group and a new context; it inherits
-    /// the error handler (not the name). Collective over this communicator.
+    /// the error handler and the topology (not the name), and the attributes whose copy
+    /// callbacks say so. Collective over this communicator.
     pub fn dup(&self) -> Result<Comm> {
         let r = self
             .check_live()
             .and_then(|()| self.agree_pair())
-            .map(|pair| self.make(self.members(), pair));
+            .and_then(|pair| self.inherit(self.make(self.members(), pair)));
         self.ret("comm_dup", r)
     }
 
@@ -219,19 +222,24 @@ impl Comm {
     }
 
     /// MPI_Comm_free. Freeing WORLD is `MPI_ERR_COMM`; any later use of this communicator,
-    /// through any handle, is `MPI_ERR_COMM`. Operations already started complete.
+    /// through any handle, is `MPI_ERR_COMM`. Operations already started complete. The
+    /// attributes' delete callbacks run first, last set first; if one fails, its error is
+    /// returned and the communicator stays usable.
     pub fn free(self) -> Result<()> {
         let r = if self.shared.pair == 0 {
             Err(Error::new(
                 ErrorClass::Comm,
                 "comm_free of MPI_COMM_WORLD, a predefined communicator",
             ))
-        } else if self.shared.freed.replace(true) {
+        } else if self.shared.freed.get() {
             Err(Error::new(
                 ErrorClass::Comm,
                 "comm_free of a communicator already freed",
             ))
+        } else if let Err(e) = self.delete_all_attrs() {
+            Err(e)
         } else {
+            self.shared.freed.set(true);
             self.eng.borrow_mut().ctx_release(self.shared.pair);
             Ok(())
         };

@@ -9,6 +9,8 @@
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
+pub mod attr;
+pub mod cart;
 mod create;
 pub mod group;
 
@@ -94,6 +96,10 @@ struct CommShared {
     pair: u32,
     freed: Cell<bool>,
     name: RefCell<String>,
+    /// Cached attributes (attr.rs).
+    attrs: RefCell<attr::Attrs>,
+    /// The topology, set once when the communicator is made (cart.rs).
+    topo: std::cell::OnceCell<cart::Topo>,
 }
 
 impl Drop for CommShared {
@@ -164,6 +170,8 @@ impl Comm {
             pair: 0,
             freed: Cell::new(false),
             name: RefCell::new("MPI_COMM_WORLD".into()),
+            attrs: Default::default(),
+            topo: Default::default(),
         });
         Comm {
             eng,

@@ -373,3 +373,15 @@ pub fn sizes(u: &Universe) -> Vec<usize> {
 pub fn small_sizes(u: &Universe) -> Vec<usize> {
     sizes(u).into_iter().filter(|&s| s <= 64 << 10).collect()
 }
+
+/// Assert that `r` failed with `class` and a message containing `names` (the bad value).
+#[track_caller]
+pub fn assert_err<T: std::fmt::Debug>(r: Result<T>, class: earlybird::ErrorClass, names: &str) {
+    match r {
+        Ok(v) => panic!("expected {class} naming {names:?}, got Ok({v:?})"),
+        Err(e) => assert!(
+            e.class() == class && e.detail().contains(names),
+            "expected {class} naming {names:?}, got {e}"
+        ),
+    }
+}
