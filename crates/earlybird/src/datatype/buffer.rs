@@ -142,7 +142,8 @@ impl<'b> Typed<'b> {
         let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
         let lent = if dt.is_contiguous_run(count) {
             let b = as_bytes(buf).expect("gapless");
-            let start = origin * std::mem::size_of::<T>() + dt.0.true_lb.max(0) as usize;
+            // A contiguous run starts at displacement 0 (or is empty).
+            let start = origin * std::mem::size_of::<T>();
             Lent::of(&b[start..start + l.packed_len()])
         } else {
             Lent::of_layout(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
@@ -195,7 +196,8 @@ impl<'b> TypedMut<'b> {
         let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
         let lent = if dt.is_contiguous_run(count) {
             let b = as_bytes_mut(buf).expect("gapless");
-            let start = origin * std::mem::size_of::<T>() + dt.0.true_lb.max(0) as usize;
+            // A contiguous run starts at displacement 0 (or is empty).
+            let start = origin * std::mem::size_of::<T>();
             Lent::of_mut(&mut b[start..start + l.packed_len()])
         } else {
             Lent::of_layout_mut(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
