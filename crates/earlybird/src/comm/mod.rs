@@ -3,13 +3,15 @@
 //! issue.
 //!
 //! Every method checks its arguments (rank, tag) and returns the MPI error class with a
-//! message naming the bad value, through the communicator's error handler.
+//! message naming the bad value, through the communicator's error handler
+//! ([`errhandler`]).
 //!
 //! # Standard section(s)
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
 mod create;
+pub mod errhandler;
 pub mod group;
 
 use crate::datatype::{bytes, bytes_mut, Equivalence};
@@ -18,15 +20,16 @@ use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Matched, SendMode};
 use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
-use crate::request::{apply, EngineRef, ErrHandler, ErrSlot, Plan, Request, Scope};
+use crate::request::{EngineRef, Plan, Request, Scope};
 use crate::sys::lend::{Lent, ScratchBuffer};
+use errhandler::{apply, ErrHandler};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// A communicator: a group of ranks and a context in which their messages match.
 ///
 /// Clones are handles on the same communicator (they share its name, error handler and
-/// freed state). Point-to-point traffic uses context `2p` of the communicator's context pair
+/// freed state; see [`CommShared`]). Point-to-point traffic uses context `2p` of the communicator's context pair
 /// `p`; `2p + 1` carries the library's own messages (communicator creation, later
 /// collectives).
 #[derive(Clone)]
@@ -35,7 +38,6 @@ pub struct Comm {
     ctx: u32,
     rank: i32,
     size: i32,
-    errh: ErrSlot,
     /// Rank <-> endpoint translation; `None` when ranks are the job's (WORLD).
     map: Option<Rc<RankMap>>,
     shared: Rc<CommShared>,
@@ -88,12 +90,18 @@ pub(crate) fn fix_status(map: &Option<Rc<RankMap>>, r: Result<Status>) -> Result
     }
 }
 
-/// What all handles on one communicator share.
-struct CommShared {
+/// What all handles on one communicator share, and the requests made on it too (so that
+/// they apply its error handler, and a user handler can be given the communicator). A
+/// [`Comm`] copies the immutable part for quick access.
+pub(crate) struct CommShared {
     eng: EngineRef,
     pair: u32,
+    rank: i32,
+    size: i32,
+    map: Option<Rc<RankMap>>,
     freed: Cell<bool>,
     name: RefCell<String>,
+    errh: RefCell<ErrHandler>,
 }
 
 impl Drop for CommShared {
@@ -186,19 +194,27 @@ impl Comm {
             let e = eng.borrow();
             (e.rank() as i32, e.size() as i32)
         };
-        let shared = Rc::new(CommShared {
-            eng: eng.clone(),
-            pair: 0,
-            freed: Cell::new(false),
-            name: RefCell::new("MPI_COMM_WORLD".into()),
-        });
-        Comm {
+        Comm::from_shared(Rc::new(CommShared {
             eng,
-            ctx: CTX_WORLD,
+            pair: CTX_WORLD / 2,
             rank,
             size,
-            errh: Rc::new(Cell::new(ErrHandler::Fatal)),
             map: None,
+            freed: Cell::new(false),
+            name: RefCell::new("MPI_COMM_WORLD".into()),
+            errh: RefCell::new(ErrHandler::Fatal),
+        }))
+    }
+
+    /// A handle on the communicator `shared` describes (point-to-point on context `2p` of
+    /// its pair `p`).
+    pub(crate) fn from_shared(shared: Rc<CommShared>) -> Comm {
+        Comm {
+            eng: shared.eng.clone(),
+            ctx: 2 * shared.pair,
+            rank: shared.rank,
+            size: shared.size,
+            map: shared.map.clone(),
             shared,
         }
     }
@@ -232,20 +248,11 @@ impl Comm {
         self.size
     }
 
-    /// Choose how errors on this communicator reach the program (MPI_Comm_set_errhandler).
-    /// Every handle on the communicator (clones) and every pending request made on it sees
-    /// the change.
-    pub fn set_errhandler(&self, h: ErrHandler) {
-        self.errh.set(h);
-    }
-
-    pub fn errhandler(&self) -> ErrHandler {
-        self.errh.get()
-    }
-
+    /// Pass a call's result through this communicator's error handler (one branch on
+    /// success).
     #[inline(always)]
-    fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
-        apply(self.errh.get(), &self.eng, what, r)
+    pub(crate) fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
+        apply(&self.shared, what, r)
     }
 
     #[inline(always)]
@@ -488,7 +495,7 @@ impl Comm {
     ) -> Result<Request<'s>> {
         let r = self
             .send_plan(Lent::of(bytes(buf)), dest, tag, mode)
-            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh))
+            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.shared))
             .map(|r| r.with_map(&self.map));
         self.ret(what, r)
     }
@@ -551,9 +558,9 @@ impl Comm {
         let r = self.pattern(src, tag).and_then(|pat| {
             let plan = Plan::Recv { pat, buf };
             let req = if persistent {
-                Ok(Request::persistent(&self.eng, &s.ops, plan, &self.errh))
+                Ok(Request::persistent(&self.eng, &s.ops, plan, &self.shared))
             } else {
-                Request::nonblocking(&self.eng, &s.ops, plan, &self.errh)
+                Request::nonblocking(&self.eng, &s.ops, plan, &self.shared)
             };
             req.map(|r| r.with_map(&self.map))
         });
@@ -602,7 +609,7 @@ impl Comm {
         mode: SendMode,
     ) -> Result<Request<'s>> {
         let r = self.send_plan(buf.lend(), dest, tag, mode).map(|p| {
-            Request::persistent(&self.eng, &s.ops, p, &self.errh)
+            Request::persistent(&self.eng, &s.ops, p, &self.shared)
                 .writable(B::WRITABLE)
                 .with_map(&self.map)
         });
@@ -822,7 +829,7 @@ impl Message {
                     pat: None,
                     buf: Lent::EMPTY,
                 },
-                &comm.errh,
+                &comm.shared,
             ),
             Some(m) => {
                 let op = comm
@@ -830,7 +837,7 @@ impl Message {
                     .borrow_mut()
                     .mrecv_start(m, Lent::of_mut(bytes_mut(buf)));
                 Ok(
-                    Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh)
+                    Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.shared)
                         .with_map(&comm.map),
                 )
             }
