@@ -4,7 +4,7 @@
 //! The handler lives in the communicator's shared state, which every handle on the
 //! communicator (its clones) and every request made on it holds: a change through any of them
 //! applies to all, pending requests included. Applying it costs nothing on success: the call
-//! returns through [`apply`], which branches on `Err` and does everything else out of line.
+//! returns through `apply`, which branches on `Err` and does everything else out of line.
 //!
 //! | handler | what an error does |
 //! |---|---|
