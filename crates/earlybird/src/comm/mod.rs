@@ -29,7 +29,7 @@ use std::rc::Rc;
 /// A communicator: a group of ranks and a context in which their messages match.
 ///
 /// Clones are handles on the same communicator (they share its name, error handler and
-/// freed state: `CommShared`). Point-to-point traffic uses context `2p` of the communicator's context pair
+/// freed state). Point-to-point traffic uses context `2p` of the communicator's context pair
 /// `p`; `2p + 1` carries the library's own messages (communicator creation, later
 /// collectives).
 #[derive(Clone)]
