@@ -28,6 +28,19 @@ def eb(path, key):
             vals.setdefault(j["bytes"], []).append(j[key])
     return {k: statistics.median(v) for k, v in vals.items()}
 
+halo = [eb(out / f"{impl}_halo2d.txt", "median_us") for impl in ("eb", "mpich", "openmpi")]
+if any(halo):
+    # bench/compare.sh halo2d: every side prints JSON lines (bench/halo2d.c for the anchors).
+    print("| benchmark | bytes | unit | earlybird | MPICH | Open MPI | earlybird / better anchor |")
+    print("|---|---|---|---|---|---|---|")
+    for size in sorted(set().union(*halo)):
+        e, m, o = (h.get(size) for h in halo)
+        best = min([x for x in (m, o) if x is not None], default=None)
+        ratio = f"{e / best:.2f}" if e is not None and best else "-"
+        fmt = lambda x: "-" if x is None else f"{x:.2f}"
+        print(f"| halo2d (4 ranks, per exchange) | {size} | us | {fmt(e)} | {fmt(m)} | {fmt(o)} | {ratio} |")
+    sys.exit(0)
+
 floor = eb(out / "eb_floor.txt", "median_us")
 if floor:
     print(f"floor (earlybird-bench floor, one shared line, half round trip): {floor[8]*1000:.1f} ns\n")

@@ -37,15 +37,20 @@ pub mod threads;
 
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
+pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, SendBuf};
 pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};
-pub use error::{Error, ErrorClass, Result};
+pub use error::{
+    add_error_class, add_error_code, add_error_string, error_class, error_string, last_used_code,
+    remove_error_class, remove_error_code, remove_error_string, Error, ErrorClass, ErrorCode,
+    Result, UserClass, ERR_LASTCODE, MAX_ERROR_STRING,
+};
 pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
 pub use request::{
     scope, start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some,
-    ErrHandler, Request, Scope,
+    Request, Scope,
 };
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;
@@ -120,13 +125,13 @@ impl Universe {
     /// them against this capacity, so the program hands over a size, not memory.
     pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
         let r = self.eng.borrow_mut().buffer_attach(bytes);
-        request::apply(self.world.errhandler(), &self.eng, "buffer_attach", r)
+        self.world.ret("buffer_attach", r)
     }
 
     /// MPI_Buffer_detach: waits until all buffered messages have left; returns the size.
     pub fn buffer_detach(&self) -> Result<usize> {
         let r = self.eng.borrow_mut().buffer_detach();
-        request::apply(self.world.errhandler(), &self.eng, "buffer_detach", r)
+        self.world.ret("buffer_detach", r)
     }
 
     /// MPI_Finalize: waits for every rank to reach finalize (serving their requests
@@ -134,7 +139,7 @@ impl Universe {
     pub fn finalize(mut self) -> Result<()> {
         self.done = true;
         let r = self.eng.borrow_mut().finalize();
-        request::apply(self.world.errhandler(), &self.eng, "finalize", r)
+        self.world.ret("finalize", r)
     }
 
     /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).

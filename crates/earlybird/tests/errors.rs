@@ -384,13 +384,6 @@ fn errors_are_fatal_under_ebrun() {
     );
 }
 
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
-
 /// Errors-are-fatal in a thread job ends the job, not the process hosting it: Job::run
 /// re-raises the failing rank's panic (with the class and the bad rank), promptly, while the
 /// other rank was blocked in a receive.

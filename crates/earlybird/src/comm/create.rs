@@ -128,22 +128,19 @@ impl Comm {
             .position(|&m| m == me)
             .expect("a member makes the communicator") as i32;
         let size = members.len() as i32;
-        Comm {
+        Comm::from_shared(Rc::new(CommShared {
             eng: self.eng.clone(),
-            ctx: 2 * pair,
+            pair,
             rank,
             size,
-            errh: Rc::new(Cell::new(self.errh.get())),
             map: Some(Rc::new(RankMap::new(members, endpoints))),
-            shared: Rc::new(CommShared {
-                eng: self.eng.clone(),
-                pair,
-                freed: Cell::new(false),
-                name: RefCell::new(String::new()),
-                attrs: Default::default(),
-                topo: Default::default(),
-            }),
-        }
+            freed: Cell::new(false),
+            name: RefCell::new(String::new()),
+            attrs: Default::default(),
+            topo: Default::default(),
+            // A new communicator inherits its parent's error handler (MPI 4.1 §9.3).
+            errh: RefCell::new(self.errhandler()),
+        }))
     }
 
     pub(super) fn members(&self) -> Vec<u32> {

@@ -3,7 +3,8 @@
 //! issue.
 //!
 //! Every method checks its arguments (rank, tag) and returns the MPI error class with a
-//! message naming the bad value, through the communicator's error handler.
+//! message naming the bad value, through the communicator's error handler
+//! ([`errhandler`]).
 //!
 //! # Standard section(s)
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
@@ -12,6 +13,7 @@
 pub mod attr;
 pub mod cart;
 mod create;
+pub mod errhandler;
 pub mod group;
 
 use crate::datatype::{Buffer, BufferMut};
@@ -20,8 +22,9 @@ use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Matched, SendMode};
 use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
-use crate::request::{apply, EngineRef, ErrHandler, ErrSlot, Plan, Request, Scope};
+use crate::request::{EngineRef, Plan, Request, Scope};
 use crate::sys::lend::{Lent, ScratchBuffer};
+use errhandler::{apply, ErrHandler};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -37,7 +40,6 @@ pub struct Comm {
     ctx: u32,
     rank: i32,
     size: i32,
-    errh: ErrSlot,
     /// Rank <-> endpoint translation; `None` when ranks are the job's (WORLD).
     map: Option<Rc<RankMap>>,
     shared: Rc<CommShared>,
@@ -90,16 +92,22 @@ pub(crate) fn fix_status(map: &Option<Rc<RankMap>>, r: Result<Status>) -> Result
     }
 }
 
-/// What all handles on one communicator share.
-struct CommShared {
+/// What all handles on one communicator share, and the requests made on it too (so that
+/// they apply its error handler, and a user handler can be given the communicator). A
+/// [`Comm`] copies the immutable part for quick access.
+pub(crate) struct CommShared {
     eng: EngineRef,
     pair: u32,
+    rank: i32,
+    size: i32,
+    map: Option<Rc<RankMap>>,
     freed: Cell<bool>,
     name: RefCell<String>,
     /// Cached attributes (attr.rs).
     attrs: RefCell<attr::Attrs>,
     /// The topology, set once when the communicator is made (cart.rs).
     topo: std::cell::OnceCell<cart::Topo>,
+    errh: RefCell<ErrHandler>,
 }
 
 impl Drop for CommShared {
@@ -165,21 +173,29 @@ impl Comm {
             let e = eng.borrow();
             (e.rank() as i32, e.size() as i32)
         };
-        let shared = Rc::new(CommShared {
-            eng: eng.clone(),
-            pair: 0,
+        Comm::from_shared(Rc::new(CommShared {
+            eng,
+            pair: CTX_WORLD / 2,
+            rank,
+            size,
+            map: None,
             freed: Cell::new(false),
             name: RefCell::new("MPI_COMM_WORLD".into()),
             attrs: Default::default(),
             topo: Default::default(),
-        });
+            errh: RefCell::new(ErrHandler::Fatal),
+        }))
+    }
+
+    /// A handle on the communicator `shared` describes (point-to-point on context `2p` of
+    /// its pair `p`).
+    pub(crate) fn from_shared(shared: Rc<CommShared>) -> Comm {
         Comm {
-            eng,
-            ctx: CTX_WORLD,
-            rank,
-            size,
-            errh: Rc::new(Cell::new(ErrHandler::Fatal)),
-            map: None,
+            eng: shared.eng.clone(),
+            ctx: 2 * shared.pair,
+            rank: shared.rank,
+            size: shared.size,
+            map: shared.map.clone(),
             shared,
         }
     }
@@ -213,20 +229,11 @@ impl Comm {
         self.size
     }
 
-    /// Choose how errors on this communicator reach the program (MPI_Comm_set_errhandler).
-    /// Every handle on the communicator (clones) and every pending request made on it sees
-    /// the change.
-    pub fn set_errhandler(&self, h: ErrHandler) {
-        self.errh.set(h);
-    }
-
-    pub fn errhandler(&self) -> ErrHandler {
-        self.errh.get()
-    }
-
+    /// Pass a call's result through this communicator's error handler (one branch on
+    /// success).
     #[inline(always)]
-    fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
-        apply(self.errh.get(), &self.eng, what, r)
+    pub(crate) fn ret<T>(&self, what: &str, r: Result<T>) -> Result<T> {
+        apply(&self.shared, what, r)
     }
 
     #[inline(always)]
@@ -455,10 +462,10 @@ impl Comm {
         crate::scope(|s| -> Result<Status> {
             let pat = self.pattern(src, rtag)?;
             let mut rr =
-                Request::nonblocking(&self.eng, &s.ops, Plan::Recv { pat, buf: rl }, &self.errh)?
+                Request::nonblocking(&self.eng, &s.ops, Plan::Recv { pat, buf: rl }, &self.shared)?
                     .with_map(&self.map);
             let plan = self.send_plan(sl, dest, stag, SendMode::Standard)?;
-            let mut sr = Request::nonblocking(&self.eng, &s.ops, plan, &self.errh)?;
+            let mut sr = Request::nonblocking(&self.eng, &s.ops, plan, &self.shared)?;
             sr.wait()?;
             rr.wait()
         })
@@ -497,7 +504,7 @@ impl Comm {
         let r = buf
             .lent()
             .and_then(|l| self.send_plan(l, dest, tag, mode))
-            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.errh))
+            .and_then(|p| Request::nonblocking(&self.eng, &s.ops, p, &self.shared))
             .map(|r| r.with_map(&self.map));
         self.ret(what, r)
     }
@@ -560,9 +567,9 @@ impl Comm {
         let r = self.pattern(src, tag).and_then(|pat| {
             let plan = Plan::Recv { pat, buf: buf? };
             let req = if persistent {
-                Ok(Request::persistent(&self.eng, &s.ops, plan, &self.errh))
+                Ok(Request::persistent(&self.eng, &s.ops, plan, &self.shared))
             } else {
-                Request::nonblocking(&self.eng, &s.ops, plan, &self.errh)
+                Request::nonblocking(&self.eng, &s.ops, plan, &self.shared)
             };
             req.map(|r| r.with_map(&self.map))
         });
@@ -614,7 +621,7 @@ impl Comm {
             .lend()
             .and_then(|l| self.send_plan(l, dest, tag, mode))
             .map(|p| {
-                Request::persistent(&self.eng, &s.ops, p, &self.errh)
+                Request::persistent(&self.eng, &s.ops, p, &self.shared)
                     .writable(B::WRITABLE)
                     .with_map(&self.map)
             });
@@ -842,12 +849,12 @@ impl Message {
                     pat: None,
                     buf: Lent::EMPTY,
                 },
-                &comm.errh,
+                &comm.shared,
             ),
             Some(m) => {
                 let op = comm.eng.borrow_mut().mrecv_start(m, lent);
                 Ok(
-                    Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.errh)
+                    Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.shared)
                         .with_map(&comm.map),
                 )
             }

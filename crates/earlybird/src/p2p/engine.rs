@@ -1189,7 +1189,7 @@ impl Core {
                     format!("unknown frame kind {k} from endpoint {src}"),
                 );
                 eprintln!("earlybird: {e}");
-                self.job.abort(self.me as i32, ErrorClass::Intern as i32);
+                self.job.abort(self.me as i32, ErrorClass::Intern.code());
             }
         }
     }

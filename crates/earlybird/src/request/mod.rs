@@ -19,6 +19,8 @@
 //! (wait/test and their any/all/some forms, request_free, request_get_status), §3.8 (cancel).
 #![forbid(unsafe_code)]
 
+pub use crate::comm::errhandler::ErrHandler;
+use crate::comm::errhandler::{apply, ErrSlot};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started};
@@ -30,59 +32,6 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 
 pub(crate) type EngineRef = Rc<RefCell<Engine>>;
-
-/// A communicator's error handler, shared by every handle on the communicator and by the
-/// requests made on it: MPI attaches the handler to the communicator, so a change through any
-/// handle applies to all of them, pending requests included.
-pub(crate) type ErrSlot = Rc<std::cell::Cell<ErrHandler>>;
-
-/// How errors reach the program (MPI error handlers, MPI 4.1 §9.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum ErrHandler {
-    /// Print the error and end the job (MPI_ERRORS_ARE_FATAL, the default).
-    #[default]
-    Fatal,
-    /// Return the error to the caller (MPI_ERRORS_RETURN).
-    Return,
-}
-
-/// Apply an error handler to a result: fatal handlers end the job here.
-#[inline(always)]
-pub(crate) fn apply<T>(h: ErrHandler, eng: &EngineRef, what: &str, r: Result<T>) -> Result<T> {
-    if let (ErrHandler::Fatal, Err(e)) = (h, &r) {
-        fatal(eng, what, e);
-    }
-    r
-}
-
-#[cold]
-#[inline(never)]
-fn fatal(eng: &EngineRef, what: &str, e: &Error) -> ! {
-    use std::io::Write;
-    let (rank, job) = match eng.try_borrow() {
-        Ok(e) => (e.rank() as i32, Some(e.job().clone())),
-        Err(_) => (-1, None),
-    };
-    // When another rank or the launcher ended the job, it has said why; leave quietly.
-    let ended_elsewhere =
-        e.class() == ErrorClass::ProcFailed && job.as_ref().and_then(|j| j.aborted()).is_some();
-    if !ended_elsewhere {
-        // One write, so the line is not interleaved with the launcher's or other ranks'.
-        let line = format!("earlybird: rank {rank}: fatal error in {what}: {e}\n");
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
-    }
-    if let Some(job) = job {
-        job.abort(rank, e.class() as i32);
-    }
-    if crate::threads::in_thread_job() {
-        // The job is this process's rank threads, not the process: unwind this rank
-        // (Job::run aborts the job and re-raises the panic to its caller).
-        std::panic::panic_any(format!(
-            "earlybird: rank {rank}: fatal error in {what}: {e}"
-        ));
-    }
-    std::process::exit(1);
-}
 
 /// What a persistent request does at each start.
 #[derive(Clone, Debug)]
@@ -359,7 +308,7 @@ impl<'s> Request<'s> {
     #[inline(always)]
     pub fn start(&mut self) -> Result<()> {
         let r = self.start_inner();
-        apply(self.errh.get(), &self.eng, "start", r)
+        apply(&self.errh, "start", r)
     }
 
     #[inline(always)]
@@ -425,7 +374,7 @@ impl<'s> Request<'s> {
     pub fn wait(&mut self) -> Result<Status> {
         let r = self.wait_inner();
         let r = self.fix(r);
-        apply(self.errh.get(), &self.eng, "wait", r)
+        apply(&self.errh, "wait", r)
     }
 
     #[inline(always)]
@@ -467,7 +416,7 @@ impl<'s> Request<'s> {
         eng.progress();
         let r = self.poll(&mut eng).transpose();
         drop(eng);
-        apply(self.errh.get(), &self.eng, "test", r)
+        apply(&self.errh, "test", r)
     }
 
     /// MPI_Request_get_status: whether the request is complete, and its status if so,
@@ -499,7 +448,7 @@ impl<'s> Request<'s> {
         };
         drop(eng);
         let r = r.and_then(|o| o.map(|st| self.fix(Ok(st))).transpose());
-        apply(self.errh.get(), &self.eng, "request_get_status", r)
+        apply(&self.errh, "request_get_status", r)
     }
 
     /// MPI_Cancel: withdraw a pending receive, or a send not yet matched. Complete the request
@@ -512,8 +461,7 @@ impl<'s> Request<'s> {
             }
             State::Done(_) => Ok(()),
             State::Inactive => apply(
-                self.errh.get(),
-                &self.eng,
+                &self.errh,
                 "cancel",
                 Err(Error::new(
                     ErrorClass::Request,
@@ -521,8 +469,7 @@ impl<'s> Request<'s> {
                 )),
             ),
             State::Consumed => apply(
-                self.errh.get(),
-                &self.eng,
+                &self.errh,
                 "cancel",
                 Err(Error::new(
                     ErrorClass::Request,
@@ -540,7 +487,7 @@ impl<'s> Request<'s> {
     pub fn free(mut self) -> Result<()> {
         if self.plan.is_some() && self.is_active() {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
-            return apply(self.errh.get(), &self.eng, "request_free", Err(e));
+            return apply(&self.errh, "request_free", Err(e));
         }
         if let State::Op(op, _) = self.state {
             // The operation stays tagged with its scope, which settles it at the latest.
@@ -613,7 +560,7 @@ fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
             ErrorClass::Request,
             format!("{what}: requests of different endpoints in one array"),
         );
-        return apply(first.errh.get(), &first.eng, what, Err(e));
+        return apply(&first.errh, what, Err(e));
     }
     Ok(Some(first.eng.clone()))
 }
@@ -644,14 +591,13 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
             ),
         );
         return match reqs.first() {
-            Some(r) => apply(r.errh.get(), &r.eng, "wait_all", Err(e)),
+            Some(r) => apply(&r.errh, "wait_all", Err(e)),
             None => Err(e),
         };
     }
     let Some(eng) = one_engine(reqs, "wait_all")? else {
         return Ok(());
     };
-    let errh = reqs[0].errh.get();
     let out = statuses;
     let mut failed = vec![];
     {
@@ -685,7 +631,7 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
         });
         if let Err(err) = waited {
             drop(e);
-            return apply(errh, &eng, "wait_all", Err(err));
+            return apply(&reqs[0].errh, "wait_all", Err(err));
         }
     }
     let r = if failed.is_empty() {
@@ -693,7 +639,7 @@ pub fn wait_all_into(reqs: &mut [Request<'_>], statuses: &mut [Status]) -> Resul
     } else {
         Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
     };
-    apply(errh, &eng, "wait_all", r)
+    apply(&reqs[0].errh, "wait_all", r)
 }
 
 /// MPI_Testall: all statuses if every request is complete, else `None` (and nothing is
@@ -723,7 +669,6 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     let Some(eng) = one_engine(reqs, "wait_any")? else {
         return Ok(None);
     };
-    let errh = reqs[0].errh.get();
     if reqs.iter().all(settled) {
         return Ok(None);
     }
@@ -739,9 +684,9 @@ pub fn wait_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     };
     let (i, res) = match r {
         Ok(v) => v,
-        Err(err) => return apply(errh, &eng, "wait_any", Err(err)),
+        Err(err) => return apply(&reqs[0].errh, "wait_any", Err(err)),
     };
-    apply(errh, &eng, "wait_any", res.map(|st| Some((i, st))))
+    apply(&reqs[0].errh, "wait_any", res.map(|st| Some((i, st))))
 }
 
 /// MPI_Testany: one completed request, if any.
@@ -749,7 +694,6 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     let Some(eng) = one_engine(reqs, "test_any")? else {
         return Ok(None);
     };
-    let errh = reqs[0].errh.get();
     let found = {
         let mut e = eng.borrow_mut();
         e.progress();
@@ -760,7 +704,7 @@ pub fn test_any(reqs: &mut [Request<'_>]) -> Result<Option<(usize, Status)>> {
     };
     match found {
         None => Ok(None),
-        Some((i, res)) => apply(errh, &eng, "test_any", res.map(|st| Some((i, st)))),
+        Some((i, res)) => apply(&reqs[0].errh, "test_any", res.map(|st| Some((i, st)))),
     }
 }
 
@@ -778,7 +722,7 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
         let blocked = first_blocked(reqs);
         if let Err(err) = e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(())) {
             drop(e);
-            return apply(reqs[0].errh.get(), &eng, "wait_some", Err(err));
+            return apply(&reqs[0].errh, "wait_some", Err(err));
         }
     }
     test_some(reqs)
@@ -789,7 +733,6 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     let Some(eng) = one_engine(reqs, "test_some")? else {
         return Ok(vec![]);
     };
-    let errh = reqs[0].errh.get();
     let mut out = vec![];
     let mut failed = vec![];
     {
@@ -816,7 +759,7 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     } else {
         Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
     };
-    apply(errh, &eng, "test_some", r)
+    apply(&reqs[0].errh, "test_some", r)
 }
 
 fn ready(r: &Request<'_>, e: &Engine) -> bool {

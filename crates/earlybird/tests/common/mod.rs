@@ -322,6 +322,14 @@ macro_rules! scenarios {
 
 // ---- helpers for scenarios ----------------------------------------------------------------
 
+/// The message of a panic caught by `catch_unwind` (a thread job re-raises its ranks').
+pub fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
 /// Right and left neighbours on the ring.
 pub fn ring(w: &Comm) -> (i32, i32) {
     let (r, n) = (w.rank(), w.size());
