@@ -36,7 +36,7 @@ pub mod sys;
 pub mod threads;
 
 pub use comm::group::{Comparison, Group, UNDEFINED};
-pub use comm::{Comm, Message, SendBuf};
+pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{BasicType, Equivalence};
 pub use error::{Error, ErrorClass, Result};
 pub use info::Info;

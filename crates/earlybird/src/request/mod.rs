@@ -165,6 +165,22 @@ impl Plan {
     }
 }
 
+/// An operation made of several engine operations and some local work, advanced by the
+/// request layer from test and wait (and their any/all/some forms): a communicator-creation
+/// agreement now (`MPI_Comm_idup`), a collective schedule later. It owns every buffer its
+/// engine operations use, so it needs nothing from a [`Scope`]; if it is leaked while
+/// operations are in flight it leaks their buffers with it.
+pub(crate) trait Steps: std::fmt::Debug {
+    /// Advance without blocking: post what can be posted, collect what has completed.
+    /// `Some` with the request's result once everything is done (then never called again).
+    fn advance(&mut self, eng: &mut Engine) -> Option<Result<Status>>;
+    /// What a long wait on it reports to the launcher.
+    fn blocked(&self) -> Blocked;
+    /// Its wait failed (the job is ending) and the request is going away: withdraw what
+    /// can be withdrawn.
+    fn abandon(&mut self, eng: &mut Engine);
+}
+
 #[derive(Debug)]
 pub(crate) enum State {
     /// Persistent, not started (or completed and waited).
@@ -173,6 +189,8 @@ pub(crate) enum State {
     Done(Result<Status>),
     /// In progress in the engine.
     Op(OpId, Blocked),
+    /// In progress as a sequence of steps, advanced by test and wait.
+    Steps(Box<dyn Steps>),
     /// Nonblocking, completed and collected: any further use is an error.
     Consumed,
 }
@@ -270,6 +288,21 @@ impl<'s> Request<'s> {
         Request::with(eng, scope, State::Op(op, blocked), None, None, errh)
     }
 
+    /// A nonblocking request carried out as [`Steps`] (advanced once here, so its first
+    /// messages leave at once).
+    pub(crate) fn steps(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        mut steps: Box<dyn Steps>,
+        errh: &ErrSlot,
+    ) -> Request<'s> {
+        let state = match steps.advance(&mut eng.borrow_mut()) {
+            Some(r) => State::Done(r),
+            None => State::Steps(steps),
+        };
+        Request::with(eng, scope, state, None, None, errh)
+    }
+
     /// An inactive persistent request.
     pub(crate) fn persistent(
         eng: &EngineRef,
@@ -302,7 +335,7 @@ impl<'s> Request<'s> {
 
     /// Whether the request is active (started and not yet completed by wait/test).
     pub fn is_active(&self) -> bool {
-        matches!(self.state, State::Op(..) | State::Done(_))
+        matches!(self.state, State::Op(..) | State::Done(_) | State::Steps(_))
     }
 
     /// Whether this nonblocking request has been completed by wait or test already
@@ -388,6 +421,7 @@ impl<'s> Request<'s> {
                 State::Done(r) => r,
                 _ => unreachable!(),
             },
+            State::Steps(s) => s.advance(eng)?,
             State::Op(op, _) => {
                 if !eng.is_done(*op) {
                     return None;
@@ -437,6 +471,18 @@ impl<'s> Request<'s> {
                 }
                 r
             }
+            State::Steps(mut s) => {
+                let mut e = self.eng.borrow_mut();
+                match e.wait_for(s.blocked(), |e| s.advance(e)) {
+                    Ok(r) => r,
+                    Err(err) => {
+                        // The job is ending: the request stays active (its steps own their
+                        // buffers).
+                        self.state = State::Steps(s);
+                        Err(err)
+                    }
+                }
+            }
             State::Inactive => {
                 self.state = State::Inactive;
                 Ok(Status::empty())
@@ -477,6 +523,11 @@ impl<'s> Request<'s> {
                 self.state = State::Done(r);
             }
         }
+        if let State::Steps(s) = &mut self.state {
+            if let Some(r) = s.advance(&mut eng) {
+                self.state = State::Done(r);
+            }
+        }
         let r = match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
             State::Consumed => Err(Error::new(
@@ -484,7 +535,7 @@ impl<'s> Request<'s> {
                 "request_get_status on a consumed request",
             )),
             State::Done(r) => r.clone().map(Some),
-            State::Op(..) => Ok(None),
+            State::Op(..) | State::Steps(_) => Ok(None),
         };
         drop(eng);
         let r = r.and_then(|o| o.map(|st| self.fix(Ok(st))).transpose());
@@ -500,6 +551,15 @@ impl<'s> Request<'s> {
                 Ok(())
             }
             State::Done(_) => Ok(()),
+            State::Steps(_) => apply(
+                self.errh.get(),
+                &self.eng,
+                "cancel",
+                Err(Error::new(
+                    ErrorClass::Request,
+                    "cancel of a request of a collective operation (MPI does not allow it)",
+                )),
+            ),
             State::Inactive => apply(
                 self.errh.get(),
                 &self.eng,
@@ -531,6 +591,10 @@ impl<'s> Request<'s> {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
             return apply(self.errh.get(), &self.eng, "request_free", Err(e));
         }
+        if matches!(self.state, State::Steps(_)) {
+            let e = Error::new(ErrorClass::Request, "request_free of an active request of a collective operation (complete it with wait or test)");
+            return apply(self.errh.get(), &self.eng, "request_free", Err(e));
+        }
         if let State::Op(op, _) = self.state {
             // The operation stays tagged with its scope, which settles it at the latest.
             self.eng.borrow_mut().detach(op);
@@ -544,6 +608,15 @@ impl<'s> Request<'s> {
     /// Complete an active request for its drop: cancel a receive still posted, wait for
     /// anything else.
     fn settle(&mut self) {
+        if let State::Steps(s) = &mut self.state {
+            let Ok(mut eng) = self.eng.try_borrow_mut() else {
+                eprintln!("earlybird: request dropped while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            if eng.wait_for(s.blocked(), |e| s.advance(e)).is_err() {
+                s.abandon(&mut eng);
+            }
+        }
         if let State::Op(op, blocked) = self.state {
             let Ok(mut eng) = self.eng.try_borrow_mut() else {
                 // Only reachable while unwinding out of the engine itself: the buffer may still
@@ -608,7 +681,7 @@ fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
 }
 
 fn settled(r: &Request<'_>) -> bool {
-    !matches!(r.state, State::Op(..) | State::Done(_))
+    !matches!(r.state, State::Op(..) | State::Done(_) | State::Steps(_))
 }
 
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
@@ -695,10 +768,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
         let mut e = eng.borrow_mut();
         e.progress();
         // Consumed entries are MPI_REQUEST_NULL: complete, with the empty status.
-        reqs.iter().all(|r| match &r.state {
-            State::Op(op, _) => e.is_done(*op),
-            _ => true,
-        })
+        reqs.iter_mut().all(|r| r.ready(&mut e) || settled(r))
     };
     if !all {
         return Ok(None);
@@ -765,7 +835,9 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     {
         let mut e = eng.borrow_mut();
         let blocked = first_blocked(reqs);
-        if let Err(err) = e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(())) {
+        if let Err(err) = e.wait_for(blocked, |e| {
+            reqs.iter_mut().any(|r| r.ready(e)).then_some(())
+        }) {
             drop(e);
             return apply(reqs[0].errh.get(), &eng, "wait_some", Err(err));
         }
@@ -808,11 +880,20 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     apply(errh, &eng, "test_some", r)
 }
 
-fn ready(r: &Request<'_>, e: &Engine) -> bool {
-    match &r.state {
-        State::Op(op, _) => e.is_done(*op),
-        State::Done(_) => true,
-        _ => false,
+impl Request<'_> {
+    /// Whether the request is active and complete (steps are advanced, and kept as `Done`
+    /// when they finish).
+    fn ready(&mut self, e: &mut Engine) -> bool {
+        if let State::Steps(s) = &mut self.state {
+            if let Some(r) = s.advance(e) {
+                self.state = State::Done(r);
+            }
+        }
+        match &self.state {
+            State::Op(op, _) => e.is_done(*op),
+            State::Done(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -823,6 +904,7 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
                 what: BlockedIn::Wait,
                 ..b
             }),
+            State::Steps(ref s) => Some(s.blocked()),
             _ => None,
         })
         .unwrap_or(Blocked {
