@@ -217,7 +217,14 @@ fn idups_interleaved(u: &Universe) -> Result<()> {
         let (r2, p2) = w.idup_with_info(s, &info(&[("second", "yes")]))?;
         let half = w.split(me % 2, me)?.expect("color");
         let (r3, p3) = half.idup(s)?;
-        let mut reqs: Vec<Request> = vec![r1, r2, r3];
+        // A parent freed while its idup is pending (MPI allows it), and an idup whose
+        // communicator nobody takes.
+        let parent = w.dup()?;
+        let (r4, p4) = parent.idup(s)?;
+        parent.free()?;
+        let (r5, p5) = w.idup(s)?;
+        drop(p5);
+        let mut reqs: Vec<Request> = vec![r1, r2, r3, r4, r5];
         reqs.push(w.irecv(s, &mut got, (me + n - 1) % n, 9)?);
         reqs.push(w.isend(s, &mine, (me + 1) % n, 9)?);
         // Drive one to completion with test_any, then the rest with wait_all.
@@ -229,7 +236,15 @@ fn idups_interleaved(u: &Universe) -> Result<()> {
         wait_all(&mut reqs)?;
         let c2 = p2.comm()?;
         assert_eq!(c2.get_info()?.get("second")?, Some("yes"));
-        comms.extend([p1.comm()?, blocking, c2, half.clone(), p3.comm()?, half]);
+        comms.extend([
+            p1.comm()?,
+            blocking,
+            c2,
+            half.clone(),
+            p3.comm()?,
+            p4.comm()?,
+            half,
+        ]);
         Ok(())
     })?;
     comms.pop();

@@ -69,6 +69,8 @@ pub(super) fn assemble(
             eng: eng.clone(),
             pair,
             freed: Cell::new(false),
+            released: Cell::new(false),
+            holds: Cell::new(0),
             name: RefCell::new(String::new()),
             info: RefCell::new(info),
             seq: Cell::new(0),
@@ -187,6 +189,9 @@ impl PendingComm {
 /// The steps of MPI_Comm_idup: a windowed agreement, then the new communicator.
 struct IdupSteps {
     agreement: Agreement,
+    /// The parent, held (its context pair stays taken) until the agreement ends, since
+    /// MPI lets the program free it meanwhile.
+    parent: Rc<CommShared>,
     eng: EngineRef,
     errh: ErrHandler,
     shape: Shape,
@@ -211,6 +216,7 @@ impl std::fmt::Debug for IdupSteps {
 impl Steps for IdupSteps {
     fn advance(&mut self, e: &mut Engine) -> Option<Result<Status>> {
         let r = self.agreement.poll(e)?;
+        self.parent.unhold(e);
         Some(match r {
             Ok(pair) => {
                 if Rc::strong_count(&self.slot) > 1 {
@@ -242,6 +248,7 @@ impl Steps for IdupSteps {
 
     fn abandon(&mut self, e: &mut Engine) {
         self.agreement.abandon(e);
+        self.parent.unhold(e);
     }
 }
 
@@ -359,7 +366,9 @@ impl Comm {
         self.check_live()?;
         let (parts, me) = self.parts();
         let slot = Rc::new(RefCell::new(Slot::Pending));
+        self.shared.holds.set(self.shared.holds.get() + 1);
         let steps = IdupSteps {
+            parent: self.shared.clone(),
             agreement: Agreement::new("comm_idup", self.ctx + 1, self.next_seq(), parts, me),
             eng: self.eng.clone(),
             errh: self.errh.get(),
@@ -591,7 +600,9 @@ impl Comm {
                 "comm_free of a communicator already freed",
             ))
         } else {
-            self.eng.borrow_mut().ctx_release(self.shared.pair);
+            if self.shared.holds.get() == 0 {
+                self.shared.release(&mut self.eng.borrow_mut());
+            }
             Ok(())
         };
         self.ret("comm_free", r)

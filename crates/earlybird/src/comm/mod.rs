@@ -104,6 +104,11 @@ struct CommShared {
     eng: EngineRef,
     pair: u32,
     freed: Cell<bool>,
+    /// Whether the context pair has been given back.
+    released: Cell<bool>,
+    /// Nonblocking operations (a pending idup) still using the internal context: the pair
+    /// is given back only after they end, even if the communicator is freed meanwhile.
+    holds: Cell<u32>,
     name: RefCell<String>,
     /// Info hints set on the communicator (MPI_Comm_set_info, dup_with_info).
     info: RefCell<Info>,
@@ -115,12 +120,31 @@ struct CommShared {
     local: Option<Rc<[u32]>>,
 }
 
+impl CommShared {
+    /// Give the context pair back, once.
+    fn release(&self, e: &mut crate::p2p::engine::Engine) {
+        if !self.released.replace(true) {
+            e.ctx_release(self.pair);
+        }
+    }
+
+    /// A nonblocking operation that held the communicator (see `holds`) has ended, on the
+    /// endpoint `e`, borrowed: give the pair back if the communicator was freed meanwhile or
+    /// the caller's handle is the last (its drop could not borrow the endpoint).
+    fn unhold(self: &Rc<Self>, e: &mut crate::p2p::engine::Engine) {
+        self.holds.set(self.holds.get() - 1);
+        if self.holds.get() == 0 && (self.freed.get() || Rc::strong_count(self) == 1) {
+            self.release(e);
+        }
+    }
+}
+
 impl Drop for CommShared {
     fn drop(&mut self) {
         // The last handle is gone: give the context pair back (free() already did if called).
-        if !self.freed.get() {
+        if !self.released.get() {
             if let Ok(mut e) = self.eng.try_borrow_mut() {
-                e.ctx_release(self.pair);
+                self.release(&mut e);
             }
         }
     }
@@ -209,6 +233,8 @@ impl Comm {
             eng: eng.clone(),
             pair: 0,
             freed: Cell::new(false),
+            released: Cell::new(false),
+            holds: Cell::new(0),
             name: RefCell::new("MPI_COMM_WORLD".into()),
             info: RefCell::new(Info::new()),
             seq: Cell::new(0),

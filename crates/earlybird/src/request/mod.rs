@@ -3,7 +3,9 @@
 //! A [`Request`] is a nonblocking operation (complete once, then consumed) or a persistent
 //! one (started and completed many times, inactive in between). The wait/test family works
 //! on mixed arrays of both. Bound channels, collective schedules, RMA sync counters and
-//! generalized requests join as further [`Plan`]s.
+//! generalized requests join as further [`Plan`]s, or, when one operation takes several
+//! engine operations and local work (MPI_Comm_idup now, collective schedules later), as
+//! `Steps` advanced by test and wait.
 //!
 //! # Buffer safety
 //!
@@ -581,7 +583,9 @@ impl<'s> Request<'s> {
         }
     }
 
-    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST).
+    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST),
+    /// and so is freeing the active request of a collective operation (MPI_Comm_idup), which
+    /// is then completed as when dropped.
     /// Freeing is local: an active nonblocking operation goes on and completes on its own (a
     /// send is delivered, a receive fills its buffer); its buffer stays lent until then, and
     /// at the latest until the scope ends, which waits for a freed send and cancels a freed
