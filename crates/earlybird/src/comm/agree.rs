@@ -465,3 +465,39 @@ pub(crate) fn swap_bytes(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_tags_are_negative_and_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for seq in [0u32, 1, 2, 1000, 0x03FF_FFFF] {
+            for round in [0u32, 1, 16, 31] {
+                let t = coll_tag(seq, round);
+                assert!(t < 0, "{seq} {round} -> {t}");
+                assert!(seen.insert(t));
+            }
+        }
+        // The count wraps (a call 2^26 calls later reuses the tag of this one).
+        assert_eq!(coll_tag(0x0400_0000 + 5, 3), coll_tag(5, 3));
+    }
+
+    #[test]
+    fn masks_round_trip_and_meet_at_the_lowest_common_pair() {
+        let mut a = [0u64; CTX_WORDS];
+        let mut b = [0u64; CTX_WORDS];
+        for p in [3u32, 70, 300, 4095] {
+            a[p as usize / 64] |= 1 << (p % 64);
+        }
+        for p in [4u32, 300, 4095] {
+            b[p as usize / 64] |= 1 << (p % 64);
+        }
+        assert_eq!(mask_from_bytes(&mask_to_bytes(&a)), a);
+        assert_eq!(pairs(&a).collect::<Vec<_>>(), vec![3, 70, 300, 4095]);
+        assert_eq!(lowest_common([&a, &b]), Some(300));
+        assert_eq!(lowest_common([&a]), Some(3));
+        assert_eq!(lowest_common([&a, &[0u64; CTX_WORDS]]), None);
+    }
+}
