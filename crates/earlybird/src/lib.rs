@@ -39,7 +39,7 @@ pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::group::{Comparison, Group, UNDEFINED};
-pub use comm::{Comm, Message, SendBuf};
+pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};
 pub use error::{
     add_error_class, add_error_code, add_error_string, error_class, error_string, last_used_code,

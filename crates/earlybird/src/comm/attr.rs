@@ -239,6 +239,12 @@ fn typed<T: 'static>(v: &dyn Any) -> &T {
         .expect("an attribute holds its keyval's type")
 }
 
+/// A dup's share of its parent: topology and copied attributes.
+pub(crate) struct Inheritance {
+    topo: Option<super::cart::Topo>,
+    attrs: Vec<(Rc<KeyInner>, Rc<dyn Any>)>,
+}
+
 /// The attributes cached on one communicator, in the order they were set.
 #[derive(Default)]
 pub(crate) struct Attrs {
@@ -355,8 +361,37 @@ impl Comm {
     }
 
     /// What a dup carries over besides the group: the topology, and the attributes through
-    /// their copy callbacks (in the order they were set). If a copy callback fails, the
-    /// copies made so far are deleted again (their errors ignored), `new` is dropped (its
+    /// their copy callbacks (run now, in the order the attributes were set), for an idup
+    /// whose communicator does not exist yet. If a copy callback fails, the copies made so
+    /// far are dropped (no delete callback: they never belonged to a communicator) and the
+    /// error is returned.
+    pub(crate) fn inheritance(&self, what: &str) -> Result<Inheritance> {
+        let mut attrs = Vec::new();
+        let snapshot = self.shared.attrs.borrow().list.clone();
+        for (k, v) in snapshot {
+            match (k.copy)(self, &*v) {
+                Ok(Some(nv)) => attrs.push((k, nv)),
+                Ok(None) => {}
+                Err(e) => return Err(callback_err(what, "copy", &k, e)),
+            }
+        }
+        Ok(Inheritance {
+            topo: self.topology(),
+            attrs,
+        })
+    }
+
+    /// Give a new communicator what [`inheritance`](Self::inheritance) prepared.
+    pub(crate) fn adopt(new: &Comm, inh: Inheritance) {
+        if let Some(t) = inh.topo {
+            new.set_topology(t);
+        }
+        new.shared.attrs.borrow_mut().list.extend(inh.attrs);
+    }
+
+    /// What a blocking dup carries over (see [`inheritance`](Self::inheritance)), copied
+    /// straight onto `new`: if a copy callback fails, the copies already made are deleted
+    /// again through their delete callbacks (their errors ignored), `new` is dropped (its
     /// context goes back) and the error is returned.
     pub(crate) fn inherit(&self, new: Comm) -> Result<Comm> {
         if let Some(t) = self.topology() {

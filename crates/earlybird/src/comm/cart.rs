@@ -27,6 +27,7 @@
 
 use super::Comm;
 use crate::error::{Error, ErrorClass, Result};
+use crate::info::Info;
 use crate::p2p::PROC_NULL;
 use std::rc::Rc;
 
@@ -309,8 +310,11 @@ impl Comm {
             // Agree that every rank asked for the same grid (a digest of the arguments).
             let mut digest = fnv(dims.iter().flat_map(|d| d.to_le_bytes()));
             digest ^= fnv(periods.iter().map(|&p| p as u8)).rotate_left(1);
-            let all = self.allgather_fixed(&digest.to_le_bytes())?;
-            if let Some(r) = all.chunks_exact(8).position(|c| c != digest.to_le_bytes()) {
+            let (parts, offers) = self.offers(&digest.to_le_bytes())?;
+            if let Some(r) = offers
+                .iter()
+                .position(|(_, x)| x[..] != digest.to_le_bytes())
+            {
                 return Err(Error::new(
                     ErrorClass::Arg,
                     format!(
@@ -318,12 +322,11 @@ impl Comm {
                     ),
                 ));
             }
-            let pair = self.agree_pair()?;
             if self.rank >= n {
                 return Ok(None);
             }
-            let members = self.members()[..n as usize].to_vec();
-            let c = self.make(members, pair);
+            let picked: Vec<usize> = (0..n as usize).collect();
+            let c = self.make_of(what, &parts, &offers, &picked, Info::new())?;
             c.set_topology(Topo::Cart(Rc::new(CartTopology {
                 dims: dims.to_vec(),
                 periods: periods.to_vec(),

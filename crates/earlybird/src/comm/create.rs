@@ -1,171 +1,434 @@
-//! Making and freeing communicators (MPI 4.1 §7.4): dup, split, create, free, compare, names.
+//! Making and freeing communicators (MPI 4.1 §7.4): dup, dup_with_info, idup, split,
+//! split_type, create, create_group, free, compare, names and info hints.
 //!
 //! # Context ids
 //!
 //! Every endpoint keeps a bitmap of the context pairs its communicators use (pair `p` is
 //! contexts `2p`, point-to-point, and `2p + 1`, the library's own traffic; pair 0 is WORLD).
-//! Making a communicator is collective over its parent: each member sends its free mask, the
-//! masks are ANDed, and everyone takes the lowest pair free on all of them. A pair is thus
-//! never handed out while any member still holds it, and no lock is shared between
-//! endpoints. A pair comes back when its communicator is freed (or its last handle
-//! dropped), so dup and free in a loop run in bounded memory.
+//! The processes of a new communicator agree on the lowest pair free on all of them (see
+//! [`agree`](super::agree)), so a pair is never handed out while any member still holds it,
+//! and no lock is shared between endpoints. A pair comes back when its communicator is
+//! freed (or its last handle dropped), so dup and free in a loop run in bounded memory.
 //!
-//! The agreement is a gather to rank 0 and a broadcast back, on the parent's internal
-//! context: creation is not on anyone's fast path, and the messages are a few hundred bytes.
+//! The agreement messages travel on the parent's internal context: tagged with the number
+//! of the collective call on the parent (every member makes its collective calls in the same
+//! order), or, for MPI_Comm_create_group, which only the group's members call, with the
+//! program's tag.
 #![forbid(unsafe_code)]
 
+use super::agree::{self, coll_tag, lowest_common, no_pair, Agreement, Offer};
+use super::attr::Inheritance;
+use super::errhandler::{apply, ErrHandler, ErrSlot};
 use super::group::{Comparison, Group, UNDEFINED};
 use super::{Comm, CommShared, RankMap};
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::shm::BlockedIn;
-use crate::p2p::engine::{Blocked, SendMode, CTX_WORDS};
-use crate::p2p::matching::Pattern;
-use crate::sys::lend::Lent;
+use crate::info::Info;
+use crate::p2p::engine::{Blocked, Engine};
+use crate::p2p::{Status, TAG_UB};
+use crate::request::{EngineRef, Request, Scope, Steps};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-const TAG_GATHER: i32 = 1;
-const TAG_BCAST: i32 = 2;
+/// The groups of a communicator to be made: its local group and, for an
+/// intercommunicator, the remote group (endpoints, in rank order).
+#[derive(Clone, Debug)]
+pub(super) struct Shape {
+    pub(super) local: Vec<u32>,
+    pub(super) remote: Option<Vec<u32>>,
+}
 
-impl Comm {
-    /// Blocking send of library traffic to communicator rank `to`, on the internal context.
-    fn internal_send(&self, to: i32, tag: i32, data: &[u8]) -> Result<()> {
-        self.send_and_wait(
-            self.ep(to),
-            self.ctx + 1,
-            tag,
-            Lent::of(data),
-            SendMode::Standard,
-        )
+/// A communicator of the endpoint behind `eng` (`e`, borrowed) with groups `shape` on
+/// context pair `pair`, which this call claims.
+pub(super) fn assemble(
+    eng: &EngineRef,
+    e: &mut Engine,
+    errh: ErrHandler,
+    pair: u32,
+    shape: Shape,
+    info: Info,
+) -> Comm {
+    e.ctx_claim(pair);
+    let (me, endpoints) = (e.rank(), e.size());
+    let rank = shape
+        .local
+        .iter()
+        .position(|&m| m == me)
+        .expect("a member makes the communicator") as i32;
+    let size = shape.local.len() as i32;
+    let (peers, addressed, local) = match shape.remote {
+        None => (size, shape.local, None),
+        Some(r) => (r.len() as i32, r, Some(Rc::from(shape.local))),
+    };
+    Comm::from_shared(Rc::new(CommShared {
+        eng: eng.clone(),
+        pair,
+        rank,
+        size,
+        peers,
+        map: Some(Rc::new(RankMap::new(addressed, endpoints))),
+        freed: Cell::new(false),
+        released: Cell::new(false),
+        holds: Cell::new(0),
+        name: RefCell::new(String::new()),
+        attrs: Default::default(),
+        topo: Default::default(),
+        errh: RefCell::new(errh),
+        info: RefCell::new(info),
+        seq: Cell::new(0),
+        local,
+    }))
+}
+
+/// The kinds of MPI_Comm_split_type.
+///
+/// The shared-memory fabric joins the ranks of one host, so the processes that can share
+/// memory are those on the caller's host, found by host name (`/proc/sys/kernel/hostname`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitType {
+    /// MPI_UNDEFINED: this process takes no part and gets `None`.
+    Undefined,
+    /// MPI_COMM_TYPE_SHARED: the processes that can share memory with the caller (those on
+    /// its host).
+    Shared,
+    /// MPI_COMM_TYPE_HW_UNGUIDED: the processes of the largest hardware level that is a
+    /// strict subset of the participating ones. The only level earlybird knows is the host:
+    /// when every participating process is on one host there is no such level, and every
+    /// process gets `None`. The new communicator's info has `mpi_hw_resource_type` = `host`.
+    HwUnguided,
+    /// MPI_COMM_TYPE_HW_GUIDED: the processes that share the resource named by the info key
+    /// `mpi_hw_resource_type`: `mpi_shared_memory` (as [`SplitType::Shared`]) or `host`
+    /// (the processes whose host name is the caller's). A process that gives no such key,
+    /// or a value earlybird does not know, gets `None` (MPI 4.1 §7.4.2).
+    HwGuided,
+}
+
+/// The info key of [`SplitType::HwGuided`].
+pub const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+
+impl SplitType {
+    /// The type whose MPI constant is `v` (MPICH's values: MPI_UNDEFINED,
+    /// MPI_COMM_TYPE_SHARED = 1, MPI_COMM_TYPE_HW_UNGUIDED = 2, MPI_COMM_TYPE_HW_GUIDED = 3),
+    /// for programs and bindings that carry split types as integers; `MPI_ERR_ARG` naming
+    /// the value otherwise.
+    pub fn from_raw(v: i32) -> Result<SplitType> {
+        Ok(match v {
+            UNDEFINED => SplitType::Undefined,
+            1 => SplitType::Shared,
+            2 => SplitType::HwUnguided,
+            3 => SplitType::HwGuided,
+            _ => {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!("comm_split_type: split type {v} is not MPI_UNDEFINED or an MPI_COMM_TYPE_* value (1 shared, 2 hw_unguided, 3 hw_guided)"),
+                ))
+            }
+        })
     }
 
-    /// Blocking receive of library traffic from communicator rank `from`.
-    fn internal_recv(&self, from: i32, tag: i32, buf: &mut [u8]) -> Result<()> {
-        let ctx = self.ctx + 1;
-        let src = self.ep(from);
-        let mut e = self.eng.borrow_mut();
-        let pat = Pattern {
-            ctx,
-            src: Some(src as u32),
-            tag: Some(tag),
+    /// The MPI constant of the type (see [`from_raw`](Self::from_raw)).
+    pub fn raw(self) -> i32 {
+        match self {
+            SplitType::Undefined => UNDEFINED,
+            SplitType::Shared => 1,
+            SplitType::HwUnguided => 2,
+            SplitType::HwGuided => 3,
+        }
+    }
+}
+
+/// Longest host name (HOST_NAME_MAX).
+const HOST_LEN: usize = 64;
+
+/// This host's name, as the kernel has it, padded to [`HOST_LEN`] bytes.
+fn host_name() -> [u8; HOST_LEN] {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = name.trim().as_bytes();
+    let mut out = [0u8; HOST_LEN];
+    let n = name.len().min(HOST_LEN);
+    out[..n].copy_from_slice(&name[..n]);
+    out
+}
+
+/// The communicator an MPI_Comm_idup is making. It can be used once the request the idup
+/// returned has completed ([`PendingComm::comm`]); before, using it is an error.
+pub struct PendingComm {
+    slot: Rc<RefCell<Slot>>,
+    /// The parent, whose error handler applies to [`comm`](PendingComm::comm).
+    errh: ErrSlot,
+}
+
+#[derive(Debug)]
+enum Slot {
+    Pending,
+    Ready(Comm),
+    Failed(Error),
+}
+
+impl PendingComm {
+    /// The new communicator (MPI's `newcomm` of MPI_Comm_idup). `MPI_ERR_COMM` while the
+    /// idup's request has not completed (wait or test it first); the request's error if the
+    /// idup failed. Each call returns a handle on the same communicator.
+    pub fn comm(&self) -> Result<Comm> {
+        let r = match &*self.slot.borrow() {
+            Slot::Ready(c) => Ok(c.clone()),
+            Slot::Failed(e) => Err(e.clone()),
+            Slot::Pending => Err(Error::new(
+                ErrorClass::Comm,
+                "comm_idup: the new communicator is used before the idup's request completed (wait for it or test it first)",
+            )),
         };
-        let op = e.recv_start(pat, Lent::of_mut(buf));
-        let st = e.wait_blocking(
-            op,
-            Blocked {
-                what: BlockedIn::Recv,
-                peer: src,
-                tag,
-                ctx,
-            },
-        )?;
-        if st.bytes() != buf.len() {
+        apply(&self.errh, "comm_idup", r)
+    }
+
+    /// Whether the idup's request has completed successfully.
+    pub fn is_ready(&self) -> bool {
+        matches!(*self.slot.borrow(), Slot::Ready(_))
+    }
+}
+
+/// The steps of MPI_Comm_idup: a windowed agreement, then the new communicator.
+struct IdupSteps {
+    agreement: Agreement,
+    /// The parent, held (its context pair stays taken) until the agreement ends, since
+    /// MPI lets the program free it meanwhile.
+    parent: Rc<CommShared>,
+    eng: EngineRef,
+    errh: ErrHandler,
+    shape: Shape,
+    info: Info,
+    /// The topology and attribute copies, made when the idup was called.
+    inheritance: Option<Inheritance>,
+    slot: Rc<RefCell<Slot>>,
+}
+
+impl std::fmt::Debug for PendingComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("PendingComm")
+            .field(&*self.slot.borrow())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for IdupSteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("IdupSteps").field(&self.agreement).finish()
+    }
+}
+
+impl Steps for IdupSteps {
+    fn advance(&mut self, e: &mut Engine) -> Option<Result<Status>> {
+        let r = self.agreement.poll(e)?;
+        self.parent.unhold(e);
+        Some(match r {
+            Ok(pair) => {
+                if Rc::strong_count(&self.slot) > 1 {
+                    let c = assemble(
+                        &self.eng,
+                        e,
+                        self.errh.clone(),
+                        pair,
+                        self.shape.clone(),
+                        std::mem::take(&mut self.info),
+                    );
+                    if let Some(inh) = self.inheritance.take() {
+                        Comm::adopt(&c, inh);
+                    }
+                    *self.slot.borrow_mut() = Slot::Ready(c);
+                } else {
+                    // Nobody can reach the communicator any more: it is freed at once.
+                    e.ctx_release(pair);
+                }
+                Ok(Status::empty())
+            }
+            Err(err) => {
+                *self.slot.borrow_mut() = Slot::Failed(err.clone());
+                Err(err)
+            }
+        })
+    }
+
+    fn blocked(&self) -> Blocked {
+        self.agreement.blocked()
+    }
+
+    fn abandon(&mut self, e: &mut Engine) {
+        self.agreement.abandon(e);
+        self.parent.unhold(e);
+    }
+}
+
+impl Comm {
+    /// The number of this collective call on the communicator (see [`coll_tag`]).
+    pub(super) fn next_seq(&self) -> u32 {
+        let s = self.shared.seq.get();
+        self.shared.seq.set(s.wrapping_add(1));
+        s
+    }
+
+    /// The groups of this communicator.
+    pub(super) fn shape(&self) -> Shape {
+        Shape {
+            local: self.local_members(),
+            remote: self
+                .shared
+                .local
+                .as_ref()
+                .map(|_| self.map.as_ref().expect("intercomm map").members.clone()),
+        }
+    }
+
+    /// Every process of the communicator (both groups of an intercommunicator, ordered by
+    /// endpoint so that both groups list them alike) and this process's index.
+    pub(super) fn parts(&self) -> (Vec<u32>, usize) {
+        match self.shape().remote {
+            None => (self.local_members(), self.rank as usize),
+            Some(mut all) => {
+                all.extend(self.local_members());
+                all.sort_unstable();
+                let me = self.eng.borrow().rank();
+                let i = all.binary_search(&me).expect("member");
+                (all, i)
+            }
+        }
+    }
+
+    /// A blocking agreement over every process of the communicator, each adding `extra`.
+    pub(super) fn offers(&self, extra: &[u8]) -> Result<(Vec<u32>, Vec<Offer>)> {
+        let (parts, me) = self.parts();
+        let tag = coll_tag(self.next_seq(), 0);
+        let offers = agree::offers(&self.eng, self.ctx + 1, tag, &parts, me, extra)?;
+        Ok((parts, offers))
+    }
+
+    /// Claim `pair` and make the communicator of `shape` on it.
+    pub(super) fn make(&self, pair: u32, shape: Shape, info: Info) -> Comm {
+        let mut e = self.eng.borrow_mut();
+        assemble(&self.eng, &mut e, self.errhandler(), pair, shape, info)
+    }
+
+    /// `MPI_ERR_COMM` on an intercommunicator for calls earlybird makes on
+    /// intracommunicators only.
+    pub(super) fn check_intra(&self, what: &str) -> Result<()> {
+        if self.shared.local.is_some() {
             return Err(Error::new(
-                ErrorClass::Intern,
+                ErrorClass::Comm,
                 format!(
-                    "communicator creation: {} bytes from rank {from} where {} were expected",
-                    st.bytes(),
-                    buf.len()
+                    "{what} on an intercommunicator (earlybird supports it on intracommunicators)"
                 ),
             ));
         }
         Ok(())
     }
 
-    /// Every rank's `mine` (all the same length), in rank order, on every rank.
-    pub(super) fn allgather_fixed(&self, mine: &[u8]) -> Result<Vec<u8>> {
-        let n = self.size as usize;
-        let len = mine.len();
-        let mut all = vec![0u8; n * len];
-        if self.rank == 0 {
-            all[..len].copy_from_slice(mine);
-            for r in 1..n {
-                self.internal_recv(r as i32, TAG_GATHER, &mut all[r * len..(r + 1) * len])?;
-            }
-            for r in 1..n {
-                self.internal_send(r as i32, TAG_BCAST, &all)?;
-            }
-        } else {
-            self.internal_send(0, TAG_GATHER, mine)?;
-            self.internal_recv(0, TAG_BCAST, &mut all)?;
-        }
-        Ok(all)
+    fn dup_inner(&self, info: Info) -> Result<Comm> {
+        self.check_live()?;
+        let (parts, offers) = self.offers(&[])?;
+        let pair = lowest_common(offers.iter().map(|(m, _)| m))
+            .ok_or_else(|| no_pair("comm_dup", parts.len()))?;
+        self.inherit(self.make(pair, self.shape(), info))
     }
 
-    /// The lowest context pair free on every rank of this communicator (not yet claimed).
-    pub(super) fn agree_pair(&self) -> Result<u32> {
-        let mask = self.eng.borrow().ctx_free_mask();
-        let mine: Vec<u8> = mask.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let all = self.allgather_fixed(&mine)?;
-        let mut and = [u64::MAX; CTX_WORDS];
-        for rank in all.chunks_exact(CTX_WORDS * 8) {
-            for (w, b) in and.iter_mut().zip(rank.chunks_exact(8)) {
-                *w &= u64::from_le_bytes(b.try_into().expect("8 bytes"));
-            }
-        }
-        and.iter()
-            .enumerate()
-            .find(|(_, &w)| w != 0)
-            .map(|(i, w)| (i * 64) as u32 + w.trailing_zeros())
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Other,
-                    format!("no context id is free on all {} ranks (each endpoint has {} communicators at most)", self.size, CTX_WORDS * 64),
-                )
-            })
-    }
-
-    /// A communicator of this endpoint over `members` (endpoints, in rank order) on context
-    /// pair `pair`, which this call claims.
-    pub(super) fn make(&self, members: Vec<u32>, pair: u32) -> Comm {
-        let (me, endpoints) = {
-            let mut e = self.eng.borrow_mut();
-            e.ctx_claim(pair);
-            (e.rank(), e.size())
-        };
-        let rank = members
-            .iter()
-            .position(|&m| m == me)
-            .expect("a member makes the communicator") as i32;
-        let size = members.len() as i32;
-        Comm::from_shared(Rc::new(CommShared {
-            eng: self.eng.clone(),
-            pair,
-            rank,
-            size,
-            map: Some(Rc::new(RankMap::new(members, endpoints))),
-            freed: Cell::new(false),
-            name: RefCell::new(String::new()),
-            attrs: Default::default(),
-            topo: Default::default(),
-            // A new communicator inherits its parent's error handler (MPI 4.1 §9.3).
-            errh: RefCell::new(self.errhandler()),
-        }))
-    }
-
-    pub(super) fn members(&self) -> Vec<u32> {
-        match &self.map {
-            None => (0..self.size as u32).collect(),
-            Some(m) => m.members.clone(),
-        }
-    }
-
-    /// MPI_Comm_dup: a new communicator with the same group and a new context; it inherits
-    /// the error handler and the topology (not the name), and the attributes whose copy
-    /// callbacks say so. Collective over this communicator.
+    /// MPI_Comm_dup: a new communicator with the same group(s) and a new context; it
+    /// inherits the error handler and the info hints (not the name). Collective over this
+    /// communicator (over both groups of an intercommunicator).
     pub fn dup(&self) -> Result<Comm> {
-        let r = self
-            .check_live()
-            .and_then(|()| self.agree_pair())
-            .and_then(|pair| self.inherit(self.make(self.members(), pair)));
+        let r = self.dup_inner(self.shared.info.borrow().clone());
         self.ret("comm_dup", r)
     }
 
+    /// MPI_Comm_dup_with_info: as [`dup`](Self::dup), with the hints of `info` instead of
+    /// this communicator's.
+    pub fn dup_with_info(&self, info: &Info) -> Result<Comm> {
+        let r = self.dup_inner(info.clone());
+        self.ret("comm_dup_with_info", r)
+    }
+
+    /// MPI_Comm_idup: start a dup. The request completes when the processes have agreed on
+    /// the new context; then [`PendingComm::comm`] gives the communicator (before, using it
+    /// is `MPI_ERR_COMM`). Every process must complete its request (wait or test until
+    /// done). While the idup is pending this process holds a window of up to 256 context
+    /// ids for it, which other communicators made meanwhile do not use.
+    pub fn idup<'s>(&self, s: &'s Scope<'s, '_>) -> Result<(Request<'s>, PendingComm)> {
+        let r = self.idup_inner(s, self.shared.info.borrow().clone());
+        self.ret("comm_idup", r)
+    }
+
+    /// MPI_Comm_idup_with_info: as [`idup`](Self::idup), with the hints of `info`.
+    pub fn idup_with_info<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        info: &Info,
+    ) -> Result<(Request<'s>, PendingComm)> {
+        let r = self.idup_inner(s, info.clone());
+        self.ret("comm_idup_with_info", r)
+    }
+
+    fn idup_inner<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        info: Info,
+    ) -> Result<(Request<'s>, PendingComm)> {
+        self.check_live()?;
+        let inheritance = self.inheritance("comm_idup")?;
+        let (parts, me) = self.parts();
+        let slot = Rc::new(RefCell::new(Slot::Pending));
+        self.shared.holds.set(self.shared.holds.get() + 1);
+        let steps = IdupSteps {
+            parent: self.shared.clone(),
+            agreement: Agreement::new("comm_idup", self.ctx + 1, self.next_seq(), parts, me),
+            eng: self.eng.clone(),
+            errh: self.errhandler(),
+            shape: self.shape(),
+            info,
+            inheritance: Some(inheritance),
+            slot: slot.clone(),
+        };
+        let req = Request::steps(&self.eng, &s.ops, Box::new(steps), &self.shared);
+        let pending = PendingComm {
+            slot,
+            errh: self.shared.clone(),
+        };
+        Ok((req, pending))
+    }
+
+    /// The communicator over `picked` (parent indices, in new-rank order) on the lowest
+    /// pair free on all of them.
+    pub(super) fn make_of(
+        &self,
+        what: &str,
+        parts: &[u32],
+        offers: &[Offer],
+        picked: &[usize],
+        info: Info,
+    ) -> Result<Comm> {
+        let pair = lowest_common(picked.iter().map(|&i| &offers[i].0))
+            .ok_or_else(|| no_pair(what, picked.len()))?;
+        let shape = Shape {
+            local: picked.iter().map(|&i| parts[i]).collect(),
+            remote: None,
+        };
+        Ok(self.make(pair, shape, info))
+    }
+
+    /// The parent indices whose `(class, key)` has class `mine`, ordered by key, then rank.
+    fn members_by_key(all: &[(i64, i32)], mine: i64) -> Vec<usize> {
+        let mut picked: Vec<(i32, usize)> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, &(c, _))| c == mine)
+            .map(|(i, &(_, k))| (k, i))
+            .collect();
+        picked.sort_unstable();
+        picked.into_iter().map(|(_, i)| i).collect()
+    }
+
     /// MPI_Comm_split: ranks that give the same `color` form a communicator, ordered by
-    /// `key` (then by rank here). A rank giving [`UNDEFINED`] gets `None`. Collective.
+    /// `key` (then by rank here). A rank giving [`UNDEFINED`] gets `None`. Collective; the
+    /// context is agreed among the processes of each color only.
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
         let r = (|| {
             self.check_live()?;
+            self.check_intra("comm_split")?;
             if color < 0 && color != UNDEFINED {
                 return Err(Error::new(
                     ErrorClass::Arg,
@@ -174,25 +437,111 @@ impl Comm {
             }
             let mut mine = color.to_le_bytes().to_vec();
             mine.extend_from_slice(&key.to_le_bytes());
-            let all = self.allgather_fixed(&mine)?;
-            let pair = self.agree_pair()?;
+            let (parts, offers) = self.offers(&mine)?;
             if color == UNDEFINED {
                 return Ok(None);
             }
-            let parent = self.members();
-            let mut picked: Vec<(i32, usize)> = all
-                .chunks_exact(8)
-                .enumerate()
-                .filter(|(_, c)| i32::from_le_bytes(c[..4].try_into().expect("4 bytes")) == color)
-                .map(|(r, c)| (i32::from_le_bytes(c[4..].try_into().expect("4 bytes")), r))
+            let all: Vec<(i64, i32)> = offers
+                .iter()
+                .map(|(_, x)| (i32_at(x, 0) as i64, i32_at(x, 4)))
                 .collect();
-            picked.sort_unstable();
-            Ok(Some(self.make(
-                picked.into_iter().map(|(_, r)| parent[r]).collect(),
-                pair,
-            )))
+            let picked = Self::members_by_key(&all, color as i64);
+            self.make_of("comm_split", &parts, &offers, &picked, Info::new())
+                .map(Some)
         })();
         self.ret("comm_split", r)
+    }
+
+    /// MPI_Comm_split_type: the processes that share a resource of kind `split_type` (see
+    /// [`SplitType`]) form a communicator, ordered by `key` (then by rank). Every process
+    /// must give the same type, or [`SplitType::Undefined`] to take no part (it gets
+    /// `None`); different types are `MPI_ERR_ARG` on every process. The new communicator
+    /// gets the hints of `info` (with `mpi_hw_resource_type` naming the resource for the
+    /// hardware types). Collective.
+    pub fn split_type(&self, split_type: SplitType, key: i32, info: &Info) -> Result<Option<Comm>> {
+        let r = (|| {
+            self.check_live()?;
+            self.check_intra("comm_split_type")?;
+            // What this process asks for: (type, resource) with resource 0 = opt out,
+            // 1 = shared memory, 2 = host.
+            let resource: u8 = match split_type {
+                SplitType::Undefined => 0,
+                SplitType::Shared | SplitType::HwUnguided => 1,
+                SplitType::HwGuided => match info.get(HW_RESOURCE_TYPE)? {
+                    Some("mpi_shared_memory") => 1,
+                    Some("host") => 2,
+                    _ => 0,
+                },
+            };
+            let kind = if resource == 0 {
+                0
+            } else {
+                split_type.raw() as u8
+            };
+            let mut mine = vec![kind, resource];
+            mine.extend_from_slice(&key.to_le_bytes());
+            mine.extend_from_slice(&host_name());
+            let (parts, offers) = self.offers(&mine)?;
+            let asked: Vec<&[u8]> = offers.iter().map(|(_, x)| &x[..2]).collect();
+            if let Some(w) = asked
+                .windows(2)
+                .find(|w| w[0][0] != 0 && w[1][0] != 0 && w[0] != w[1])
+            {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "comm_split_type: the processes asked for different splits (type {} resource {} and type {} resource {}); all must give the same type and resource, or MPI_UNDEFINED",
+                        w[0][0], w[0][1], w[1][0], w[1][1]
+                    ),
+                ));
+            }
+            if resource == 0 {
+                return Ok(None);
+            }
+            // Every resource earlybird knows is the host: class = index of the first
+            // participant with the same host name.
+            let hosts: Vec<&[u8]> = offers.iter().map(|(_, x)| &x[6..6 + HOST_LEN]).collect();
+            let all: Vec<(i64, i32)> = offers
+                .iter()
+                .zip(&hosts)
+                .map(|((_, x), h)| {
+                    let class = if x[0] == 0 {
+                        -1
+                    } else {
+                        hosts.iter().position(|o| o == h).expect("own host") as i64
+                    };
+                    (class, i32_at(x, 2))
+                })
+                .collect();
+            let me = all[self.rank as usize].0;
+            let picked = Self::members_by_key(&all, me);
+            let mut info = info.clone();
+            if split_type == SplitType::HwUnguided {
+                let participants = all.iter().filter(|(c, _)| *c >= 0).count();
+                if picked.len() == participants {
+                    return Ok(None);
+                }
+                info.set(HW_RESOURCE_TYPE, "host")?;
+            }
+            self.make_of("comm_split_type", &parts, &offers, &picked, info)
+                .map(Some)
+        })();
+        self.ret("comm_split_type", r)
+    }
+
+    /// The endpoints of `group`, checked to be processes of this communicator.
+    fn subgroup(&self, what: &str, group: &Group) -> Result<Vec<u32>> {
+        let parent = self.local_members();
+        let members: Vec<u32> = (0..group.size())
+            .map(|r| group.member(r as usize))
+            .collect();
+        if let Some(m) = members.iter().find(|m| !parent.contains(m)) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{what}: the group holds process {m}, which is not in the communicator"),
+            ));
+        }
+        Ok(members)
     }
 
     /// MPI_Comm_create: a communicator over `group`, a subgroup of this communicator's group
@@ -201,21 +550,46 @@ impl Comm {
     pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
         let r = (|| {
             self.check_live()?;
-            let parent = self.members();
-            let members: Vec<u32> = (0..group.size())
-                .map(|r| group.member(r as usize))
+            self.check_intra("comm_create")?;
+            let members = self.subgroup("comm_create", group)?;
+            let (parts, offers) = self.offers(&[])?;
+            let Some(_) = group.rank() else {
+                return Ok(None);
+            };
+            let picked: Vec<usize> = members
+                .iter()
+                .map(|m| parts.iter().position(|p| p == m).expect("checked member"))
                 .collect();
-            if let Some(m) = members.iter().find(|m| !parent.contains(m)) {
-                return Err(Error::new(
-                    ErrorClass::Group,
-                    format!("comm_create: the group holds process {m}, which is not in the communicator"),
-                ));
-            }
-            let pair = self.agree_pair()?;
-            let me = self.eng.borrow().rank();
-            Ok(members.contains(&me).then(|| self.make(members, pair)))
+            self.make_of("comm_create", &parts, &offers, &picked, Info::new())
+                .map(Some)
         })();
         self.ret("comm_create", r)
+    }
+
+    /// MPI_Comm_create_group: a communicator over `group`, a subgroup of this
+    /// communicator's group, made by the group's processes only (the others need not take
+    /// part); `tag` (0..=TAG_UB) tells apart calls that may run at the same time on one
+    /// parent. A process outside the group gets `None` at once.
+    pub fn create_group(&self, group: &Group, tag: i32) -> Result<Option<Comm>> {
+        let r = (|| {
+            self.check_live()?;
+            self.check_intra("comm_create_group")?;
+            if !(0..=TAG_UB).contains(&tag) {
+                return Err(Error::new(
+                    ErrorClass::Tag,
+                    format!("comm_create_group: invalid tag {tag} (tags run from 0 to {TAG_UB})"),
+                ));
+            }
+            let members = self.subgroup("comm_create_group", group)?;
+            let Some(me) = group.rank() else {
+                return Ok(None);
+            };
+            let offers = agree::offers(&self.eng, self.ctx + 1, tag, &members, me as usize, &[])?;
+            let all: Vec<usize> = (0..members.len()).collect();
+            self.make_of("comm_create_group", &members, &offers, &all, Info::new())
+                .map(Some)
+        })();
+        self.ret("comm_create_group", r)
     }
 
     /// MPI_Comm_free. Freeing WORLD is `MPI_ERR_COMM`; any later use of this communicator,
@@ -237,19 +611,33 @@ impl Comm {
             Err(e)
         } else {
             self.shared.freed.set(true);
-            self.eng.borrow_mut().ctx_release(self.shared.pair);
+            if self.shared.holds.get() == 0 {
+                self.shared.release(&mut self.eng.borrow_mut());
+            }
             Ok(())
         };
         self.ret("comm_free", r)
     }
 
     /// MPI_Comm_compare: `Ident` for handles on one communicator, `Congruent` for the same
-    /// group in the same order, `Similar` for the same members, else `Unequal`.
+    /// group(s) in the same order, `Similar` for the same members, else `Unequal`. An
+    /// intercommunicator compares both groups, and is `Unequal` to any intracommunicator.
     pub fn compare(&self, other: &Comm) -> Comparison {
         if Rc::ptr_eq(&self.shared, &other.shared) {
             return Comparison::Ident;
         }
-        match self.group().compare(&other.group()) {
+        let local = self.group().compare(&other.group());
+        let me = self.eng.borrow().rank();
+        let both = match (self.shape().remote, other.shape().remote) {
+            (None, None) => local,
+            (Some(a), Some(b)) => match (local, Group::new(a, me).compare(&Group::new(b, me))) {
+                (Comparison::Unequal, _) | (_, Comparison::Unequal) => Comparison::Unequal,
+                (Comparison::Ident, Comparison::Ident) => Comparison::Ident,
+                _ => Comparison::Similar,
+            },
+            _ => Comparison::Unequal,
+        };
+        match both {
             Comparison::Ident => Comparison::Congruent,
             c => c,
         }
@@ -270,4 +658,31 @@ impl Comm {
     pub fn name(&self) -> String {
         self.shared.name.borrow().clone()
     }
+
+    /// MPI_Comm_set_info: add the hints of `info` to the communicator's (a key set again
+    /// takes the new value; keys `info` does not name keep theirs). Every handle on the
+    /// communicator sees them; communicators duplicated earlier do not.
+    pub fn set_info(&self, info: &Info) -> Result<()> {
+        let r = self.check_live().and_then(|()| {
+            let mut mine = self.shared.info.borrow_mut();
+            info.iter().try_for_each(|(k, v)| mine.set(k, v))
+        });
+        self.ret("comm_set_info", r)
+    }
+
+    /// MPI_Comm_get_info: a new info object with the communicator's hints. MPI 4.1 returns
+    /// the hints the implementation uses; earlybird acts on none of the communicator hints
+    /// yet, and returns every hint set (through set_info, dup_with_info, idup_with_info,
+    /// split_type, or inherited through dup), so a program reads back what it set.
+    pub fn get_info(&self) -> Result<Info> {
+        let r = self
+            .check_live()
+            .map(|()| self.shared.info.borrow().clone());
+        self.ret("comm_get_info", r)
+    }
+}
+
+/// The little-endian i32 at `at` of `b`.
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }

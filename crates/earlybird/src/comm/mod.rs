@@ -10,15 +10,20 @@
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
+mod agree;
 pub mod attr;
 pub mod cart;
 mod create;
 pub mod errhandler;
 pub mod group;
+mod intercomm;
+
+pub use create::{PendingComm, SplitType};
 
 use crate::datatype::{Buffer, BufferMut};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::shm::BlockedIn;
+use crate::info::Info;
 use crate::p2p::engine::{Blocked, Matched, SendMode};
 use crate::p2p::matching::Pattern;
 use crate::p2p::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
@@ -30,17 +35,23 @@ use std::rc::Rc;
 
 /// A communicator: a group of ranks and a context in which their messages match.
 ///
-/// Clones are handles on the same communicator (they share its name, error handler and
-/// freed state). Point-to-point traffic uses context `2p` of the communicator's context pair
-/// `p`; `2p + 1` carries the library's own messages (communicator creation, later
+/// Clones are handles on the same communicator (they share its name, info, error handler
+/// and freed state). Point-to-point traffic uses context `2p` of the communicator's context
+/// pair `p`; `2p + 1` carries the library's own messages (communicator creation, later
 /// collectives).
+///
+/// An intercommunicator (see [`Comm::intercomm_create`]) has a local group, to which `rank`
+/// and `size` refer, and a remote group, which point-to-point addresses.
 #[derive(Clone)]
 pub struct Comm {
     eng: EngineRef,
     ctx: u32,
     rank: i32,
     size: i32,
-    /// Rank <-> endpoint translation; `None` when ranks are the job's (WORLD).
+    /// Size of the group point-to-point addresses: `size`, or the remote group's size.
+    peers: i32,
+    /// Rank <-> endpoint translation of the group point-to-point addresses (the remote group
+    /// of an intercommunicator); `None` when ranks are the job's (WORLD).
     map: Option<Rc<RankMap>>,
     shared: Rc<CommShared>,
 }
@@ -100,22 +111,57 @@ pub(crate) struct CommShared {
     pair: u32,
     rank: i32,
     size: i32,
+    /// Size of the group point-to-point addresses (the remote group's for an
+    /// intercommunicator).
+    peers: i32,
     map: Option<Rc<RankMap>>,
     freed: Cell<bool>,
+    /// Whether the context pair has been given back.
+    released: Cell<bool>,
+    /// Nonblocking operations (a pending idup) still using the internal context: the pair
+    /// is given back only after they end, even if the communicator is freed meanwhile.
+    holds: Cell<u32>,
     name: RefCell<String>,
     /// Cached attributes (attr.rs).
     attrs: RefCell<attr::Attrs>,
     /// The topology, set once when the communicator is made (cart.rs).
     topo: std::cell::OnceCell<cart::Topo>,
     errh: RefCell<ErrHandler>,
+    /// Info hints set on the communicator (MPI_Comm_set_info, dup_with_info).
+    info: RefCell<Info>,
+    /// Collective calls made on the communicator so far: every member makes them in the
+    /// same order, so the count tells one call's internal messages from the next's.
+    seq: Cell<u32>,
+    /// The local group of an intercommunicator (endpoints, in rank order); `None` for an
+    /// intracommunicator.
+    local: Option<Rc<[u32]>>,
+}
+
+impl CommShared {
+    /// Give the context pair back, once.
+    fn release(&self, e: &mut crate::p2p::engine::Engine) {
+        if !self.released.replace(true) {
+            e.ctx_release(self.pair);
+        }
+    }
+
+    /// A nonblocking operation that held the communicator (see `holds`) has ended, on the
+    /// endpoint `e`, borrowed: give the pair back if the communicator was freed meanwhile or
+    /// the caller's handle is the last (its drop could not borrow the endpoint).
+    fn unhold(self: &Rc<Self>, e: &mut crate::p2p::engine::Engine) {
+        self.holds.set(self.holds.get() - 1);
+        if self.holds.get() == 0 && (self.freed.get() || Rc::strong_count(self) == 1) {
+            self.release(e);
+        }
+    }
 }
 
 impl Drop for CommShared {
     fn drop(&mut self) {
         // The last handle is gone: give the context pair back (free() already did if called).
-        if !self.freed.get() {
+        if !self.released.get() {
             if let Ok(mut e) = self.eng.try_borrow_mut() {
-                e.ctx_release(self.pair);
+                self.release(&mut e);
             }
         }
     }
@@ -178,12 +224,18 @@ impl Comm {
             pair: CTX_WORLD / 2,
             rank,
             size,
+            peers: size,
             map: None,
             freed: Cell::new(false),
+            released: Cell::new(false),
+            holds: Cell::new(0),
             name: RefCell::new("MPI_COMM_WORLD".into()),
             attrs: Default::default(),
             topo: Default::default(),
             errh: RefCell::new(ErrHandler::Fatal),
+            info: RefCell::new(Info::new()),
+            seq: Cell::new(0),
+            local: None,
         }))
     }
 
@@ -195,19 +247,28 @@ impl Comm {
             ctx: 2 * shared.pair,
             rank: shared.rank,
             size: shared.size,
+            peers: shared.peers,
             map: shared.map.clone(),
             shared,
         }
     }
 
-    /// MPI_Comm_group: the group of the communicator's processes, in rank order.
+    /// MPI_Comm_group: the group of the communicator's processes, in rank order (the local
+    /// group of an intercommunicator).
     pub fn group(&self) -> group::Group {
         let me = self.eng.borrow().rank();
-        let members = match &self.map {
+        group::Group::new(self.local_members(), me)
+    }
+
+    /// Endpoints of the local group, in rank order.
+    fn local_members(&self) -> Vec<u32> {
+        if let Some(l) = &self.shared.local {
+            return l.to_vec();
+        }
+        match &self.map {
             None => (0..self.size as u32).collect(),
             Some(m) => m.members.clone(),
-        };
-        group::Group::new(members, me)
+        }
     }
 
     /// The endpoint of communicator rank `r` (PROC_NULL and wildcards pass through).
@@ -255,32 +316,30 @@ impl Comm {
 
     #[inline(always)]
     fn check_dest(&self, dest: i32) -> Result<()> {
-        if dest == PROC_NULL || (0..self.size).contains(&dest) {
+        if dest == PROC_NULL || (0..self.peers).contains(&dest) {
             Ok(())
         } else {
-            Err(Error::new(
-                ErrorClass::Rank,
-                format!(
-                    "invalid destination rank {dest} (communicator of size {})",
-                    self.size
-                ),
-            ))
+            Err(self.bad_rank("destination", dest))
         }
     }
 
     #[inline(always)]
     fn check_source(&self, src: i32) -> Result<()> {
-        if src == PROC_NULL || src == ANY_SOURCE || (0..self.size).contains(&src) {
+        if src == PROC_NULL || src == ANY_SOURCE || (0..self.peers).contains(&src) {
             Ok(())
         } else {
-            Err(Error::new(
-                ErrorClass::Rank,
-                format!(
-                    "invalid source rank {src} (communicator of size {})",
-                    self.size
-                ),
-            ))
+            Err(self.bad_rank("source", src))
         }
+    }
+
+    #[cold]
+    fn bad_rank(&self, what: &str, r: i32) -> Error {
+        let of = if self.shared.local.is_some() {
+            format!("remote group of size {}", self.peers)
+        } else {
+            format!("communicator of size {}", self.size)
+        };
+        Error::new(ErrorClass::Rank, format!("invalid {what} rank {r} ({of})"))
     }
 
     #[inline(always)]

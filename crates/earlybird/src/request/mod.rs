@@ -3,7 +3,9 @@
 //! A [`Request`] is a nonblocking operation (complete once, then consumed) or a persistent
 //! one (started and completed many times, inactive in between). The wait/test family works
 //! on mixed arrays of both. Bound channels, collective schedules, RMA sync counters and
-//! generalized requests join as further [`Plan`]s.
+//! generalized requests join as further [`Plan`]s, or, when one operation takes several
+//! engine operations and local work (MPI_Comm_idup now, collective schedules later), as
+//! `Steps` advanced by test and wait.
 //!
 //! # Buffer safety
 //!
@@ -117,6 +119,22 @@ impl Plan {
     }
 }
 
+/// An operation made of several engine operations and some local work, advanced by the
+/// request layer from test and wait (and their any/all/some forms): a communicator-creation
+/// agreement now (`MPI_Comm_idup`), a collective schedule later. It owns every buffer its
+/// engine operations use, so it needs nothing from a [`Scope`]; if it is leaked while
+/// operations are in flight it leaks their buffers with it.
+pub(crate) trait Steps: std::fmt::Debug {
+    /// Advance without blocking: post what can be posted, collect what has completed.
+    /// `Some` with the request's result once everything is done (then never called again).
+    fn advance(&mut self, eng: &mut Engine) -> Option<Result<Status>>;
+    /// What a long wait on it reports to the launcher.
+    fn blocked(&self) -> Blocked;
+    /// Its wait failed (the job is ending) and the request is going away: withdraw what
+    /// can be withdrawn.
+    fn abandon(&mut self, eng: &mut Engine);
+}
+
 #[derive(Debug)]
 pub(crate) enum State {
     /// Persistent, not started (or completed and waited).
@@ -125,6 +143,8 @@ pub(crate) enum State {
     Done(Result<Status>),
     /// In progress in the engine.
     Op(OpId, Blocked),
+    /// In progress as a sequence of steps, advanced by test and wait.
+    Steps(Box<dyn Steps>),
     /// Nonblocking, completed and collected: any further use is an error.
     Consumed,
 }
@@ -222,6 +242,21 @@ impl<'s> Request<'s> {
         Request::with(eng, scope, State::Op(op, blocked), None, None, errh)
     }
 
+    /// A nonblocking request carried out as [`Steps`] (advanced once here, so its first
+    /// messages leave at once).
+    pub(crate) fn steps(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        mut steps: Box<dyn Steps>,
+        errh: &ErrSlot,
+    ) -> Request<'s> {
+        let state = match steps.advance(&mut eng.borrow_mut()) {
+            Some(r) => State::Done(r),
+            None => State::Steps(steps),
+        };
+        Request::with(eng, scope, state, None, None, errh)
+    }
+
     /// An inactive persistent request.
     pub(crate) fn persistent(
         eng: &EngineRef,
@@ -257,7 +292,7 @@ impl<'s> Request<'s> {
 
     /// Whether the request is active (started and not yet completed by wait/test).
     pub fn is_active(&self) -> bool {
-        matches!(self.state, State::Op(..) | State::Done(_))
+        matches!(self.state, State::Op(..) | State::Done(_) | State::Steps(_))
     }
 
     /// Whether this nonblocking request has been completed by wait or test already
@@ -348,6 +383,7 @@ impl<'s> Request<'s> {
                 State::Done(r) => r,
                 _ => unreachable!(),
             },
+            State::Steps(s) => s.advance(eng)?,
             State::Op(op, _) => {
                 if !eng.is_done(*op) {
                     return None;
@@ -397,6 +433,18 @@ impl<'s> Request<'s> {
                 }
                 r
             }
+            State::Steps(mut s) => {
+                let mut e = self.eng.borrow_mut();
+                match e.wait_for(s.blocked(), |e| s.advance(e)) {
+                    Ok(r) => r,
+                    Err(err) => {
+                        // The job is ending: the request stays active (its steps own their
+                        // buffers).
+                        self.state = State::Steps(s);
+                        Err(err)
+                    }
+                }
+            }
             State::Inactive => {
                 self.state = State::Inactive;
                 Ok(Status::empty())
@@ -437,6 +485,11 @@ impl<'s> Request<'s> {
                 self.state = State::Done(r);
             }
         }
+        if let State::Steps(s) = &mut self.state {
+            if let Some(r) = s.advance(&mut eng) {
+                self.state = State::Done(r);
+            }
+        }
         let r = match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
             State::Consumed => Err(Error::new(
@@ -444,7 +497,7 @@ impl<'s> Request<'s> {
                 "request_get_status on a consumed request",
             )),
             State::Done(r) => r.clone().map(Some),
-            State::Op(..) => Ok(None),
+            State::Op(..) | State::Steps(_) => Ok(None),
         };
         drop(eng);
         let r = r.and_then(|o| o.map(|st| self.fix(Ok(st))).transpose());
@@ -460,6 +513,14 @@ impl<'s> Request<'s> {
                 Ok(())
             }
             State::Done(_) => Ok(()),
+            State::Steps(_) => apply(
+                &self.errh,
+                "cancel",
+                Err(Error::new(
+                    ErrorClass::Request,
+                    "cancel of a request of a collective operation (MPI does not allow it)",
+                )),
+            ),
             State::Inactive => apply(
                 &self.errh,
                 "cancel",
@@ -479,7 +540,9 @@ impl<'s> Request<'s> {
         }
     }
 
-    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST).
+    /// MPI_Request_free. Freeing an active persistent request is an error (MPI_ERR_REQUEST),
+    /// and so is freeing the active request of a collective operation (MPI_Comm_idup), which
+    /// is then completed as when dropped.
     /// Freeing is local: an active nonblocking operation goes on and completes on its own (a
     /// send is delivered, a receive fills its buffer); its buffer stays lent until then, and
     /// at the latest until the scope ends, which waits for a freed send and cancels a freed
@@ -487,6 +550,10 @@ impl<'s> Request<'s> {
     pub fn free(mut self) -> Result<()> {
         if self.plan.is_some() && self.is_active() {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
+            return apply(&self.errh, "request_free", Err(e));
+        }
+        if matches!(self.state, State::Steps(_)) {
+            let e = Error::new(ErrorClass::Request, "request_free of an active request of a collective operation (complete it with wait or test)");
             return apply(&self.errh, "request_free", Err(e));
         }
         if let State::Op(op, _) = self.state {
@@ -502,6 +569,15 @@ impl<'s> Request<'s> {
     /// Complete an active request for its drop: cancel a receive still posted, wait for
     /// anything else.
     fn settle(&mut self) {
+        if let State::Steps(s) = &mut self.state {
+            let Ok(mut eng) = self.eng.try_borrow_mut() else {
+                eprintln!("earlybird: request dropped while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            if eng.wait_for(s.blocked(), |e| s.advance(e)).is_err() {
+                s.abandon(&mut eng);
+            }
+        }
         if let State::Op(op, blocked) = self.state {
             let Ok(mut eng) = self.eng.try_borrow_mut() else {
                 // Only reachable while unwinding out of the engine itself: the buffer may still
@@ -566,7 +642,7 @@ fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
 }
 
 fn settled(r: &Request<'_>) -> bool {
-    !matches!(r.state, State::Op(..) | State::Done(_))
+    !matches!(r.state, State::Op(..) | State::Done(_) | State::Steps(_))
 }
 
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
@@ -652,10 +728,7 @@ pub fn test_all(reqs: &mut [Request<'_>]) -> Result<Option<Vec<Status>>> {
         let mut e = eng.borrow_mut();
         e.progress();
         // Consumed entries are MPI_REQUEST_NULL: complete, with the empty status.
-        reqs.iter().all(|r| match &r.state {
-            State::Op(op, _) => e.is_done(*op),
-            _ => true,
-        })
+        reqs.iter_mut().all(|r| r.ready(&mut e) || settled(r))
     };
     if !all {
         return Ok(None);
@@ -720,7 +793,9 @@ pub fn wait_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     {
         let mut e = eng.borrow_mut();
         let blocked = first_blocked(reqs);
-        if let Err(err) = e.wait_for(blocked, |e| reqs.iter().any(|r| ready(r, e)).then_some(())) {
+        if let Err(err) = e.wait_for(blocked, |e| {
+            reqs.iter_mut().any(|r| r.ready(e)).then_some(())
+        }) {
             drop(e);
             return apply(&reqs[0].errh, "wait_some", Err(err));
         }
@@ -762,11 +837,20 @@ pub fn test_some(reqs: &mut [Request<'_>]) -> Result<Vec<(usize, Status)>> {
     apply(&reqs[0].errh, "test_some", r)
 }
 
-fn ready(r: &Request<'_>, e: &Engine) -> bool {
-    match &r.state {
-        State::Op(op, _) => e.is_done(*op),
-        State::Done(_) => true,
-        _ => false,
+impl Request<'_> {
+    /// Whether the request is active and complete (steps are advanced, and kept as `Done`
+    /// when they finish).
+    fn ready(&mut self, e: &mut Engine) -> bool {
+        if let State::Steps(s) = &mut self.state {
+            if let Some(r) = s.advance(e) {
+                self.state = State::Done(r);
+            }
+        }
+        match &self.state {
+            State::Op(op, _) => e.is_done(*op),
+            State::Done(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -777,6 +861,7 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
                 what: BlockedIn::Wait,
                 ..b
             }),
+            State::Steps(ref s) => Some(s.blocked()),
             _ => None,
         })
         .unwrap_or(Blocked {

@@ -1,0 +1,503 @@
+//! Agreeing on a new communicator's context pair (MPI 4.1 §7.4: a context is agreed by the
+//! processes of the new communicator).
+//!
+//! Every endpoint keeps a bitmap of the context pairs its communicators use. To make a
+//! communicator, the participants exchange their *offers* (bitmaps of pairs they may take)
+//! all-to-all on an internal context, and each takes the lowest pair set in every offer.
+//! All-to-all rather than gather-and-broadcast: a participant's result depends only on the
+//! others having *started* the exchange, never on one of them relaying messages, so a
+//! nonblocking agreement completes whatever its members do meanwhile.
+//!
+//! # No pair is handed out twice
+//!
+//! * A **blocking** agreement offers every pair that is free and claims the chosen pair
+//!   when it completes; nothing else runs on the endpoint in between (an endpoint is driven
+//!   by one thread, and a blocking agreement advances only itself).
+//! * A **nonblocking** agreement ([`Agreement`], MPI_Comm_idup) offers a *window*, the
+//!   lowest [`WINDOW`] free pairs, and claims (reserves) all of them when it makes the
+//!   offer; when the result arrives it keeps the chosen pair and releases the rest.
+//!
+//! Take two agreements X and Y on one endpoint that both end with pair p. Each offered p,
+//! so p was free (neither used nor reserved) at each offer. Say X offered first. If X is
+//! nonblocking, p stayed reserved from X's offer until X ended holding it, so Y's offer
+//! could not contain p. If X is blocking, it ended (claiming p) before anything else on the
+//! endpoint offered. Either way Y could not have offered p: a contradiction. Agreements on
+//! different endpoints may end with the same pair only if no endpoint belongs to both
+//! communicators, where a shared pair is harmless (a context only separates messages
+//! between the same endpoints).
+//!
+//! # Windows that do not meet
+//!
+//! If the windows have no pair in common, there is none below `f`, the lowest window top
+//! (the participant with that top offered every free pair it had below it). If every window
+//! was full, the agreement runs another round over pairs at `f` and above (at most
+//! 4096 / [`WINDOW`] rounds); a window that was not full held all of its owner's free pairs,
+//! so then no pair is free on all participants. Rounds after the first advance when the
+//! participants test or wait on their requests.
+#![forbid(unsafe_code)]
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::shm::BlockedIn;
+use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started, CTX_WORDS};
+use crate::p2p::matching::Pattern;
+use crate::p2p::Status;
+use crate::request::EngineRef;
+use crate::sys::lend::Lent;
+
+/// A bitmap of context pairs (bit p = pair p).
+pub(crate) type Mask = [u64; CTX_WORDS];
+
+/// A participant's offer in a blocking agreement: its free mask and the bytes it added.
+pub(crate) type Offer = (Mask, Vec<u8>);
+
+/// Bytes of a [`Mask`] on the wire.
+pub(crate) const MASK_BYTES: usize = CTX_WORDS * 8;
+
+/// Pairs a nonblocking agreement offers (and reserves) per round.
+pub(crate) const WINDOW: usize = 256;
+
+/// Internal tags of collective calls: round `round` of call number `seq` on a communicator.
+/// They are negative, so they never meet the (non-negative) user tags that
+/// MPI_Comm_create_group and MPI_Intercomm_create use on the same internal contexts.
+pub(crate) fn coll_tag(seq: u32, round: u32) -> i32 {
+    debug_assert!(round < 32);
+    i32::MIN + (((seq & 0x03FF_FFFF) << 5) | round) as i32
+}
+
+pub(crate) fn mask_to_bytes(m: &Mask) -> Vec<u8> {
+    m.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+pub(crate) fn mask_from_bytes(b: &[u8]) -> Mask {
+    let mut m = [0u64; CTX_WORDS];
+    for (w, c) in m.iter_mut().zip(b.chunks_exact(8)) {
+        *w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+    m
+}
+
+/// The AND of `masks` (all pairs set for none).
+pub(crate) fn and_of<'a>(masks: impl IntoIterator<Item = &'a Mask>) -> Mask {
+    let mut and = [u64::MAX; CTX_WORDS];
+    for m in masks {
+        for (a, w) in and.iter_mut().zip(m) {
+            *a &= w;
+        }
+    }
+    and
+}
+
+/// The lowest pair set in every one of `masks`.
+pub(crate) fn lowest_common<'a>(masks: impl IntoIterator<Item = &'a Mask>) -> Option<u32> {
+    and_of(masks)
+        .iter()
+        .enumerate()
+        .find(|(_, &w)| w != 0)
+        .map(|(i, w)| (i * 64) as u32 + w.trailing_zeros())
+}
+
+/// The pairs set in `m`, in increasing order.
+fn pairs(m: &Mask) -> impl Iterator<Item = u32> + '_ {
+    m.iter().enumerate().flat_map(|(i, &w)| {
+        (0..64u32)
+            .filter(move |b| w & (1 << b) != 0)
+            .map(move |b| i as u32 * 64 + b)
+    })
+}
+
+pub(crate) fn no_pair(what: &str, n: usize) -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!(
+            "{what}: no context id is free on all {n} processes (each endpoint has {} communicators at most)",
+            CTX_WORDS * 64
+        ),
+    )
+}
+
+pub(crate) fn blocked(ctx: u32, tag: i32) -> Blocked {
+    Blocked {
+        what: BlockedIn::Wait,
+        peer: -3,
+        tag,
+        ctx,
+    }
+}
+
+/// One all-to-all exchange of equal-length byte strings among `parts` (endpoints, the
+/// same list in the same order on every participant), on context `ctx` with tag `tag`.
+/// Owns its buffers.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    /// Each participant's bytes; ours at our index, the others' filled by their receives.
+    got: Vec<Vec<u8>>,
+    /// Receives in flight: (participant index, operation).
+    recvs: Vec<(usize, OpId)>,
+    /// Sends in flight (reading `got[me]`).
+    sends: Vec<OpId>,
+}
+
+impl Exchange {
+    /// Post a receive from every other participant, then send `mine` to each.
+    pub(crate) fn start(
+        e: &mut Engine,
+        ctx: u32,
+        tag: i32,
+        parts: &[u32],
+        me: usize,
+        mine: Vec<u8>,
+    ) -> Result<Exchange> {
+        let len = mine.len();
+        let mut x = Exchange {
+            got: parts.iter().map(|_| Vec::new()).collect(),
+            recvs: Vec::with_capacity(parts.len()),
+            sends: Vec::new(),
+        };
+        x.got[me] = mine;
+        for (i, &p) in parts.iter().enumerate().filter(|&(i, _)| i != me) {
+            x.got[i] = vec![0u8; len];
+            let pat = Pattern {
+                ctx,
+                src: Some(p),
+                tag: Some(tag),
+            };
+            x.recvs
+                .push((i, e.recv_start(pat, Lent::of_mut(&mut x.got[i]))));
+        }
+        for &p in parts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != me)
+            .map(|(_, p)| p)
+        {
+            let buf = Lent::of(&x.got[me]);
+            if let Started::Op(op) = e.send_start(p as i32, ctx, tag, buf, SendMode::Standard)? {
+                x.sends.push(op);
+            }
+        }
+        Ok(x)
+    }
+
+    /// Collect what has completed (no progress of its own): every participant's bytes, in
+    /// order, once all of it has.
+    pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<Vec<Vec<u8>>>> {
+        let mut i = 0;
+        while i < self.recvs.len() {
+            let (who, op) = self.recvs[i];
+            if !e.is_done(op) {
+                i += 1;
+                continue;
+            }
+            self.recvs.swap_remove(i);
+            let want = self.got[who].len();
+            match e.take(op) {
+                Ok(st) if st.bytes() == want => {}
+                Ok(st) => {
+                    return Some(Err(Error::new(
+                        ErrorClass::Intern,
+                        format!(
+                            "communicator creation: {} bytes from participant {who} where {want} were expected",
+                            st.bytes()
+                        ),
+                    )))
+                }
+                Err(err) => return Some(Err(err)),
+            }
+        }
+        let mut i = 0;
+        while i < self.sends.len() {
+            let op = self.sends[i];
+            if !e.is_done(op) {
+                i += 1;
+                continue;
+            }
+            self.sends.swap_remove(i);
+            if let Err(err) = e.take(op) {
+                return Some(Err(err));
+            }
+        }
+        if self.recvs.is_empty() && self.sends.is_empty() {
+            Some(Ok(std::mem::take(&mut self.got)))
+        } else {
+            None
+        }
+    }
+
+    /// Withdraw what can be withdrawn (the job is ending).
+    pub(crate) fn abandon(&mut self, e: &mut Engine) {
+        for op in self
+            .recvs
+            .iter()
+            .map(|&(_, op)| op)
+            .chain(self.sends.iter().copied())
+        {
+            e.abandon(op);
+            if e.is_done(op) {
+                let _ = e.take(op);
+            }
+        }
+        self.recvs.retain(|&(_, op)| !e.is_done(op));
+        self.sends.retain(|&op| !e.is_done(op));
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        if !self.recvs.is_empty() || !self.sends.is_empty() {
+            // Operations still in flight may write or read these buffers: leak them rather
+            // than free memory the engine may still touch.
+            std::mem::forget(std::mem::take(&mut self.got));
+        }
+    }
+}
+
+/// A blocking all-to-all exchange (see [`Exchange`]).
+pub(crate) fn exchange(
+    eng: &EngineRef,
+    ctx: u32,
+    tag: i32,
+    parts: &[u32],
+    me: usize,
+    mine: Vec<u8>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut e = eng.borrow_mut();
+    let mut x = Exchange::start(&mut e, ctx, tag, parts, me, mine)?;
+    match e.wait_for(blocked(ctx, tag), |e| x.poll(e)) {
+        Ok(r) => r,
+        Err(err) => {
+            x.abandon(&mut e);
+            Err(err)
+        }
+    }
+}
+
+/// A blocking agreement's exchange: every participant's free mask, and the `extra` bytes
+/// it added (the same length on all), in participant order. The caller picks the pair
+/// ([`lowest_common`] over the offers of the new communicator's members) and claims it
+/// before anything else runs on the endpoint.
+pub(crate) fn offers(
+    eng: &EngineRef,
+    ctx: u32,
+    tag: i32,
+    parts: &[u32],
+    me: usize,
+    extra: &[u8],
+) -> Result<Vec<Offer>> {
+    let mut mine = mask_to_bytes(&eng.borrow().ctx_free_mask());
+    mine.extend_from_slice(extra);
+    Ok(exchange(eng, ctx, tag, parts, me, mine)?
+        .into_iter()
+        .map(|b| (mask_from_bytes(&b[..MASK_BYTES]), b[MASK_BYTES..].to_vec()))
+        .collect())
+}
+
+/// A nonblocking agreement over windows of reserved pairs (see the module doc). Poll it
+/// with the endpoint until it yields the pair, which it leaves claimed.
+#[derive(Debug)]
+pub(crate) struct Agreement {
+    what: &'static str,
+    ctx: u32,
+    seq: u32,
+    parts: Vec<u32>,
+    me: usize,
+    /// Pairs below this are not offered in this round.
+    floor: u32,
+    round: u32,
+    /// Pairs this endpoint reserved for the current round.
+    offered: Vec<u32>,
+    ex: Option<Exchange>,
+}
+
+impl Agreement {
+    pub(crate) fn new(
+        what: &'static str,
+        ctx: u32,
+        seq: u32,
+        parts: Vec<u32>,
+        me: usize,
+    ) -> Agreement {
+        Agreement {
+            what,
+            ctx,
+            seq,
+            parts,
+            me,
+            floor: 0,
+            round: 0,
+            offered: Vec::new(),
+            ex: None,
+        }
+    }
+
+    pub(crate) fn blocked(&self) -> Blocked {
+        blocked(self.ctx, coll_tag(self.seq, self.round))
+    }
+
+    fn release(&mut self, e: &mut Engine) {
+        for p in self.offered.drain(..) {
+            e.ctx_release(p);
+        }
+    }
+
+    /// Advance: `Some` with the agreed pair (claimed) or the error, once known.
+    pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<u32>> {
+        loop {
+            if self.ex.is_none() {
+                let free = e.ctx_free_mask();
+                let floor = self.floor;
+                self.offered = pairs(&free).filter(|&p| p >= floor).take(WINDOW).collect();
+                let mut window = [0u64; CTX_WORDS];
+                for &p in &self.offered {
+                    e.ctx_claim(p);
+                    window[p as usize / 64] |= 1 << (p % 64);
+                }
+                let tag = coll_tag(self.seq, self.round);
+                match Exchange::start(
+                    e,
+                    self.ctx,
+                    tag,
+                    &self.parts,
+                    self.me,
+                    mask_to_bytes(&window),
+                ) {
+                    Ok(x) => self.ex = Some(x),
+                    Err(err) => {
+                        self.release(e);
+                        return Some(Err(err));
+                    }
+                }
+            }
+            let got = self.ex.as_mut()?.poll(e)?;
+            self.ex = None;
+            let windows: Vec<Mask> = match got {
+                Ok(all) => all.iter().map(|b| mask_from_bytes(b)).collect(),
+                Err(err) => {
+                    self.release(e);
+                    return Some(Err(err));
+                }
+            };
+            if let Some(p) = lowest_common(&windows) {
+                self.offered.retain(|&q| q != p);
+                self.release(e);
+                return Some(Ok(p));
+            }
+            self.release(e);
+            let full = windows
+                .iter()
+                .all(|w| w.iter().map(|x| x.count_ones() as usize).sum::<usize>() == WINDOW);
+            let next = windows.iter().filter_map(|w| pairs(w).last()).min();
+            match next {
+                Some(top) if full && self.round < 31 => {
+                    self.floor = top + 1;
+                    self.round += 1;
+                }
+                _ => return Some(Err(no_pair(self.what, self.parts.len()))),
+            }
+        }
+    }
+
+    /// Withdraw what can be withdrawn and give the reservation back (the job is ending).
+    pub(crate) fn abandon(&mut self, e: &mut Engine) {
+        if let Some(x) = &mut self.ex {
+            x.abandon(e);
+        }
+        self.release(e);
+    }
+}
+
+// ---- library point-to-point on internal contexts --------------------------------------------
+
+/// Blocking send of library bytes to endpoint `to`.
+pub(crate) fn send_bytes(eng: &EngineRef, ctx: u32, to: u32, tag: i32, data: &[u8]) -> Result<()> {
+    let mut e = eng.borrow_mut();
+    if let Started::Op(op) =
+        e.send_start(to as i32, ctx, tag, Lent::of(data), SendMode::Standard)?
+    {
+        e.wait_blocking(op, blocked(ctx, tag))?;
+    }
+    Ok(())
+}
+
+/// Blocking receive of at most `cap` library bytes from endpoint `peer`, after sending it
+/// `data` if given (the receive is posted first, so two peers swapping never wait on each
+/// other).
+pub(crate) fn swap_bytes(
+    eng: &EngineRef,
+    ctx: u32,
+    peer: u32,
+    tag: i32,
+    data: Option<&[u8]>,
+    cap: usize,
+) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; cap];
+    let mut e = eng.borrow_mut();
+    let pat = Pattern {
+        ctx,
+        src: Some(peer),
+        tag: Some(tag),
+    };
+    let rop = e.recv_start(pat, Lent::of_mut(&mut buf));
+    let mut both = || -> Result<Status> {
+        if let Some(data) = data {
+            if let Started::Op(op) =
+                e.send_start(peer as i32, ctx, tag, Lent::of(data), SendMode::Standard)?
+            {
+                e.wait_blocking(op, blocked(ctx, tag))?;
+            }
+        }
+        e.wait_blocking(rop, blocked(ctx, tag))
+    };
+    match both() {
+        Ok(st) => {
+            buf.truncate(st.bytes());
+            Ok(buf)
+        }
+        Err(err) => {
+            // The receive may still be posted (the send failed first): withdraw it, and if
+            // that cannot be done, leave its buffer to it.
+            e.abandon(rop);
+            if e.is_done(rop) {
+                let _ = e.take(rop);
+            } else {
+                std::mem::forget(buf);
+            }
+            Err(err)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_tags_are_negative_and_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for seq in [0u32, 1, 2, 1000, 0x03FF_FFFF] {
+            for round in [0u32, 1, 16, 31] {
+                let t = coll_tag(seq, round);
+                assert!(t < 0, "{seq} {round} -> {t}");
+                assert!(seen.insert(t));
+            }
+        }
+        // The count wraps (a call 2^26 calls later reuses the tag of this one).
+        assert_eq!(coll_tag(0x0400_0000 + 5, 3), coll_tag(5, 3));
+    }
+
+    #[test]
+    fn masks_round_trip_and_meet_at_the_lowest_common_pair() {
+        let mut a = [0u64; CTX_WORDS];
+        let mut b = [0u64; CTX_WORDS];
+        for p in [3u32, 70, 300, 4095] {
+            a[p as usize / 64] |= 1 << (p % 64);
+        }
+        for p in [4u32, 300, 4095] {
+            b[p as usize / 64] |= 1 << (p % 64);
+        }
+        assert_eq!(mask_from_bytes(&mask_to_bytes(&a)), a);
+        assert_eq!(pairs(&a).collect::<Vec<_>>(), vec![3, 70, 300, 4095]);
+        assert_eq!(lowest_common([&a, &b]), Some(300));
+        assert_eq!(lowest_common([&a]), Some(3));
+        assert_eq!(lowest_common([&a, &[0u64; CTX_WORDS]]), None);
+    }
+}

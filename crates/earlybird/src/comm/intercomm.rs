@@ -1,0 +1,300 @@
+//! Intercommunicators (MPI 4.1 §7.6): two disjoint groups, a local one (to which rank and
+//! size refer) and a remote one (which point-to-point addresses: destinations and sources
+//! are remote ranks, and statuses report them).
+//!
+//! An intercommunicator's handle keeps the remote group's rank map where an
+//! intracommunicator keeps its own, so point-to-point, probes, nonblocking and persistent
+//! operations work unchanged; the local group lives in the shared part. Its context pair is
+//! free on every process of both groups: in MPI_Intercomm_create each group ANDs its free
+//! masks, the leaders swap the results through the peer communicator, and each leader passes
+//! the other group's mask and members on to its own group.
+#![forbid(unsafe_code)]
+
+use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, Mask, MASK_BYTES};
+use super::create::Shape;
+use super::group::Group;
+use super::Comm;
+use crate::error::{Error, ErrorClass, Result};
+use crate::info::Info;
+use crate::p2p::TAG_UB;
+
+/// A leader's report to its group: the other group's mask and members, or the error that
+/// stopped the leader (class and message).
+fn encode_report(r: &Result<(Mask, Vec<u32>)>) -> Vec<u8> {
+    match r {
+        Ok((mask, members)) => {
+            let mut b = vec![1u8];
+            b.extend(agree::mask_to_bytes(mask));
+            b.extend(members.iter().flat_map(|m| m.to_le_bytes()));
+            b
+        }
+        Err(e) => {
+            let mut b = vec![0u8];
+            b.extend(e.class().code().to_le_bytes());
+            let d = e.detail();
+            b.extend(&d.as_bytes()[..d.floor_char_boundary(MAX_DETAIL)]);
+            b
+        }
+    }
+}
+
+const MAX_DETAIL: usize = 256;
+
+/// The classes a leader's failure can have, from their numbers.
+fn class_of(code: i32) -> ErrorClass {
+    [
+        ErrorClass::Rank,
+        ErrorClass::Comm,
+        ErrorClass::Arg,
+        ErrorClass::Tag,
+        ErrorClass::Intern,
+        ErrorClass::ProcFailed,
+    ]
+    .into_iter()
+    .find(|c| c.code() == code)
+    .unwrap_or(ErrorClass::Other)
+}
+
+/// A mask followed by members, as leaders swap them and report them.
+fn decode_group(b: &[u8]) -> Result<(Mask, Vec<u32>)> {
+    if b.len() < MASK_BYTES || !(b.len() - MASK_BYTES).is_multiple_of(4) {
+        return Err(Error::new(
+            ErrorClass::Intern,
+            format!(
+                "intercomm_create: malformed group description of {} bytes",
+                b.len()
+            ),
+        ));
+    }
+    let members = b[MASK_BYTES..]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    Ok((agree::mask_from_bytes(&b[..MASK_BYTES]), members))
+}
+
+fn decode_report(b: &[u8]) -> Result<(Mask, Vec<u32>)> {
+    match b.split_first() {
+        Some((1, rest)) => decode_group(rest),
+        Some((0, rest)) if rest.len() >= 4 => {
+            let class = class_of(i32::from_le_bytes(rest[..4].try_into().expect("4 bytes")));
+            let detail = String::from_utf8_lossy(&rest[4..]);
+            Err(Error::new(
+                class,
+                format!("intercomm_create failed at the local leader: {detail}"),
+            ))
+        }
+        _ => Err(Error::new(
+            ErrorClass::Intern,
+            format!(
+                "intercomm_create: malformed leader report of {} bytes",
+                b.len()
+            ),
+        )),
+    }
+}
+
+impl Comm {
+    /// MPI_Comm_test_inter: whether this is an intercommunicator.
+    pub fn is_inter(&self) -> bool {
+        self.shared.local.is_some()
+    }
+
+    fn check_inter(&self, what: &str) -> Result<()> {
+        if !self.is_inter() {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!("{what} on an intracommunicator (it needs an intercommunicator)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// MPI_Comm_remote_size: the size of the remote group; `MPI_ERR_COMM` on an
+    /// intracommunicator.
+    pub fn remote_size(&self) -> Result<i32> {
+        let r = self.check_inter("comm_remote_size").map(|()| self.peers);
+        self.ret("comm_remote_size", r)
+    }
+
+    /// MPI_Comm_remote_group: the remote group, in its rank order; `MPI_ERR_COMM` on an
+    /// intracommunicator.
+    pub fn remote_group(&self) -> Result<Group> {
+        let r = self.check_inter("comm_remote_group").map(|()| {
+            let me = self.eng.borrow().rank();
+            Group::new(
+                self.map.as_ref().expect("intercomm map").members.clone(),
+                me,
+            )
+        });
+        self.ret("comm_remote_group", r)
+    }
+
+    /// MPI_Intercomm_create: an intercommunicator between this communicator's group (the
+    /// local group) and another, disjoint, group. Collective over this communicator; rank
+    /// `local_leader` of it also talks with the other group's leader, rank `remote_leader`
+    /// of `peer_comm` (`peer_comm` and `remote_leader` matter at the local leader only),
+    /// with `tag` on `peer_comm`'s internal context. A failure at the leader (a bad remote
+    /// leader, overlapping groups) is reported on every process of its group.
+    pub fn intercomm_create(
+        &self,
+        local_leader: i32,
+        peer_comm: &Comm,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<Comm> {
+        let r = (|| {
+            self.check_live()?;
+            self.check_intra("intercomm_create")?;
+            if !(0..self.size).contains(&local_leader) {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!("intercomm_create: local leader {local_leader} is not a rank of the local communicator (size {})", self.size),
+                ));
+            }
+            if !(0..=TAG_UB).contains(&tag) {
+                return Err(Error::new(
+                    ErrorClass::Tag,
+                    format!("intercomm_create: invalid tag {tag} (tags run from 0 to {TAG_UB})"),
+                ));
+            }
+            let local = self.local_members();
+            let seq = self.next_seq();
+            let ctx = self.ctx + 1;
+            let offers = agree::offers(
+                &self.eng,
+                ctx,
+                coll_tag(seq, 0),
+                &local,
+                self.rank as usize,
+                &local_leader.to_le_bytes(),
+            )?;
+            if let Some((_, x)) = offers
+                .iter()
+                .find(|(_, x)| x[..] != local_leader.to_le_bytes())
+            {
+                return Err(Error::new(
+                    ErrorClass::Arg,
+                    format!(
+                        "intercomm_create: the processes name different local leaders ({local_leader} and {})",
+                        i32::from_le_bytes(x[..4].try_into().expect("4 bytes"))
+                    ),
+                ));
+            }
+            let local_mask = and_of(offers.iter().map(|(m, _)| m));
+            let report_tag = coll_tag(seq, 1);
+            let (remote_mask, remote) = if self.rank == local_leader {
+                let got = self.leader_swap(&local, &local_mask, peer_comm, remote_leader, tag);
+                let report = encode_report(&got);
+                for r in (0..self.size).filter(|&r| r != local_leader) {
+                    agree::send_bytes(&self.eng, ctx, local[r as usize], report_tag, &report)?;
+                }
+                got?
+            } else {
+                let cap = 1 + MASK_BYTES + 4 * self.eng.borrow().size() as usize + 4 + MAX_DETAIL;
+                let from = local[local_leader as usize];
+                decode_report(&agree::swap_bytes(
+                    &self.eng, ctx, from, report_tag, None, cap,
+                )?)?
+            };
+            let n = local.len() + remote.len();
+            let pair = lowest_common([&local_mask, &remote_mask])
+                .ok_or_else(|| no_pair("intercomm_create", n))?;
+            let shape = Shape {
+                local,
+                remote: Some(remote),
+            };
+            Ok(self.make(pair, shape, Info::new()))
+        })();
+        self.ret("intercomm_create", r)
+    }
+
+    /// The leader's part: swap (mask, members) with the remote leader through `peer_comm`.
+    fn leader_swap(
+        &self,
+        local: &[u32],
+        local_mask: &Mask,
+        peer_comm: &Comm,
+        remote_leader: i32,
+        tag: i32,
+    ) -> Result<(Mask, Vec<u32>)> {
+        peer_comm.check_live()?;
+        if !(0..peer_comm.peers).contains(&remote_leader) {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!(
+                    "intercomm_create: remote leader {remote_leader} is not a rank of the peer communicator (size {})",
+                    peer_comm.peers
+                ),
+            ));
+        }
+        let peer = peer_comm.ep(remote_leader) as u32;
+        if local.contains(&peer) {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("intercomm_create: remote leader {remote_leader} of the peer communicator is in the local group (the groups must be disjoint)"),
+            ));
+        }
+        let mut mine = agree::mask_to_bytes(local_mask);
+        mine.extend(local.iter().flat_map(|m| m.to_le_bytes()));
+        let cap = MASK_BYTES + 4 * self.eng.borrow().size() as usize;
+        let got = agree::swap_bytes(&self.eng, peer_comm.ctx + 1, peer, tag, Some(&mine), cap)?;
+        let (mask, remote) = decode_group(&got)?;
+        if let Some(m) = remote.iter().find(|m| local.contains(m)) {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                format!(
+                    "intercomm_create: process {m} is in both groups (the groups must be disjoint)"
+                ),
+            ));
+        }
+        Ok((mask, remote))
+    }
+
+    /// MPI_Intercomm_merge: an intracommunicator over both groups of this
+    /// intercommunicator. The group whose processes give `high = false` comes first; when
+    /// both groups give the same value, the group holding the lowest job rank comes first.
+    /// All processes of a group must give the same value (`MPI_ERR_ARG` on every process
+    /// otherwise). Collective over both groups.
+    pub fn intercomm_merge(&self, high: bool) -> Result<Comm> {
+        let r = (|| {
+            self.check_live()?;
+            self.check_inter("intercomm_merge")?;
+            let (parts, offers) = self.offers(&[high as u8])?;
+            let Shape { local, remote } = self.shape();
+            let remote = remote.expect("intercomm");
+            let high_of = |group: &[u32]| -> Result<bool> {
+                let flags: Vec<u8> = group
+                    .iter()
+                    .map(|m| offers[parts.binary_search(m).expect("member")].1[0])
+                    .collect();
+                if flags.windows(2).any(|w| w[0] != w[1]) {
+                    return Err(Error::new(
+                        ErrorClass::Arg,
+                        format!("intercomm_merge: the processes of one group gave different values of high ({flags:?} in rank order)"),
+                    ));
+                }
+                Ok(flags[0] != 0)
+            };
+            let (lh, rh) = (high_of(&local)?, high_of(&remote)?);
+            let local_first = if lh != rh {
+                !lh
+            } else {
+                local.iter().min() < remote.iter().min()
+            };
+            let members = if local_first {
+                [local, remote].concat()
+            } else {
+                [remote, local].concat()
+            };
+            let pair = lowest_common(offers.iter().map(|(m, _)| m))
+                .ok_or_else(|| no_pair("intercomm_merge", parts.len()))?;
+            let shape = Shape {
+                local: members,
+                remote: None,
+            };
+            Ok(self.make(pair, shape, Info::new()))
+        })();
+        self.ret("intercomm_merge", r)
+    }
+}
