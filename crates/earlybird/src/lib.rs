@@ -55,6 +55,10 @@ pub use request::{
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;
 
+/// `#[derive(Equivalence)]` for `#[repr(C)]` structs (feature `derive`, on by default).
+#[cfg(feature = "derive")]
+pub use earlybird_derive::Equivalence;
+
 use p2p::engine::Engine;
 use request::EngineRef;
 use std::cell::RefCell;

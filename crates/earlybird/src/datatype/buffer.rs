@@ -98,11 +98,13 @@ fn view<T: Equivalence>(
     dt: &Datatype,
 ) -> Result<crate::sys::layout::Layout> {
     dt.check_committed(what)?;
-    if !T::GAPLESS {
+    // A type with padding may only be seen through its own datatype, which skips the
+    // padding; any other could reach it.
+    if !T::GAPLESS && *dt != T::datatype() {
         return Err(Error::new(
             ErrorClass::Buffer,
             format!(
-                "{what}: {} has padding; a view through another datatype could read it (send the slice itself)",
+                "{what}: {} has padding; only its own datatype may view it (or send the slice itself)",
                 std::any::type_name::<T>()
             ),
         ));
@@ -140,7 +142,7 @@ impl<'b> Typed<'b> {
         dt: &Datatype,
     ) -> Result<Typed<'b>> {
         let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
-        let lent = if dt.is_contiguous_run(count) {
+        let lent = if T::GAPLESS && dt.is_contiguous_run(count) {
             let b = as_bytes(buf).expect("gapless");
             // A contiguous run starts at displacement 0 (or is empty).
             let start = origin * std::mem::size_of::<T>();
@@ -194,7 +196,7 @@ impl<'b> TypedMut<'b> {
         dt: &Datatype,
     ) -> Result<TypedMut<'b>> {
         let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
-        let lent = if dt.is_contiguous_run(count) {
+        let lent = if T::GAPLESS && dt.is_contiguous_run(count) {
             let b = as_bytes_mut(buf).expect("gapless");
             // A contiguous run starts at displacement 0 (or is empty).
             let start = origin * std::mem::size_of::<T>();
