@@ -39,7 +39,10 @@ pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, SendBuf};
-pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};
+pub use datatype::{
+    split_views, BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut,
+    ViewOf,
+};
 pub use error::{Error, ErrorClass, Result};
 pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
