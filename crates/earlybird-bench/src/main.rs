@@ -5,14 +5,19 @@
 //! earlybird-bench --threads 2 BENCH [...]
 //! ```
 //!
-//! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency`. The method
-//! follows `shared/bench-ref` so figures compare one to one: every size is measured as R timed
-//! repeats (default 11) after one untimed warm-up repeat; a repeat's time is rank 0's loop
-//! time (ranks start each repeat together); the line reports the median, min and max of the
-//! per-repeat figures. Each rank pins itself to CPU `rank % ncpus`.
+//! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency` (2 ranks) or
+//! `halo2d` (any number of ranks; 4 is the reference). The method follows `shared/bench-ref`
+//! so figures compare one to one: every size is measured as R timed repeats (default 11)
+//! after one untimed warm-up repeat; a repeat's time is rank 0's loop time (ranks start each
+//! repeat together); the line reports the median, min and max of the per-repeat figures.
+//! `halo2d` follows `bench/halo2d.c` instead (see `Bench::halo2d`). Each rank pins itself
+//! to CPU `rank % ncpus`.
 #![forbid(unsafe_code)]
 
-use earlybird::{scope, wait_all, Comm, Result, ScratchBuffer, Universe};
+use earlybird::{
+    dims_create, scope, split_views, wait_all, wait_all_into, Comm, Datatype, Result,
+    ScratchBuffer, Status, Typed, TypedMut, Universe,
+};
 use std::fmt::Write as _;
 
 const WINDOW: usize = 64;
@@ -23,14 +28,17 @@ struct Opts {
     threads: Option<u32>,
     sizes: Option<Vec<usize>>,
     iters: Option<u64>,
-    reps: usize,
+    reps: Option<usize>,
+    warmup: Option<u64>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency\n\
+        "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | halo2d\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
+         halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
+         timed exchanges (default 2000) in R batches (default 10), after W warm-up ones (200).\n\
          Run under ebrun (ebrun -n 2 earlybird-bench latency) or as threads (--threads 2)."
     );
     std::process::exit(2)
@@ -52,7 +60,8 @@ fn parse_args() -> Opts {
         threads: None,
         sizes: None,
         iters: None,
-        reps: 11,
+        reps: None,
+        warmup: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -73,7 +82,8 @@ fn parse_args() -> Opts {
                 );
             }
             "--iters" => o.iters = Some(val("--iters").parse().unwrap_or_else(|_| usage())),
-            "--reps" => o.reps = val("--reps").parse().unwrap_or_else(|_| usage()),
+            "--reps" => o.reps = Some(val("--reps").parse().unwrap_or_else(|_| usage())),
+            "--warmup" => o.warmup = Some(val("--warmup").parse().unwrap_or_else(|_| usage())),
             "-h" | "--help" => usage(),
             b if !b.starts_with('-') && o.bench.is_empty() => o.bench = b.to_string(),
             _ => usage(),
@@ -100,7 +110,7 @@ fn main() {
 
 fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
     let w = u.world().clone();
-    if w.size() < 2 {
+    if w.size() < 2 && o.bench != "halo2d" {
         eprintln!("earlybird-bench: needs 2 ranks (ebrun -n 2 or --threads 2)");
         std::process::exit(2);
     }
@@ -118,6 +128,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
             10,
         )?,
         "msgrate" => b.windowed("msgrate", &[8], 20_000, u64::MAX, 10)?,
+        "halo2d" => b.halo2d()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()
@@ -138,10 +149,16 @@ struct Stats {
     max: f64,
 }
 
+/// Median (of the two middle values for an even count), min and max.
 fn stats(mut v: Vec<f64>) -> Stats {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mid = v.len() / 2;
     Stats {
-        median: v[v.len() / 2],
+        median: if v.len() % 2 == 1 {
+            v[mid]
+        } else {
+            0.5 * (v[mid - 1] + v[mid])
+        },
         min: v[0],
         max: v[v.len() - 1],
     }
@@ -157,6 +174,11 @@ impl Bench<'_> {
         let mut z = [0u8; 0];
         self.w.sendrecv(&[0u8; 0], peer, 9999, &mut z, peer, 9999)?;
         Ok(())
+    }
+
+    /// Timed repeats (default 11).
+    fn reps(&self) -> usize {
+        self.o.reps.unwrap_or(11)
     }
 
     fn sizes(&self, default: &[usize]) -> Vec<usize> {
@@ -194,7 +216,7 @@ impl Bench<'_> {
     fn floor(&self) -> Result<()> {
         let iters = self.o.iters.unwrap_or(1_000_000);
         let mut per = vec![];
-        for rep in 0..=self.o.reps {
+        for rep in 0..=self.reps() {
             self.sync()?;
             if self.w.rank() > 1 {
                 continue;
@@ -224,7 +246,7 @@ impl Bench<'_> {
             let mut rbuf = vec![0u8; n];
             let mut per = vec![];
             if me > 1 {
-                for _ in 0..=self.o.reps {
+                for _ in 0..=self.reps() {
                     self.sync()?;
                 }
                 continue;
@@ -234,7 +256,7 @@ impl Bench<'_> {
                 scope(|s| -> Result<()> {
                     let mut sreq = w.send_init(s, &sbuf, peer, 1)?;
                     let mut rreq = w.recv_init(s, &mut rbuf, peer, 1)?;
-                    for rep in 0..=self.o.reps {
+                    for rep in 0..=self.reps() {
                         self.sync()?;
                         let t0 = std::time::Instant::now();
                         for _ in 0..iters {
@@ -257,7 +279,7 @@ impl Bench<'_> {
                     Ok(())
                 })?;
             } else {
-                for rep in 0..=self.o.reps {
+                for rep in 0..=self.reps() {
                     self.sync()?;
                     let t0 = std::time::Instant::now();
                     for _ in 0..iters {
@@ -296,7 +318,7 @@ impl Bench<'_> {
             let sbuf = vec![1u8; n];
             let mut rbuf = ScratchBuffer::new(n);
             let mut per = vec![];
-            for rep in 0..=self.o.reps {
+            for rep in 0..=self.reps() {
                 self.sync()?;
                 if me > 1 {
                     continue;
@@ -342,6 +364,261 @@ impl Bench<'_> {
                 self.emit(name, n, iters, st, &extra);
             }
             let _ = rbuf.get_mut();
+        }
+        Ok(())
+    }
+}
+
+// ---- halo2d ---------------------------------------------------------------------------------
+
+/// halo2d tags: the direction a message travels, so that on a 2 x 2 torus, where both
+/// neighbours along a dimension are the same rank, each message lands in the right halo.
+const TO_UP: i32 = 1;
+const TO_DOWN: i32 = 2;
+const TO_LEFT: i32 = 3;
+const TO_RIGHT: i32 = 4;
+/// Tag of the point-to-point stand-ins for barrier and reduce.
+const TAG_SYNC: i32 = 9998;
+
+/// The value rank `r` keeps in its owned cell `(i, j)`, `1 <= i, j <= n`: exact in a double
+/// (the same as `bench/halo2d.c`, so the checksums agree).
+fn cell(r: i32, i: usize, j: usize) -> f64 {
+    (f64::from(r) * 1100.0 + i as f64) * 1100.0 + j as f64
+}
+
+/// Print a halo2d error line to stderr in one write, so that the lines of several ranks do not
+/// interleave.
+fn complain(line: String) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(format!("halo2d: {line}\n").as_bytes());
+}
+
+/// Element-wise `op` of every rank's `v`, on rank 0 of `c` (the others get their own `v`
+/// back): MPI_Reduce by point-to-point until earlybird has collectives.
+fn reduce_to_root(c: &Comm, v: &[f64], op: fn(f64, f64) -> f64) -> Result<Vec<f64>> {
+    let mut acc = v.to_vec();
+    if c.rank() != 0 {
+        c.send(v, 0, TAG_SYNC)?;
+        return Ok(acc);
+    }
+    let mut part = vec![0.0; v.len()];
+    for r in 1..c.size() {
+        c.recv(&mut part, r, TAG_SYNC)?;
+        for (a, &p) in acc.iter_mut().zip(&part) {
+            *a = op(*a, p);
+        }
+    }
+    Ok(acc)
+}
+
+/// MPI_Barrier by point-to-point: every rank checks in with rank 0, which then releases them.
+fn barrier(c: &Comm) -> Result<()> {
+    reduce_to_root(c, &[], f64::max)?;
+    if c.rank() == 0 {
+        for r in 1..c.size() {
+            c.send(&[0u8; 0], r, TAG_SYNC)?;
+        }
+    } else {
+        c.recv(&mut [0u8; 0], 0, TAG_SYNC)?;
+    }
+    Ok(())
+}
+
+/// One rank's side of the halo2d exchange: `n x n` owned cells in an `(n+2) x (n+2)` array,
+/// row-major, whose outer ring is the halo.
+struct Halo {
+    n: usize,
+    /// A halo row: `n` contiguous doubles (MPI_Type_contiguous).
+    row: Datatype,
+    /// A halo column: `n` doubles one array row apart (MPI_Type_vector(n, 1, n+2)).
+    col: Datatype,
+    /// Neighbours up, down, left, right.
+    peers: [i32; 4],
+}
+
+impl Halo {
+    /// Views of `g`: the boundary rows and columns to send and the halo rows and columns to
+    /// receive into (up, down, left, right each), which interleave in memory.
+    fn views<'b>(&self, g: &'b mut [f64]) -> Result<(Vec<Typed<'b>>, Vec<TypedMut<'b>>)> {
+        let (n, ld, r, c) = (self.n, self.n + 2, &self.row, &self.col);
+        split_views(
+            g,
+            &[
+                (ld + 1, 1, r),
+                (n * ld + 1, 1, r),
+                (ld + 1, 1, c),
+                (ld + n, 1, c),
+            ],
+            &[
+                (1, 1, r),
+                ((n + 1) * ld + 1, 1, r),
+                (ld, 1, c),
+                (ld + n + 1, 1, c),
+            ],
+        )
+    }
+
+    /// One exchange in all four directions, as `bench/halo2d.c` does it: four irecv into the
+    /// halo, four isend of the boundary, one wait_all (no allocation per exchange).
+    fn exchange(&self, cart: &Comm, out: &[Typed<'_>], into: &mut [TypedMut<'_>]) -> Result<()> {
+        let [up, down, left, right] = self.peers;
+        let ([iu, id, il, ir], [ou, od, ol, or]) = (into, out) else {
+            unreachable!("views() makes four of each")
+        };
+        scope(|s| -> Result<()> {
+            let mut reqs = [
+                cart.irecv(s, iu, up, TO_DOWN)?,
+                cart.irecv(s, id, down, TO_UP)?,
+                cart.irecv(s, il, left, TO_RIGHT)?,
+                cart.irecv(s, ir, right, TO_LEFT)?,
+                cart.isend(s, ou, up, TO_UP)?,
+                cart.isend(s, od, down, TO_DOWN)?,
+                cart.isend(s, ol, left, TO_LEFT)?,
+                cart.isend(s, or, right, TO_RIGHT)?,
+            ];
+            let mut st = [Status::default(); 8];
+            wait_all_into(&mut reqs, &mut st)
+        })
+    }
+
+    /// Check every halo cell of rank `me`'s array against its neighbour's boundary value, and
+    /// that the corners are untouched: `[halo sum, expected sum, wrong cells]`, the first few
+    /// wrong cells printed.
+    fn check(&self, g: &[f64], me: i32, when: &str) -> [f64; 3] {
+        let (n, ld) = (self.n, self.n + 2);
+        let [up, down, left, right] = self.peers;
+        let (mut sum, mut want, mut bad) = (0.0, 0.0, 0usize);
+        for k in 1..=n {
+            for (i, j, expect) in [
+                (0, k, cell(up, n, k)),
+                (n + 1, k, cell(down, 1, k)),
+                (k, 0, cell(left, k, n)),
+                (k, n + 1, cell(right, k, 1)),
+            ] {
+                let got = g[i * ld + j];
+                sum += got;
+                want += expect;
+                if got != expect {
+                    if bad < 5 {
+                        complain(format!("rank {me} ({when}): halo cell ({i},{j}) is {got:.1}, expected {expect:.1}"));
+                    }
+                    bad += 1;
+                }
+            }
+        }
+        for (i, j) in [(0, 0), (0, n + 1), (n + 1, 0), (n + 1, n + 1)] {
+            if g[i * ld + j] != -1.0 {
+                if bad < 5 {
+                    complain(format!(
+                        "rank {me} ({when}): corner ({i},{j}) was overwritten"
+                    ));
+                }
+                bad += 1;
+            }
+        }
+        [sum, want, bad as f64]
+    }
+
+    /// Check the halos on every rank; rank 0 ends the job (status 3) if any is wrong. Returns
+    /// the sum of all halo cells over all ranks (on rank 0).
+    fn verify(&self, cart: &Comm, g: &[f64], when: &str) -> Result<f64> {
+        let total = reduce_to_root(cart, &self.check(g, cart.rank(), when), |a, b| a + b)?;
+        if cart.rank() == 0 && (total[2] != 0.0 || total[0] != total[1]) {
+            complain(format!(
+                "{when}: {} wrong halo cells; checksum {:.1}, expected {:.1}",
+                total[2], total[0], total[1]
+            ));
+            std::process::exit(3);
+        }
+        Ok(total[0])
+    }
+}
+
+impl Bench<'_> {
+    /// halo2d: the 2-D halo exchange of `bench/halo2d.c`, measured as it measures it.
+    ///
+    /// `dims_create` and a periodic `cart_create` shape the ranks (2 x 2 for 4); each owns
+    /// N x N doubles (N = 1024 by default: `--sizes` gives the halo message size, 8 N bytes)
+    /// in an (N+2) x (N+2) array. One exchange: halo rows as a contiguous type, halo columns
+    /// as `vector(N, 1, N+2)`, four irecv and four isend, one wait_all. One exchange, a check
+    /// of every halo cell, W warm-up exchanges (`--warmup`, 200), then R batches (`--reps`,
+    /// 10) of ITERS / R exchanges (`--iters`, 2000), each batch started by a barrier and timed
+    /// as the slowest rank's span; the line reports the median, min and max per-exchange time
+    /// over the batches, and the halos are checked again after them (`checksum`: the sum of
+    /// all halo cells, as the C program prints it). No stencil is computed.
+    fn halo2d(&self) -> Result<()> {
+        let w = self.w;
+        let mut dims = [0i32; 2];
+        dims_create(w.size(), &mut dims)?;
+        let cart = w
+            .cart_create(&dims, &[true, true], false)?
+            .expect("a grid of all the ranks holds every rank");
+        let me = cart.rank();
+        let (up, down) = cart.cart_shift(0, 1)?;
+        let (left, right) = cart.cart_shift(1, 1)?;
+        let iters = self.o.iters.unwrap_or(2000);
+        let batches = self.o.reps.unwrap_or(10) as u64;
+        let warmup = self.o.warmup.unwrap_or(200);
+        if batches == 0 || iters < batches {
+            eprintln!("earlybird-bench: halo2d needs --iters >= --reps >= 1");
+            usage()
+        }
+        let per = iters / batches;
+        let f = Datatype::of::<f64>();
+        for bytes in self.sizes(&[8192]) {
+            if bytes == 0 || bytes % 8 != 0 {
+                eprintln!("earlybird-bench: a halo2d message is 8 bytes per cell; {bytes} is not");
+                usage()
+            }
+            let (n, ld) = (bytes / 8, bytes / 8 + 2);
+            let h = Halo {
+                n,
+                row: Datatype::contiguous(n, &f)?,
+                col: Datatype::vector(n, 1, ld as isize, &f)?,
+                peers: [up, down, left, right],
+            };
+            h.row.commit()?;
+            h.col.commit()?;
+            let edge = |i: usize| i == 0 || i == ld - 1;
+            let mut g: Vec<f64> = (0..ld * ld)
+                .map(|x| {
+                    let (i, j) = (x / ld, x % ld);
+                    if edge(i) || edge(j) {
+                        -1.0
+                    } else {
+                        cell(me, i, j)
+                    }
+                })
+                .collect();
+            {
+                let (out, mut into) = h.views(&mut g)?;
+                h.exchange(&cart, &out, &mut into)?;
+            }
+            h.verify(&cart, &g, "first exchange")?;
+            let mut us = Vec::with_capacity(batches as usize);
+            {
+                let (out, mut into) = h.views(&mut g)?;
+                for _ in 0..warmup {
+                    h.exchange(&cart, &out, &mut into)?;
+                }
+                for _ in 0..batches {
+                    barrier(&cart)?;
+                    let t0 = std::time::Instant::now();
+                    for _ in 0..per {
+                        h.exchange(&cart, &out, &mut into)?;
+                    }
+                    let t = reduce_to_root(&cart, &[t0.elapsed().as_secs_f64()], f64::max)?;
+                    us.push(t[0] / per as f64 * 1e6);
+                }
+            }
+            let checksum = h.verify(&cart, &g, "after the timed batches")?;
+            self.emit(
+                "halo2d",
+                bytes,
+                per * batches,
+                stats(us),
+                &format!(",\"checksum\":{checksum:.1}"),
+            );
         }
         Ok(())
     }

@@ -40,7 +40,10 @@ pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
-pub use datatype::{BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut};
+pub use datatype::{
+    split_views, BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut,
+    ViewOf,
+};
 pub use error::{
     add_error_class, add_error_code, add_error_string, error_class, error_string, last_used_code,
     remove_error_class, remove_error_code, remove_error_string, Error, ErrorClass, ErrorCode,

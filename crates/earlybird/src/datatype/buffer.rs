@@ -4,7 +4,7 @@
 
 use super::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
-use crate::sys::lend::Lent;
+use crate::sys::lend::{Lent, Part};
 use crate::sys::plain::{as_bytes, as_bytes_mut};
 use std::marker::PhantomData;
 
@@ -89,14 +89,15 @@ impl<T: Equivalence> BufferMut for Vec<T> {
     }
 }
 
-/// Check the arguments of a view and lay it out.
+/// Check the arguments of a view and place it: a run of bytes when `count` elements of `dt`
+/// are contiguous (they move as plain bytes), else the datatype's layout.
 fn view<T: Equivalence>(
     what: &str,
     len: usize,
     origin: usize,
     count: usize,
     dt: &Datatype,
-) -> Result<crate::sys::layout::Layout> {
+) -> Result<Part> {
     dt.check_committed(what)?;
     // A type with padding may only be seen through its own datatype, which skips the
     // padding; any other could reach it.
@@ -116,13 +117,23 @@ fn view<T: Equivalence>(
         ));
     }
     let size = std::mem::size_of::<T>();
-    dt.layout(count, origin * size, len * size)
+    let l = dt
+        .layout(count, origin * size, len * size)
+        .map_err(|e| Error::new(e.class(), format!("{what}: {}", e.detail())))?;
+    Ok(if T::GAPLESS && dt.is_contiguous_run(count) {
+        // A contiguous run starts at displacement 0 (or is empty).
+        let start = origin * size;
+        Part::Run(start..start + l.packed_len())
+    } else {
+        Part::Laid(l)
+    })
 }
 
 /// A slice seen through a derived datatype, for sending: `count` elements of `dt`, the
 /// datatype's displacement 0 at element `origin` of the slice (MPI's buffer address). Every
 /// byte the datatype reaches must lie within the slice, which is checked here
 /// (`MPI_ERR_BUFFER` otherwise); negative displacements are fine as long as they stay inside.
+#[derive(Debug)]
 pub struct Typed<'b> {
     lent: Lent,
     _buf: PhantomData<&'b [u8]>,
@@ -141,14 +152,11 @@ impl<'b> Typed<'b> {
         count: usize,
         dt: &Datatype,
     ) -> Result<Typed<'b>> {
-        let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
-        let lent = if T::GAPLESS && dt.is_contiguous_run(count) {
-            let b = as_bytes(buf).expect("gapless");
-            // A contiguous run starts at displacement 0 (or is empty).
-            let start = origin * std::mem::size_of::<T>();
-            Lent::of(&b[start..start + l.packed_len()])
-        } else {
-            Lent::of_layout(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+        let lent = match view::<T>("typed view", buf.len(), origin, count, dt)? {
+            Part::Run(r) => Lent::of(&as_bytes(buf).expect("gapless")[r]),
+            Part::Laid(l) => {
+                Lent::of_layout(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+            }
         };
         Ok(Typed {
             lent: lent.with_sig(dt.sig_code()),
@@ -173,6 +181,7 @@ impl Buffer for Typed<'_> {
 }
 
 /// A slice seen through a derived datatype, for receiving (see [`Typed`]).
+#[derive(Debug)]
 pub struct TypedMut<'b> {
     lent: Lent,
     _buf: PhantomData<&'b mut [u8]>,
@@ -195,14 +204,11 @@ impl<'b> TypedMut<'b> {
         count: usize,
         dt: &Datatype,
     ) -> Result<TypedMut<'b>> {
-        let l = view::<T>("typed view", buf.len(), origin, count, dt)?;
-        let lent = if T::GAPLESS && dt.is_contiguous_run(count) {
-            let b = as_bytes_mut(buf).expect("gapless");
-            // A contiguous run starts at displacement 0 (or is empty).
-            let start = origin * std::mem::size_of::<T>();
-            Lent::of_mut(&mut b[start..start + l.packed_len()])
-        } else {
-            Lent::of_layout_mut(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+        let lent = match view::<T>("typed view", buf.len(), origin, count, dt)? {
+            Part::Run(r) => Lent::of_mut(&mut as_bytes_mut(buf).expect("gapless")[r]),
+            Part::Laid(l) => {
+                Lent::of_layout_mut(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+            }
         };
         Ok(TypedMut {
             lent: lent.with_sig(dt.sig_code()),
@@ -230,4 +236,83 @@ impl BufferMut for TypedMut<'_> {
     fn lent_mut(&mut self) -> Result<Lent> {
         Ok(self.lent.clone())
     }
+}
+
+/// One view of [`split_views`]: `(origin, count, datatype)`, as [`Typed::at`] takes them.
+pub type ViewOf<'d> = (usize, usize, &'d Datatype);
+
+/// Views of disjoint parts of one slice, to send from some while receiving into others at the
+/// same time: a halo exchange sends a grid's boundary cells while it receives into the halo
+/// around them, and with vector types for the columns the two interleave in memory, which
+/// [`Typed`] and [`TypedMut`] of the whole slice cannot do (each borrows all of it).
+///
+/// `sends[i]` and `recvs[j]` are `(origin, count, datatype)` as [`Typed::at`] takes them; the
+/// result is one [`Typed`] per send and one [`TypedMut`] per receive, in order, borrowing
+/// `buf` for as long as any of them lives. Send views may overlap each other (they are only
+/// read); a byte a receive view writes must belong to no other view.
+///
+/// Errors: what [`Typed::at`] reports for each view (uncommitted datatype `MPI_ERR_TYPE`,
+/// a view that leaves the slice `MPI_ERR_BUFFER`), and `MPI_ERR_BUFFER` naming the two views
+/// and the first element they share when a receive view overlaps another view (MPI calls such
+/// buffers aliased).
+///
+/// A receive view of a split slice is never handed out whole: [`Request::buffer_mut`] of a
+/// persistent request built on a non-contiguous one is `MPI_ERR_BUFFER`.
+///
+/// [`Request::buffer_mut`]: crate::Request::buffer_mut
+pub fn split_views<'b, T: Equivalence>(
+    buf: &'b mut [T],
+    sends: &[ViewOf<'_>],
+    recvs: &[ViewOf<'_>],
+) -> Result<(Vec<Typed<'b>>, Vec<TypedMut<'b>>)> {
+    let what = |i: usize| {
+        if i < sends.len() {
+            format!("send view {i}")
+        } else {
+            format!("receive view {}", i - sends.len())
+        }
+    };
+    let mut parts = Vec::with_capacity(sends.len() + recvs.len());
+    for (i, &(origin, count, dt)) in sends.iter().chain(recvs).enumerate() {
+        let p = view::<T>(
+            &format!("split_views: {}", what(i)),
+            buf.len(),
+            origin,
+            count,
+            dt,
+        )?;
+        parts.push((p, i >= sends.len()));
+    }
+    let sigs: Vec<u16> = sends.iter().chain(recvs).map(|v| v.2.sig_code()).collect();
+    let size = std::mem::size_of::<T>();
+    let mut lents = Lent::split(buf, parts)
+        .map_err(|o| {
+            Error::new(
+                ErrorClass::Buffer,
+                format!(
+                    "split_views: {} and {} both reach element {} of the slice; a receive view may share no element with another view",
+                    what(o.a.min(o.b)),
+                    what(o.a.max(o.b)),
+                    o.byte / size
+                ),
+            )
+        })?
+        .into_iter()
+        .zip(sigs)
+        .map(|(l, sig)| l.with_sig(sig));
+    let typed = lents
+        .by_ref()
+        .take(sends.len())
+        .map(|lent| Typed {
+            lent,
+            _buf: PhantomData,
+        })
+        .collect();
+    let typed_mut = lents
+        .map(|lent| TypedMut {
+            lent,
+            _buf: PhantomData,
+        })
+        .collect();
+    Ok((typed, typed_mut))
 }

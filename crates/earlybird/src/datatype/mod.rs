@@ -21,7 +21,7 @@
 mod buffer;
 mod constructors;
 
-pub use buffer::{Buffer, BufferMut, Typed, TypedMut};
+pub use buffer::{split_views, Buffer, BufferMut, Typed, TypedMut, ViewOf};
 pub use constructors::Order;
 
 use crate::error::{Error, ErrorClass, Result};

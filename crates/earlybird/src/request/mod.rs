@@ -320,7 +320,7 @@ impl<'s> Request<'s> {
         let Some(bytes) = lent.bytes_mut_while(self) else {
             return Err(Error::new(
                 ErrorClass::Buffer,
-                "buffer_mut on a buffer whose element type has padding",
+                "buffer_mut on a buffer that cannot be handed out whole (its element type has padding, or it is a non-contiguous view from split_views)",
             ));
         };
         let n = bytes.len();

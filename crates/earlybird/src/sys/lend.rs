@@ -21,12 +21,90 @@ pub struct Lent {
     /// `None`: the message is the buffer's bytes. `Some`: its pieces, checked to lie within
     /// `0..len`.
     layout: Option<Rc<Layout>>,
-    /// Whether all `len` bytes are initialised data (no padding), so that whole-buffer byte
-    /// views are sound.
+    /// Whether all `len` bytes are initialised data (no padding) lent to this operation
+    /// alone, so that whole-buffer byte views are sound (false for a laid-out part of a split
+    /// buffer, see [`Lent::split`]).
     gapless: bool,
     /// The basic type the message is made of when it is made of one (0: mixed or unknown); a
     /// receive compares it with the sender's.
     sig: u16,
+}
+
+/// One part of a buffer lent by [`Lent::split`]: a run of bytes, or a datatype's layout.
+#[derive(Debug)]
+pub(crate) enum Part {
+    Run(std::ops::Range<usize>),
+    Laid(Layout),
+}
+
+/// Two parts of a split buffer that share a byte while one of them is written: part `a`,
+/// part `b` (`a` reaches the byte first in address order) and the lowest such byte of `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Overlap {
+    pub a: usize,
+    pub b: usize,
+    pub byte: usize,
+}
+
+/// The first overlap among `pieces` (`(start, end, part)`, nonempty) between two different
+/// parts at least one of which is written. One sweep in address order: each piece is checked
+/// against the furthest-reaching earlier piece of another part (of any part if it is written,
+/// of a written part if not).
+fn first_overlap(pieces: &mut [(usize, usize, usize)], writes: &[bool]) -> Option<Overlap> {
+    pieces.sort_unstable();
+    let (mut any, mut written) = (Reach::default(), Reach::default());
+    for &(start, end, part) in pieces.iter() {
+        let against = if writes[part] { &any } else { &written };
+        if let Some(a) = against.past(start, part) {
+            return Some(Overlap {
+                a,
+                b: part,
+                byte: start,
+            });
+        }
+        any.add(end, part);
+        if writes[part] {
+            written.add(end, part);
+        }
+    }
+    None
+}
+
+/// The furthest end among pieces seen (`best`, with its part) and the furthest among those
+/// of other parts than `best`'s (`second`): enough to find, for any part, the furthest end
+/// among the other parts.
+#[derive(Default)]
+struct Reach {
+    best: Option<(usize, usize)>,
+    second: Option<(usize, usize)>,
+}
+
+impl Reach {
+    fn add(&mut self, end: usize, part: usize) {
+        match self.best {
+            None => self.best = Some((end, part)),
+            Some((be, bp)) if bp == part => self.best = Some((be.max(end), part)),
+            Some((be, _)) if end > be => {
+                self.second = self.best;
+                self.best = Some((end, part));
+            }
+            Some(_) => {
+                if self.second.is_none_or(|(se, _)| end > se) {
+                    self.second = Some((end, part));
+                }
+            }
+        }
+    }
+
+    /// A part other than `part` with a piece that ends after `start`.
+    fn past(&self, start: usize, part: usize) -> Option<usize> {
+        [self.best, self.second]
+            .into_iter()
+            .flatten()
+            .find(|&(_, q)| q != part)
+            .filter(|&(e, _)| e > start)
+            .map(|(_, q)| q)
+    }
 }
 
 /// Where a rendezvous sender's bytes are, as its RTS describes them.
@@ -97,6 +175,73 @@ impl Lent {
             gapless,
             sig: 0,
         })
+    }
+
+    /// Lend parts of one buffer at once to operations that will be in progress together
+    /// (a halo exchange sends a grid's boundary cells while it receives into the halo around
+    /// them): `parts[i]` is a [`Part`] and whether its operation writes it. A part that is
+    /// written must share no byte with any other part; `Err` names the first two that do.
+    ///
+    /// Every pointer lent comes from the one exclusive borrow of `buf` taken here, and no byte
+    /// is both written by one part and touched by another, so the operations never race. A
+    /// laid-out part spans the whole buffer, parts of which belong to the others: it is marked
+    /// so that it is never handed out as one byte slice
+    /// ([`bytes_mut_while`](Lent::bytes_mut_while) refuses it).
+    ///
+    /// Every part must lie within `buf` (the datatype layer checks views before lending
+    /// them); one outside is a bug of the caller and panics.
+    pub(crate) fn split<T: Plain>(
+        buf: &mut [T],
+        parts: Vec<(Part, bool)>,
+    ) -> Result<Vec<Lent>, Overlap> {
+        let len = std::mem::size_of_val(buf);
+        let base = buf.as_mut_ptr().cast::<u8>();
+        let mut pieces = Vec::new();
+        for (i, (part, _)) in parts.iter().enumerate() {
+            match part {
+                Part::Run(r) => {
+                    assert!(
+                        r.start <= r.end && r.end <= len,
+                        "split: run {r:?} outside {len} bytes"
+                    );
+                    if !r.is_empty() {
+                        pieces.push((r.start, r.end, i));
+                    }
+                }
+                Part::Laid(l) => {
+                    assert!(
+                        l.end() <= len,
+                        "split: layout reaches byte {} of {len}",
+                        l.end()
+                    );
+                    l.pieces(usize::MAX, |b, _, n| pieces.push((b, b + n, i)));
+                }
+            }
+        }
+        let writes: Vec<bool> = parts.iter().map(|p| p.1).collect();
+        if let Some(o) = first_overlap(&mut pieces, &writes) {
+            return Err(o);
+        }
+        Ok(parts
+            .into_iter()
+            .map(|(part, _)| match part {
+                Part::Run(r) => Lent {
+                    // In bounds (asserted above); same provenance as `base`.
+                    ptr: base.wrapping_add(r.start),
+                    len: r.len(),
+                    layout: None,
+                    gapless: T::GAPLESS,
+                    sig: 0,
+                },
+                Part::Laid(l) => Lent {
+                    ptr: base,
+                    len,
+                    layout: Some(Rc::new(l)),
+                    gapless: false,
+                    sig: 0,
+                },
+            })
+            .collect())
     }
 
     /// The same buffer, tagged with the basic type its message is made of (0: mixed).
@@ -381,5 +526,93 @@ impl ScratchBuffer {
             len: self.bytes.len(),
             ..Lent::EMPTY
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn laid(blocks: &[(isize, usize)], extent: isize, count: usize, origin: usize) -> Part {
+        let lo = blocks.iter().map(|b| b.0).min().unwrap();
+        let hi = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap();
+        Part::Laid(Layout::new(Rc::from(blocks), extent, count, origin, lo, hi, 1 << 20).unwrap())
+    }
+
+    #[test]
+    fn overlap_needs_a_writer_and_two_parts() {
+        let w = [true, false, false];
+        // Reads may overlap reads; a part may overlap itself.
+        assert_eq!(
+            first_overlap(&mut [(0, 8, 1), (4, 12, 2), (2, 6, 0), (0, 2, 0)], &w),
+            Some(Overlap {
+                a: 0,
+                b: 1,
+                byte: 0
+            })
+        );
+        assert_eq!(
+            first_overlap(&mut [(0, 8, 1), (4, 12, 2), (12, 16, 0), (12, 14, 0)], &w),
+            None
+        );
+        // A write reached by an earlier read that is not the furthest-reaching piece.
+        assert_eq!(
+            first_overlap(&mut [(0, 100, 1), (10, 30, 2), (50, 60, 0)], &w),
+            Some(Overlap {
+                a: 1,
+                b: 0,
+                byte: 50
+            })
+        );
+        // A write inside an earlier read.
+        assert_eq!(
+            first_overlap(&mut [(0, 100, 1), (10, 30, 0), (20, 21, 1)], &w),
+            Some(Overlap {
+                a: 1,
+                b: 0,
+                byte: 10
+            })
+        );
+        assert_eq!(
+            first_overlap(&mut [(0, 8, 0), (8, 16, 1), (16, 24, 0)], &w),
+            None
+        );
+    }
+
+    #[test]
+    fn halo_columns_split_and_interleave() {
+        // A 4 x 4 grid of f64 (row 32 bytes): receive into column 0, send column 1, receive
+        // into column 3, send column 2 (rows 1 and 2 only); a receive into row 0.
+        let mut grid = [0.0f64; 16];
+        let col = |c: usize| laid(&[(0, 8)], 32, 2, 32 + 8 * c);
+        let parts = vec![
+            (col(0), true),
+            (col(1), false),
+            (col(3), true),
+            (col(2), false),
+            (Part::Run(0..32), true),
+        ];
+        let lents = Lent::split(&mut grid, parts).unwrap();
+        assert_eq!(lents.len(), 5);
+        assert_eq!(
+            lents[0].segments(16),
+            vec![(lents[0].addr() + 32, 8), (lents[0].addr() + 64, 8)]
+        );
+        assert_eq!((lents[4].len(), lents[4].is_contiguous()), (32, true));
+        assert!(!lents[0].gapless && lents[4].gapless);
+        // Receiving into column 1 while sending it is refused, naming both parts.
+        let bad = vec![
+            (col(1), false),
+            (col(0), true),
+            (laid(&[(0, 16)], 32, 1, 32), true),
+        ];
+        assert_eq!(
+            Lent::split(&mut grid, bad).unwrap_err(),
+            Overlap {
+                a: 1,
+                b: 2,
+                byte: 32
+            }
+        );
     }
 }
