@@ -480,9 +480,7 @@ fn partial_and_mismatched_receives(u: &Universe) -> Result<()> {
         "uncommitted"
     );
     col.commit()?;
-    let e = Typed::new(&grid[..9], 1, &col)
-        .err()
-        .expect("past the slice");
+    let e = Typed::new(&grid[..9], 1, &col).expect_err("past the slice");
     assert_eq!(e.class(), ErrorClass::Buffer);
     assert!(
         e.to_string().contains("byte 80 of a buffer of 72 bytes"),
