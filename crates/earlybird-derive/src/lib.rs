@@ -90,8 +90,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
 
         impl ::earlybird::Equivalence for #name {
             const SIG: u16 = {
-                let s: [u16; #n] = [#(<#types as ::earlybird::Equivalence>::SIG),*];
-                let mut acc = if #n == 0 { 0 } else { s[0] };
+                let s: &[u16] = &[#(<#types as ::earlybird::Equivalence>::SIG),*];
+                let mut acc = if s.is_empty() { 0 } else { s[0] };
                 let mut i = 1;
                 while i < #n {
                     acc = ::earlybird::datatype::sig_join(acc, s[i]);

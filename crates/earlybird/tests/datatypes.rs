@@ -35,13 +35,45 @@ enum Spec {
     Subarray(Vec<usize>, Vec<usize>, Vec<usize>, Box<Spec>),
 }
 
-/// The reference: type map (byte offset, size) in order, and (lb, ub).
+/// The reference: type map (byte offset, size) in order, and (lb, ub), which are explicit
+/// (MPI's lb/ub markers: set by resized and subarray, carried by types built of them) or
+/// natural.
 #[derive(Clone, Debug)]
 struct Map {
     entries: Vec<(isize, usize)>,
     lb: isize,
     ub: isize,
     align: usize,
+    explicit: bool,
+}
+
+/// Bounds being accumulated: natural ones, and the markers' if any part has them.
+#[derive(Default)]
+struct Bounds {
+    natural: Option<(isize, isize)>,
+    markers: Option<(isize, isize)>,
+}
+
+impl Bounds {
+    fn take(&mut self, lb: isize, ub: isize, explicit: bool) {
+        let b = if explicit {
+            &mut self.markers
+        } else {
+            &mut self.natural
+        };
+        *b = Some(match *b {
+            None => (lb, ub),
+            Some((l, u)) => (l.min(lb), u.max(ub)),
+        });
+    }
+    /// MPI: the markers decide when there are any.
+    fn result(&self) -> (isize, isize, bool) {
+        match (self.markers, self.natural) {
+            (Some((l, u)), _) => (l, u, true),
+            (None, Some((l, u))) => (l, u, false),
+            (None, None) => (0, 0, false),
+        }
+    }
 }
 
 impl Map {
@@ -51,7 +83,7 @@ impl Map {
 }
 
 /// MPI's definition: `count` copies of `m` at `disp + j * extent(m)`, appended to `out`.
-fn place(out: &mut Map, first: &mut bool, disp: isize, count: usize, m: &Map) {
+fn place(out: &mut Map, bounds: &mut Bounds, disp: isize, count: usize, m: &Map) {
     if count == 0 {
         return;
     }
@@ -60,13 +92,7 @@ fn place(out: &mut Map, first: &mut bool, disp: isize, count: usize, m: &Map) {
         for &(o, s) in &m.entries {
             out.entries.push((at + o, s));
         }
-        let (lb, ub) = (at + m.lb, at + m.ub);
-        if *first {
-            (out.lb, out.ub, *first) = (lb, ub, false);
-        } else {
-            out.lb = out.lb.min(lb);
-            out.ub = out.ub.max(ub);
-        }
+        bounds.take(at + m.lb, at + m.ub, m.explicit);
     }
     out.align = out.align.max(m.align);
 }
@@ -77,8 +103,10 @@ fn reference(s: &Spec) -> Map {
         lb: 0,
         ub: 0,
         align: 1,
+        explicit: false,
     };
-    let mut first = true;
+    let mut b = Bounds::default();
+    let first = &mut b;
     match s {
         Spec::Basic(n) => {
             return Map {
@@ -86,40 +114,46 @@ fn reference(s: &Spec) -> Map {
                 lb: 0,
                 ub: *n as isize,
                 align: *n,
+                explicit: false,
             }
         }
-        Spec::Contiguous(c, t) => place(&mut out, &mut first, 0, *c, &reference(t)),
+        Spec::Contiguous(c, t) => place(&mut out, first, 0, *c, &reference(t)),
         Spec::Vector(c, bl, st, t) => {
             let m = reference(t);
             for i in 0..*c as isize {
-                place(&mut out, &mut first, i * st * m.extent(), *bl, &m);
+                place(&mut out, first, i * st * m.extent(), *bl, &m);
             }
         }
         Spec::Hvector(c, bl, st, t) => {
             let m = reference(t);
             for i in 0..*c as isize {
-                place(&mut out, &mut first, i * st, *bl, &m);
+                place(&mut out, first, i * st, *bl, &m);
             }
         }
         Spec::Indexed(blocks, t) => {
             let m = reference(t);
             for &(bl, d) in blocks {
-                place(&mut out, &mut first, d * m.extent(), bl, &m);
+                place(&mut out, first, d * m.extent(), bl, &m);
             }
         }
         Spec::HindexedBlock(bl, ds, t) => {
             let m = reference(t);
             for &d in ds {
-                place(&mut out, &mut first, d, *bl, &m);
+                place(&mut out, first, d, *bl, &m);
             }
         }
         Spec::Struct(fields) => {
             for (bl, d, t) in fields {
-                place(&mut out, &mut first, *d, *bl, &reference(t));
+                place(&mut out, first, *d, *bl, &reference(t));
             }
-            // The documented padding: extent rounded up to the largest member alignment.
+            (out.lb, out.ub, out.explicit) = first.result();
+            // The documented padding: extent rounded up to the largest member alignment,
+            // unless markers decide.
             let a = out.align as isize;
-            out.ub = out.lb + (out.extent() + a - 1) / a * a;
+            if !out.explicit && out.extent() > 0 {
+                out.ub = out.lb + (out.extent() + a - 1) / a * a;
+            }
+            return out;
         }
         Spec::Resized(lb, ext, t) => {
             let m = reference(t);
@@ -128,6 +162,7 @@ fn reference(s: &Spec) -> Map {
                 lb: *lb,
                 ub: lb + ext,
                 align: m.align,
+                explicit: true,
             };
         }
         Spec::Subarray(sizes, subs, starts, t) => {
@@ -141,7 +176,7 @@ fn reference(s: &Spec) -> Map {
                     for d in 0..nd {
                         lin = lin * sizes[d] as isize + (starts[d] + idx[d]) as isize;
                     }
-                    place(&mut out, &mut first, lin * m.extent(), 1, &m);
+                    place(&mut out, first, lin * m.extent(), 1, &m);
                     let mut d = nd;
                     loop {
                         if d == 0 {
@@ -162,9 +197,11 @@ fn reference(s: &Spec) -> Map {
                 lb: 0,
                 ub: total as isize * m.extent(),
                 align: m.align,
+                explicit: true,
             };
         }
     }
+    (out.lb, out.ub, out.explicit) = first.result();
     out
 }
 

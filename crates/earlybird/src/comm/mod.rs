@@ -182,8 +182,8 @@ pub(crate) const CTX_WORLD: u32 = 0;
 
 /// A buffer a persistent send may be given: `&B` for constant data, or `&mut B` for data the
 /// program changes between starts through [`Request::buffer_mut`], where `B` is a
-/// [`Buffer`] (`[T]`, `[T; N]`, `Vec<T>`, a [`Typed`](crate::Typed) view).
-pub trait SendBuf<'s> {
+/// [`Buffer`] (`[T]`, `[T; N]`, `Vec<T>`, a [`Typed`](crate::Typed) view). Sealed.
+pub trait SendBuf<'s>: crate::datatype::buffer::Sealed {
     #[doc(hidden)]
     const WRITABLE: bool;
     #[doc(hidden)]

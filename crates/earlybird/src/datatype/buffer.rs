@@ -8,23 +8,60 @@ use crate::sys::lend::{Lent, Part};
 use crate::sys::plain::{as_bytes, as_bytes_mut};
 use std::marker::PhantomData;
 
+/// Only this crate implements the buffer traits: a buffer hands the engine a raw view of
+/// memory, which must come from a borrow the library checked.
+mod private {
+    pub trait Sealed {}
+}
+pub(crate) use private::Sealed;
+
+impl<T: Equivalence> Sealed for [T] {}
+impl<T: Equivalence, const N: usize> Sealed for [T; N] {}
+impl<T: Equivalence> Sealed for Vec<T> {}
+impl Sealed for Typed<'_> {}
+impl Sealed for TypedMut<'_> {}
+impl<B: Buffer + ?Sized> Sealed for &B {}
+impl<B: BufferMut + ?Sized> Sealed for &mut B {}
+
 /// A buffer a send reads: `[T]`, `[T; N]`, `Vec<T>` of an [`Equivalence`] type, or a
-/// [`Typed`] view.
-pub trait Buffer {
+/// [`Typed`] view. Sealed: implemented by this crate only.
+pub trait Buffer: Sealed {
     #[doc(hidden)]
     fn lent(&self) -> Result<Lent>;
 }
 
-/// A buffer a receive writes: `[T]`, `[T; N]`, `Vec<T>`, or a [`TypedMut`] view.
-pub trait BufferMut {
+/// A buffer a receive writes: `[T]`, `[T; N]`, `Vec<T>`, or a [`TypedMut`] view. Sealed.
+pub trait BufferMut: Sealed {
     #[doc(hidden)]
     fn lent_mut(&mut self) -> Result<Lent>;
+}
+
+/// The datatype of a type with padding, checked to describe one value: its data within
+/// `0..size_of::<T>()` and its extent `size_of::<T>()` (what the `Plain` contract promises
+/// for the derive's types; a hand-written implementation that breaks it is refused here
+/// rather than let a slice's layout reach past its elements).
+fn own_datatype<T: Equivalence>() -> Result<Datatype> {
+    let t = T::datatype();
+    let size = std::mem::size_of::<T>() as isize;
+    let (tlb, text) = t.get_true_extent();
+    if t.size() > 0 && (tlb < 0 || tlb + text > size) || t.extent() != size || t.lb() != 0 {
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!(
+                "the datatype of {} (true extent {tlb}+{text}, lb {}, extent {}) does not describe one value of {size} bytes",
+                std::any::type_name::<T>(),
+                t.lb(),
+                t.extent()
+            ),
+        ));
+    }
+    Ok(t)
 }
 
 /// A slice of a type with padding moves through its own datatype.
 #[cold]
 fn lend_padded<T: Equivalence>(s: &[T]) -> Result<Lent> {
-    let t = T::datatype();
+    let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
     Lent::of_layout(s, l)
         .map(|l| l.with_sig(T::SIG))
@@ -33,7 +70,7 @@ fn lend_padded<T: Equivalence>(s: &[T]) -> Result<Lent> {
 
 #[cold]
 fn lend_padded_mut<T: Equivalence>(s: &mut [T]) -> Result<Lent> {
-    let t = T::datatype();
+    let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
     Lent::of_layout_mut(s, l)
         .map(|l| l.with_sig(T::SIG))
@@ -101,7 +138,7 @@ fn view<T: Equivalence>(
     dt.check_committed(what)?;
     // A type with padding may only be seen through its own datatype, which skips the
     // padding; any other could reach it.
-    if !T::GAPLESS && *dt != T::datatype() {
+    if !T::GAPLESS && !dt.same_map(&T::datatype()) {
         return Err(Error::new(
             ErrorClass::Buffer,
             format!(

@@ -8,7 +8,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// Most blocks one element of a derived type may flatten to (16 bytes each).
-const MAX_BLOCKS: usize = 1 << 26;
+const MAX_BLOCKS: usize = 1 << 24;
 
 /// Storage order of a subarray's dimensions (MPI_ORDER_C / MPI_ORDER_FORTRAN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,10 +32,31 @@ struct Builder {
     blocks: Vec<(isize, usize)>,
     sig: Vec<(BasicType, usize)>,
     size: usize,
+    /// Bounds of the parts whose bounds are natural (their data's).
     bounds: Option<(isize, isize)>,
+    /// Bounds of the parts with explicit bounds (resized, subarray, or built of such): as
+    /// MPI's lb/ub markers, they decide the result's bounds when there are any.
+    ebounds: Option<(isize, isize)>,
     true_bounds: Option<(isize, isize)>,
     align: usize,
     sig_code: Option<u16>,
+}
+
+/// Widen `acc` to take in `(lo, hi)`.
+fn widen(acc: &mut Option<(isize, isize)>, (lo, hi): (isize, isize)) {
+    *acc = Some(match *acc {
+        None => (lo, hi),
+        Some((l, u)) => (l.min(lo), u.max(hi)),
+    });
+}
+
+fn too_many(what: &str, count: usize, blocks: usize) -> Error {
+    Error::new(
+        ErrorClass::Arg,
+        format!(
+            "{what}: the type would flatten to more than {MAX_BLOCKS} blocks ({count} x {blocks})"
+        ),
+    )
 }
 
 fn overflow(what: &str) -> Error {
@@ -53,6 +74,7 @@ impl Builder {
             sig: Vec::new(),
             size: 0,
             bounds: None,
+            ebounds: None,
             true_bounds: None,
             align: 1,
             sig_code: None,
@@ -80,29 +102,21 @@ impl Builder {
                 .and_then(|x| x.checked_add(hi));
             a.zip(b).ok_or_else(|| overflow(what))
         };
-        let (lb, ub) = span(t.0.lb, t.0.ub)?;
-        self.bounds = Some(match self.bounds {
-            None => (lb, ub),
-            Some((l, u)) => (l.min(lb), u.max(ub)),
-        });
+        let b = span(t.0.lb, t.0.ub)?;
+        widen(
+            if t.0.explicit {
+                &mut self.ebounds
+            } else {
+                &mut self.bounds
+            },
+            b,
+        );
         self.align = self.align.max(t.0.align);
         if t.0.size == 0 {
             return Ok(());
         }
-        let (tlb, tub) = span(t.0.true_lb, t.0.true_ub)?;
-        self.true_bounds = Some(match self.true_bounds {
-            None => (tlb, tub),
-            Some((l, u)) => (l.min(tlb), u.max(tub)),
-        });
-        if self.blocks.len() + count.saturating_mul(t.0.blocks.len()) > MAX_BLOCKS {
-            return Err(Error::new(
-                ErrorClass::Arg,
-                format!(
-                    "{what}: the type would flatten to more than {MAX_BLOCKS} blocks ({count} x {})",
-                    t.0.blocks.len()
-                ),
-            ));
-        }
+        let tb = span(t.0.true_lb, t.0.true_ub)?;
+        widen(&mut self.true_bounds, tb);
         self.size = count
             .checked_mul(t.0.size)
             .and_then(|n| n.checked_add(self.size))
@@ -111,20 +125,43 @@ impl Builder {
             None => t.0.sig_code,
             Some(c) => super::sig_join(c, t.0.sig_code),
         });
+        if let ([(d, l)], [(b, k)]) = (&t.0.blocks[..], &t.0.sig[..]) {
+            if *l as isize == ext {
+                // Back-to-back copies of one run of one basic type: one block, one run,
+                // whatever the count.
+                self.push_block(disp + d, count * l);
+                self.push_sig(*b, count * k);
+                return Ok(());
+            }
+        }
+        if self
+            .blocks
+            .len()
+            .saturating_add(count.saturating_mul(t.0.blocks.len()))
+            > MAX_BLOCKS
+        {
+            return Err(too_many(what, count, t.0.blocks.len()));
+        }
         let mut base = disp;
         for _ in 0..count {
             for &(d, l) in t.0.blocks.iter() {
                 self.push_block(base + d, l);
             }
             for &(b, k) in t.0.sig.iter() {
-                match self.sig.last_mut() {
-                    Some((lb, lk)) if *lb == b => *lk += k,
-                    _ => self.sig.push((b, k)),
-                }
+                self.push_sig(b, k);
             }
-            base += ext;
+            // Past the last copy this may leave the address space; it is not used then.
+            base = base.wrapping_add(ext);
         }
         Ok(())
+    }
+
+    #[inline]
+    fn push_sig(&mut self, b: BasicType, k: usize) {
+        match self.sig.last_mut() {
+            Some((lb, lk)) if *lb == b => *lk += k,
+            _ => self.sig.push((b, k)),
+        }
     }
 
     #[inline]
@@ -136,7 +173,8 @@ impl Builder {
     }
 
     fn finish(self) -> Datatype {
-        let (lb, ub) = self.bounds.unwrap_or((0, 0));
+        let explicit = self.ebounds.is_some();
+        let (lb, ub) = self.ebounds.or(self.bounds).unwrap_or((0, 0));
         let (true_lb, true_ub) = self.true_bounds.unwrap_or((0, 0));
         Datatype(Rc::new(Inner {
             basic: None,
@@ -148,6 +186,7 @@ impl Builder {
             true_lb,
             true_ub,
             align: self.align,
+            explicit,
             sig_code: self.sig_code.unwrap_or(0),
             committed: Cell::new(false),
             name: RefCell::new(String::new()),
@@ -222,6 +261,13 @@ impl Datatype {
         old: &Datatype,
     ) -> Result<Datatype> {
         let mut b = Builder::new(what);
+        // Refuse a type that cannot merge into few blocks before building any of it.
+        let merges = old.block_count() == 1
+            && old.extent() == old.size() as isize
+            && blocklength.checked_mul(old.size()).map(|n| n as isize) == Some(stride_bytes);
+        if !merges && count.saturating_mul(old.block_count()) > MAX_BLOCKS {
+            return Err(too_many(what, count, old.block_count()));
+        }
         for i in 0..count {
             b.add(
                 mul(what, to_isize(what, "count", i)?, stride_bytes)?,
@@ -322,8 +368,10 @@ impl Datatype {
 
     /// MPI_Type_create_struct: block `i` is `blocklengths[i]` elements of `types[i]` at byte
     /// displacement `displacements[i]`. The extent is rounded up to the largest alignment of
-    /// the basic types inside, as a C compiler pads a struct; resize the result
-    /// ([`create_resized`](Self::create_resized)) to set it exactly.
+    /// the basic types inside, as a C compiler pads a struct, unless a member has explicit
+    /// bounds (a resized type, or one built of such): then, as with MPI's lb/ub markers, the
+    /// explicit bounds alone decide. Resize the result
+    /// ([`create_resized`](Self::create_resized)) to set the extent exactly.
     pub fn create_struct(
         blocklengths: &[usize],
         displacements: &[isize],
@@ -344,11 +392,13 @@ impl Datatype {
         for ((&n, &d), t) in blocklengths.iter().zip(displacements).zip(types) {
             b.add(d, n, t)?;
         }
-        if let Some((lb, ub)) = b.bounds {
-            let a = b.align as isize;
-            let ext = ub - lb;
-            let padded = (ext + a - 1) / a * a;
-            b.bounds = Some((lb, lb + padded));
+        // Padding as a C compiler adds it, unless a member has explicit bounds (MPI's
+        // markers then decide alone).
+        if let (Some((lb, ub)), None) = (b.bounds, b.ebounds) {
+            let (a, ext) = (b.align as isize, ub - lb);
+            if ext > 0 {
+                b.bounds = Some((lb, lb + (ext + a - 1) / a * a));
+            }
         }
         Ok(b.finish())
     }
@@ -428,15 +478,15 @@ impl Datatype {
         let ub = lb
             .checked_add(extent)
             .ok_or_else(|| overflow("type_create_resized"))?;
-        Ok(old.copy_with(lb, ub, false))
+        Ok(old.copy_with(lb, ub, false, true))
     }
 
     /// MPI_Type_dup: a new handle with the same type map, committed if `self` is.
     pub fn dup(&self) -> Result<Datatype> {
-        Ok(self.copy_with(self.0.lb, self.0.ub, self.is_committed()))
+        Ok(self.copy_with(self.0.lb, self.0.ub, self.is_committed(), self.0.explicit))
     }
 
-    fn copy_with(&self, lb: isize, ub: isize, committed: bool) -> Datatype {
+    fn copy_with(&self, lb: isize, ub: isize, committed: bool, explicit: bool) -> Datatype {
         let o = &self.0;
         Datatype(Rc::new(Inner {
             basic: None,
@@ -448,6 +498,7 @@ impl Datatype {
             true_lb: o.true_lb,
             true_ub: o.true_ub,
             align: o.align,
+            explicit,
             sig_code: o.sig_code,
             committed: Cell::new(committed),
             name: RefCell::new(String::new()),
@@ -459,6 +510,6 @@ impl Builder {
     /// A subarray's type: lower bound 0 and the whole array's extent.
     fn finish_subarray(self, extent: isize) -> Result<Datatype> {
         let t = self.finish();
-        Ok(t.copy_with(0, extent, false))
+        Ok(t.copy_with(0, extent, false, true))
     }
 }

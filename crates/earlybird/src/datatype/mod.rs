@@ -18,7 +18,7 @@
 //! basic types. Packing walks the blocks; nothing is interpreted at send time.
 #![forbid(unsafe_code)]
 
-mod buffer;
+pub(crate) mod buffer;
 mod constructors;
 
 pub use buffer::{split_views, Buffer, BufferMut, Typed, TypedMut, ViewOf};
@@ -110,16 +110,33 @@ impl BasicType {
         }
     }
 
+    /// Alignment in a C struct (x86-64 System V).
+    pub const fn align(self) -> usize {
+        use BasicType::*;
+        match self {
+            CFloatComplex => 4,
+            LongDouble => 16,
+            _ => {
+                let s = self.size();
+                if s < 8 {
+                    s
+                } else {
+                    8
+                }
+            }
+        }
+    }
+
     const fn kind(self) -> Kind {
         use BasicType::*;
         match self {
-            Byte | Packed | LongDouble | FloatInt | DoubleInt | LongInt | TwoInt | ShortInt => {
-                Kind::Raw
-            }
+            // Unsigned bytes are Rust's raw bytes: never signature-checked, like MPI_BYTE.
+            Byte | Packed | UnsignedChar | Uint8 | LongDouble | FloatInt | DoubleInt | LongInt
+            | TwoInt | ShortInt => Kind::Raw,
             Char | SignedChar | Wchar | Short | Int | Long | LongLong | Int8 | Int16 | Int32
             | Int64 | Aint | Offset | Count => Kind::Signed,
-            UnsignedChar | UnsignedShort | Unsigned | UnsignedLong | UnsignedLongLong | Uint8
-            | Uint16 | Uint32 | Uint64 => Kind::Unsigned,
+            UnsignedShort | Unsigned | UnsignedLong | UnsignedLongLong | Uint16 | Uint32
+            | Uint64 => Kind::Unsigned,
             Float | Double => Kind::Float,
             CFloatComplex | CDoubleComplex => Kind::Complex,
             CBool => Kind::Bool,
@@ -127,7 +144,8 @@ impl BasicType {
     }
 
     /// The signature code a message of this type carries: kind above, size in the low byte;
-    /// 0 (never checked) for bytes, packed data and the pair types, which are structs.
+    /// 0 (never checked) for bytes (MPI_BYTE, and the unsigned 8-bit types, which are Rust's
+    /// raw bytes), packed data, long double and the pair types, which are structs.
     pub const fn sig(self) -> u16 {
         match self.kind() {
             Kind::Raw => 0,
@@ -236,20 +254,13 @@ macro_rules! equivalence {
     };
 }
 
+// `u8` is MPI_UINT8_T, and also how Rust holds raw bytes: its messages are not
+// signature-checked (see `BasicType::sig`), so any message may be received into bytes and
+// bytes into anything, as with MPI_BYTE.
 equivalence! {
     i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
-    u16 => Uint16, u32 => Uint32, u64 => Uint64,
+    u8 => Uint8, u16 => Uint16, u32 => Uint32, u64 => Uint64,
     f32 => Float, f64 => Double,
-}
-
-/// `u8` is MPI_UINT8_T, but a `u8` buffer is also how Rust holds raw bytes: its messages are
-/// not signature-checked, so any message may be received into bytes and bytes into anything
-/// (as with MPI_BYTE).
-impl Equivalence for u8 {
-    const SIG: u16 = 0;
-    fn datatype() -> Datatype {
-        Datatype::basic(BasicType::Uint8)
-    }
 }
 
 #[cfg(target_pointer_width = "64")]
@@ -283,6 +294,9 @@ struct Inner {
     true_ub: isize,
     /// Largest alignment of the basic types inside (for the padding of struct extents).
     align: usize,
+    /// Whether lb and ub were set explicitly (resized, subarray, or built of such), like
+    /// MPI's lb/ub markers.
+    explicit: bool,
     sig_code: u16,
     committed: Cell<bool>,
     name: RefCell<String>,
@@ -304,6 +318,19 @@ impl PartialEq for Datatype {
     /// Handles on the same datatype.
     fn eq(&self, other: &Datatype) -> bool {
         Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Datatype {
+    /// Whether the two types touch the same bytes in the same order with the same bounds (a
+    /// type and its dup, or two builds of one Rust type's datatype).
+    pub(crate) fn same_map(&self, other: &Datatype) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        Rc::ptr_eq(a, b)
+            || (a.lb == b.lb
+                && a.ub == b.ub
+                && a.blocks[..] == b.blocks[..]
+                && a.sig[..] == b.sig[..])
     }
 }
 
@@ -336,7 +363,8 @@ impl Datatype {
             ub: size as isize,
             true_lb: 0,
             true_ub: size as isize,
-            align: size.min(8),
+            align: b.align(),
+            explicit: false,
             sig_code: b.sig(),
             committed: Cell::new(true),
             name: RefCell::new(b.mpi_name().into()),

@@ -125,3 +125,40 @@ fn pack_unpack_round_trip_and_errors() {
     );
     assert_eq!(v.pack_size(5).unwrap(), 120);
 }
+
+#[test]
+fn explicit_bounds_decide_a_struct_without_padding() {
+    // A double resized to extent 12: a struct of it keeps extent 12 (the markers decide),
+    // where a plain double member would be padded to 16 with the int.
+    let r = Datatype::create_resized(&d(), 0, 12).unwrap();
+    let s = Datatype::create_struct(&[1, 1], &[0, 8], &[r, Datatype::of::<i32>()]).unwrap();
+    assert_eq!(s.get_extent(), (0, 12));
+    let n = Datatype::create_struct(&[1, 1], &[0, 8], &[d(), Datatype::of::<i32>()]).unwrap();
+    assert_eq!(n.get_extent(), (0, 16));
+    // The markers of a vector of resized types follow the copies.
+    let v = Datatype::contiguous(3, &Datatype::create_resized(&d(), -4, 16).unwrap()).unwrap();
+    assert_eq!(v.get_extent(), (-4, 48));
+}
+
+#[test]
+fn huge_contiguous_types_stay_one_block() {
+    let t = Datatype::contiguous(100_000_000, &d()).unwrap();
+    assert_eq!(
+        (t.size(), t.block_count(), t.elements_in(800)),
+        (800_000_000, 1, Some(100))
+    );
+    let a = Datatype::of::<[u8; 1 << 27]>();
+    assert_eq!((a.size(), a.block_count()), (1 << 27, 1));
+    // A huge strided type is refused with a message, not built.
+    let e = Datatype::vector(1 << 25, 1, 2, &d()).unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg);
+}
+
+#[test]
+fn unsigned_bytes_are_never_signature_checked() {
+    assert_eq!(<u8 as Equivalence>::SIG, 0);
+    assert_eq!(Datatype::of::<u8>().sig_code(), 0);
+    assert_ne!(Datatype::of::<i8>().sig_code(), 0);
+    assert_eq!(BasicType::CFloatComplex.align(), 4);
+    assert_eq!(BasicType::LongDouble.align(), 16);
+}

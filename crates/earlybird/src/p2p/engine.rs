@@ -346,7 +346,7 @@ impl Engine {
             SendMode::Buffered => {
                 // Space held by earlier buffered sends is released by their FIN, which may be
                 // sitting in a ring: look before saying it does not fit.
-                let need = buf.len() + BSEND_OVERHEAD;
+                let need = buf.packed_len() + BSEND_OVERHEAD;
                 if self.core.bsend_in_use + need > self.core.bsend_capacity.unwrap_or(0) {
                     self.progress();
                 }
@@ -920,18 +920,18 @@ impl Core {
                 ErrorClass::Buffer,
                 format!(
                     "buffered send of {} bytes with no buffer attached (call buffer_attach first)",
-                    buf.len()
+                    buf.packed_len()
                 ),
             ));
         };
         self.reap_bsends();
-        let need = buf.len() + BSEND_OVERHEAD;
+        let need = buf.packed_len() + BSEND_OVERHEAD;
         if self.bsend_in_use + need > cap {
             return Err(Error::new(
                 ErrorClass::Buffer,
                 format!(
                     "buffered send of {} bytes (+{BSEND_OVERHEAD} overhead) does not fit: attached buffer {cap} bytes, {} in use",
-                    buf.len(),
+                    buf.packed_len(),
                     self.bsend_in_use
                 ),
             ));
@@ -974,21 +974,29 @@ impl Core {
     /// it and there is room, else into the queue (with a copy of its payload).
     #[inline(always)]
     fn emit(&mut self, peer: u32, f: &Frame, payload: &[u8]) {
+        if peer != self.me {
+            let out = &mut self.outs[peer as usize];
+            if out.pending.is_empty()
+                && out
+                    .producer
+                    .as_mut()
+                    .expect("ring to peer")
+                    .try_push(f, payload)
+            {
+                return;
+            }
+        }
+        self.enqueue(peer, f, payload.to_vec());
+    }
+
+    /// Queue a frame whose payload could not go into the ring now (or goes to this endpoint
+    /// itself), taking the payload's bytes.
+    fn enqueue(&mut self, peer: u32, f: &Frame, payload: Vec<u8>) {
         if peer == self.me {
-            self.loopback.push_back((*f, payload.to_vec()));
+            self.loopback.push_back((*f, payload));
             return;
         }
-        let out = &mut self.outs[peer as usize];
-        if out.pending.is_empty()
-            && out
-                .producer
-                .as_mut()
-                .expect("ring to peer")
-                .try_push(f, payload)
-        {
-            return;
-        }
-        out.pending.push_back((*f, payload.to_vec()));
+        self.outs[peer as usize].pending.push_back((*f, payload));
         self.pending_frames += 1;
     }
 
@@ -1008,7 +1016,7 @@ impl Core {
                 return;
             }
         }
-        self.emit(peer, f, &buf.to_packed());
+        self.enqueue(peer, f, buf.to_packed());
     }
 
     fn flush_pending(&mut self) -> bool {
@@ -1230,7 +1238,7 @@ impl Core {
         let len = payload.len();
         let cap = buf.packed_len();
         buf.unpack_from(&payload[..len.min(cap)]);
-        if len <= cap && sig == buf.sig() {
+        if len <= cap && (sig == buf.sig() || buf.sig() == 0) {
             s.done = true;
             s.status = Status {
                 source: env.src as i32,

@@ -41,9 +41,13 @@ pub fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()>
 const IOV_MAX: usize = 1024;
 
 /// Copy the first `n` bytes of the `remote` segments (`(address, length)` in process `pid`)
-/// into the `local` segments (addresses of this process that the caller has lent for writing),
-/// in order, batching up to [`IOV_MAX`] segments a side per call.
-pub fn read_remote_segments(
+/// into the `local` segments, in order, batching up to [`IOV_MAX`] segments a side per call.
+///
+/// # Safety
+/// Every `local` segment must be memory of this process that the caller may write (a piece
+/// of a buffer lent for writing to the receive), and no other reference may observe it during
+/// the call.
+pub(crate) unsafe fn read_remote_segments(
     pid: u32,
     local: &[(u64, u64)],
     remote: &[(u64, u64)],
@@ -87,7 +91,7 @@ pub fn read_remote_segments(
             ));
         }
         // SAFETY: (1) each local iovec is a piece of a buffer this process lent for writing to
-        // the receive (the caller's contract), within its bounds; (2) the remote iovecs name
+        // the receive, within its bounds (this function's safety contract); (2) the remote iovecs name
         // memory of another process, which the kernel checks (EFAULT); (3) the kernel copies
         // at most the smaller of the two totals.
         let r = unsafe {

@@ -35,7 +35,12 @@ impl Layout {
         true_ub: isize,
         buf_len: usize,
     ) -> Result<Layout, String> {
-        let elem_size = blocks.iter().map(|b| b.1).sum();
+        let elem_size: usize = blocks.iter().map(|b| b.1).sum();
+        if elem_size.checked_mul(count).is_none() {
+            return Err(format!(
+                "{count} elements of {elem_size} bytes overflow the address space"
+            ));
+        }
         let mut end = 0;
         if count > 0 && elem_size > 0 {
             // Bounds of the whole span in exact arithmetic.
@@ -92,7 +97,8 @@ impl Layout {
                 f((base + d) as usize, p, l);
                 p += l;
             }
-            base += self.extent;
+            // Past the last element this may leave the address space; it is not used then.
+            base = base.wrapping_add(self.extent);
         }
     }
 

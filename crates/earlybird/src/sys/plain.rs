@@ -9,10 +9,12 @@
 /// A type whose datatype's bytes may be read and written as raw bytes.
 ///
 /// # Safety
-/// Implementing it promises that (1) every byte covered by the type's datatype
-/// (`<T as Equivalence>::datatype()`, within `0..size_of::<T>()`) is initialised in every
-/// value of `T`; (2) writing any bytes into those positions of a valid `T` leaves a valid `T`;
-/// (3) if [`GAPLESS`](Plain::GAPLESS) is true, that holds for all `size_of::<T>()` bytes (the
+/// Implementing it promises that (1) the type's datatype (`<T as Equivalence>::datatype()`)
+/// describes one value: its data lies within `0..size_of::<T>()`, its lower bound is 0 and its
+/// extent `size_of::<T>()` (the library also checks this before it relies on it); (2) every
+/// byte that datatype covers is initialised in every value of `T`; (3) writing any bytes into
+/// those positions of a valid `T` leaves a valid `T`;
+/// (4) if [`GAPLESS`](Plain::GAPLESS) is true, that holds for all `size_of::<T>()` bytes (the
 /// type has no padding and no invalid bit patterns, as `bytemuck::Pod`).
 pub unsafe trait Plain: Copy + 'static {
     /// The type has no padding: its slices are moved as their bytes.
