@@ -621,6 +621,10 @@ fn misuse(u: &Universe) -> Result<()> {
             ic.intercomm_create(0, w, 0, 0).unwrap_err().class(),
             ErrorClass::Comm
         );
+        assert_eq!(
+            ic.cart_create(&[1], &[true], false).unwrap_err().class(),
+            ErrorClass::Comm
+        );
         // intercomm_merge with different values of high within a group (only when a group
         // has two processes).
         if n >= 4 {

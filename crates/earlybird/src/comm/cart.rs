@@ -304,6 +304,7 @@ impl Comm {
         let _ = reorder;
         let r = (|| {
             self.check_live()?;
+            self.check_intra("cart_create")?;
             let what = "cart_create";
             check_len(what, "periods", periods.len(), dims.len())?;
             let n = self.checked_grid(what, dims)?;
