@@ -4,7 +4,7 @@
 //! [JobHeader: 256 B][RankSlot x nranks: 128 B each][pad to 4 KiB][rings]
 //! ```
 //!
-//! There is one [`ring`](super::ring) per ordered pair of distinct endpoints; ring (s -> r)
+//! There is one `ring` per ordered pair of distinct endpoints; ring (s -> r)
 //! is written by s and read by r. A rank's slot carries its pid (for single-copy transfers),
 //! its state, and what it is blocked in (for `ebrun --timeout` reports). The header carries
 //! the abort flag that ends every wait when the job fails.

@@ -1,6 +1,6 @@
 //! p2p — point-to-point messaging with MPI 4.1 semantics on the fabric.
 //!
-//! [`matching`] is the I/O-free matching engine; [`engine`] runs the protocols over the
+//! [`matching`] is the I/O-free matching engine; `engine` runs the protocols over the
 //! fabric's rings: eager frames (payload in the ring, one copy on each side), rendezvous for
 //! large payloads (the receiver pulls with a single copy and answers FIN), synchronous-mode
 //! acknowledgements, send cancellation, and flow control that bounds what a receiver buffers

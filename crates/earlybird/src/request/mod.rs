@@ -3,7 +3,7 @@
 //! A [`Request`] is a nonblocking operation (complete once, then consumed) or a persistent
 //! one (started and completed many times, inactive in between). The wait/test family works
 //! on mixed arrays of both. Bound channels, collective schedules, RMA sync counters and
-//! generalized requests join as further [`Plan`]s, or, when one operation takes several
+//! generalized requests join as further `Plan`s, or, when one operation takes several
 //! engine operations and local work (MPI_Comm_idup now, collective schedules later), as
 //! `Steps` advanced by test and wait.
 //!
@@ -943,7 +943,7 @@ impl Drop for ScopeOps {
 }
 
 /// The region in which buffers may be lent to nonblocking and persistent operations.
-/// See [`scope`](crate::scope).
+/// See [`scope`].
 pub struct Scope<'scope, 'env: 'scope> {
     pub(crate) ops: ScopeOps,
     _scope: PhantomData<&'scope mut &'scope ()>,
