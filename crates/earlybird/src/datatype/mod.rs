@@ -530,18 +530,13 @@ impl Datatype {
     ) -> Result<()> {
         let v = Typed::new(inbuf, count, self)?;
         let lent = v.lent_ref();
-        let n = lent.packed_len();
-        let end = position.checked_add(n).filter(|&e| e <= outbuf.len());
-        let Some(end) = end else {
-            return Err(Error::new(
-                ErrorClass::Truncate,
-                format!(
-                    "pack: {n} bytes do not fit at position {} of a {}-byte buffer",
-                    position,
-                    outbuf.len()
-                ),
-            ));
-        };
+        let end = packed_end(
+            "pack",
+            "do not fit",
+            lent.packed_len(),
+            *position,
+            outbuf.len(),
+        )?;
         lent.pack_into(&mut outbuf[*position..end]);
         *position = end;
         Ok(())
@@ -558,18 +553,13 @@ impl Datatype {
     ) -> Result<()> {
         let mut v = TypedMut::new(outbuf, count, self)?;
         let lent = v.lent_ref();
-        let n = lent.packed_len();
-        let end = position.checked_add(n).filter(|&e| e <= inbuf.len());
-        let Some(end) = end else {
-            return Err(Error::new(
-                ErrorClass::Truncate,
-                format!(
-                    "unpack: {n} bytes wanted at position {} of a {}-byte buffer",
-                    position,
-                    inbuf.len()
-                ),
-            ));
-        };
+        let end = packed_end(
+            "unpack",
+            "wanted",
+            lent.packed_len(),
+            *position,
+            inbuf.len(),
+        )?;
         lent.unpack_from(&inbuf[*position..end]);
         *position = end;
         Ok(())
@@ -597,6 +587,20 @@ impl Datatype {
         }
         (rem == 0).then_some(n)
     }
+}
+
+/// Where `n` packed bytes at `position` of a `len`-byte buffer end; `MPI_ERR_TRUNCATE` if
+/// they do not fit (`how` says so in the message: "do not fit", "wanted").
+fn packed_end(what: &str, how: &str, n: usize, position: usize, len: usize) -> Result<usize> {
+    position
+        .checked_add(n)
+        .filter(|&e| e <= len)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Truncate,
+                format!("{what}: {n} bytes {how} at position {position} of a {len}-byte buffer"),
+            )
+        })
 }
 
 impl Status {

@@ -30,6 +30,7 @@ use super::{Status, BSEND_OVERHEAD, PROC_NULL};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::ring::{Consumer, Frame, Producer, INLINE_BYTES};
 use crate::fabric::shm::{BlockedIn, JobSegment};
+use crate::sys::layout::Segment;
 use crate::sys::lend::{Lent, Remote};
 use std::collections::VecDeque;
 
@@ -71,7 +72,7 @@ enum OpKind {
         /// A non-contiguous rendezvous send's segment table, which the receiver reads out of
         /// this memory: held here, unread, until the FIN.
         #[allow(dead_code)]
-        table: Option<Box<[[u64; 2]]>>,
+        table: Option<Box<[Segment]>>,
     },
     Recv {
         buf: Lent,
@@ -873,8 +874,8 @@ impl Core {
             self.emit_lent(peer, &f, &buf);
             started
         } else {
-            let table: Option<Box<[[u64; 2]]>> = (!buf.is_contiguous())
-                .then(|| buf.segments(len).into_iter().map(|(a, l)| [a, l]).collect());
+            let table: Option<Box<[Segment]>> =
+                (!buf.is_contiguous()).then(|| buf.segments(len).into_boxed_slice());
             let mut f = Frame {
                 kind: K_RTS,
                 ctx,

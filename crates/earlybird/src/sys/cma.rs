@@ -1,6 +1,7 @@
 //! Cross-memory attach: one copy between two processes' address spaces
 //! (`process_vm_readv`), used by the rendezvous protocol.
 
+use super::layout::Segment;
 use std::io;
 
 /// Copy `dst.len()` bytes from `remote_addr` in process `pid` into `dst`.
@@ -49,8 +50,8 @@ const IOV_MAX: usize = 1024;
 /// the call.
 pub(crate) unsafe fn read_remote_segments(
     pid: u32,
-    local: &[(u64, u64)],
-    remote: &[(u64, u64)],
+    local: &[Segment],
+    remote: &[Segment],
     n: usize,
 ) -> io::Result<()> {
     // Cursors: segment index and offset within it, on each side.
@@ -64,9 +65,9 @@ pub(crate) unsafe fn read_remote_segments(
         // Up to IOV_MAX segments a side, and the same byte count on both.
         let (mut lbytes, mut i, mut off) = (0u64, li, loff);
         while i < local.len() && liov.len() < IOV_MAX && lbytes < left {
-            let take = (local[i].1 - off).min(left - lbytes);
+            let take = (local[i][1] - off).min(left - lbytes);
             liov.push(libc::iovec {
-                iov_base: (local[i].0 + off) as *mut libc::c_void,
+                iov_base: (local[i][0] + off) as *mut libc::c_void,
                 iov_len: take as usize,
             });
             lbytes += take;
@@ -75,9 +76,9 @@ pub(crate) unsafe fn read_remote_segments(
         }
         let (mut rbytes, mut j, mut roff2) = (0u64, ri, roff);
         while j < remote.len() && riov.len() < IOV_MAX && rbytes < lbytes {
-            let take = (remote[j].1 - roff2).min(lbytes - rbytes);
+            let take = (remote[j][1] - roff2).min(lbytes - rbytes);
             riov.push(libc::iovec {
-                iov_base: (remote[j].0 + roff2) as *mut libc::c_void,
+                iov_base: (remote[j][0] + roff2) as *mut libc::c_void,
                 iov_len: take as usize,
             });
             rbytes += take;
@@ -121,20 +122,20 @@ pub(crate) unsafe fn read_remote_segments(
         let mut k = r as u64;
         left -= k;
         while k > 0 {
-            let t = (local[li].1 - loff).min(k);
+            let t = (local[li][1] - loff).min(k);
             loff += t;
             k -= t;
-            if loff == local[li].1 {
+            if loff == local[li][1] {
                 li += 1;
                 loff = 0;
             }
         }
         let mut k = r as u64;
         while k > 0 {
-            let t = (remote[ri].1 - roff).min(k);
+            let t = (remote[ri][1] - roff).min(k);
             roff += t;
             k -= t;
-            if roff == remote[ri].1 {
+            if roff == remote[ri][1] {
                 ri += 1;
                 roff = 0;
             }

@@ -9,6 +9,10 @@
 
 use std::rc::Rc;
 
+/// One run of bytes, `[address, length]`: the form of a segment table, which a rendezvous
+/// receiver reads out of the sender's memory as raw `u64` pairs.
+pub type Segment = [u64; 2];
+
 /// `count` elements, each a list of `(displacement, length)` blocks, element `k` starting at
 /// byte `origin + k * extent` of the buffer.
 #[derive(Debug)]
@@ -104,13 +108,13 @@ impl Layout {
 
     /// The first `n` packed bytes as `(address, length)` segments of the buffer at `base`,
     /// adjacent pieces merged.
-    pub fn segments(&self, base: u64, n: usize) -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = Vec::new();
+    pub fn segments(&self, base: u64, n: usize) -> Vec<Segment> {
+        let mut v: Vec<Segment> = Vec::new();
         self.pieces(n, |b, _, l| {
             let a = base + b as u64;
             match v.last_mut() {
-                Some((la, ll)) if *la + *ll == a => *ll += l as u64,
-                _ => v.push((a, l as u64)),
+                Some([la, ll]) if *la + *ll == a => *ll += l as u64,
+                _ => v.push([a, l as u64]),
             }
         });
         v
@@ -134,7 +138,7 @@ mod tests {
         assert_eq!(part, vec![(40, 0, 4), (32, 4, 2), (24, 6, 1)]);
         assert_eq!(
             l.segments(1000, 12),
-            vec![(1040, 4), (1032, 2), (1024, 4), (1016, 2)]
+            vec![[1040, 4], [1032, 2], [1024, 4], [1016, 2]]
         );
     }
 
@@ -150,6 +154,6 @@ mod tests {
     #[test]
     fn adjacent_pieces_merge_into_one_segment() {
         let l = Layout::new(Rc::from(vec![(0, 8)]), 8, 4, 0, 0, 8, 32).unwrap();
-        assert_eq!(l.segments(0, 32), vec![(0, 32)]);
+        assert_eq!(l.segments(0, 32), vec![[0, 32]]);
     }
 }

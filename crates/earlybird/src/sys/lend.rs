@@ -7,7 +7,7 @@
 //! request) until the operation has completed or been cancelled. Every `unsafe` block below
 //! leans on that invariant.
 
-use super::layout::Layout;
+use super::layout::{Layout, Segment};
 use super::plain::Plain;
 use std::io;
 use std::rc::Rc;
@@ -285,9 +285,9 @@ impl Lent {
 
     /// The first `n` message bytes as `(address, length)` segments (one for a contiguous
     /// buffer), for a peer's single-copy read or this side's.
-    pub fn segments(&self, n: usize) -> Vec<(u64, u64)> {
+    pub fn segments(&self, n: usize) -> Vec<Segment> {
         match &self.layout {
-            None => vec![(self.addr(), n.min(self.len) as u64)],
+            None => vec![[self.addr(), n.min(self.len) as u64]],
             Some(l) => l.segments(self.addr(), n),
         }
     }
@@ -408,7 +408,7 @@ impl Lent {
             return self.with_bytes_mut(|dst| super::cma::read_remote(pid, addr, &mut dst[..n]));
         }
         let theirs = match remote {
-            Remote::Contiguous(addr) => vec![(addr, n as u64)],
+            Remote::Contiguous(addr) => vec![[addr, n as u64]],
             Remote::Segments { table, entries } => {
                 read_segment_table(same_process, pid, table, entries)?
             }
@@ -432,26 +432,26 @@ fn read_segment_table(
     pid: u32,
     table: u64,
     entries: usize,
-) -> io::Result<Vec<(u64, u64)>> {
-    let mut v = vec![[0u64; 2]; entries];
+) -> io::Result<Vec<Segment>> {
+    let mut v: Vec<Segment> = vec![[0; 2]; entries];
     if same_process {
         // SAFETY: `table` is the sender's segment table of `entries` `[u64; 2]` (its RTS says
         // so), which it keeps alive until our FIN; `v` has room for exactly that.
-        unsafe { std::ptr::copy_nonoverlapping(table as *const [u64; 2], v.as_mut_ptr(), entries) };
+        unsafe { std::ptr::copy_nonoverlapping(table as *const Segment, v.as_mut_ptr(), entries) };
     } else {
         let raw: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
         super::cma::read_remote(pid, table, raw)?;
     }
-    Ok(v.into_iter().map(|[a, l]| (a, l)).collect())
+    Ok(v)
 }
 
 /// Copy the first `n` bytes described by `src` segments into those described by `dst`
 /// segments, both in this address space.
-fn copy_segments(dst: &[(u64, u64)], src: &[(u64, u64)], n: usize) {
+fn copy_segments(dst: &[Segment], src: &[Segment], n: usize) {
     let (mut di, mut doff, mut si, mut soff, mut left) = (0, 0u64, 0, 0u64, n as u64);
     while left > 0 && di < dst.len() && si < src.len() {
-        let (da, dl) = dst[di];
-        let (sa, sl) = src[si];
+        let [da, dl] = dst[di];
+        let [sa, sl] = src[si];
         let k = (dl - doff).min(sl - soff).min(left);
         // SAFETY: `dst` segments are pieces of our exclusively lent receive buffer; `src`
         // segments are pieces of the sender's lent buffer, alive and unmodified until our FIN
@@ -599,7 +599,7 @@ mod tests {
         assert_eq!(lents.len(), 5);
         assert_eq!(
             lents[0].segments(16),
-            vec![(lents[0].addr() + 32, 8), (lents[0].addr() + 64, 8)]
+            vec![[lents[0].addr() + 32, 8], [lents[0].addr() + 64, 8]]
         );
         assert_eq!((lents[4].len(), lents[4].is_contiguous()), (32, true));
         assert!(!lents[0].gapless && lents[4].gapless);
