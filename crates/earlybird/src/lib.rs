@@ -25,6 +25,7 @@
 //! only; every other module forbids it.
 
 pub mod bootstrap;
+pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod error;
@@ -35,6 +36,8 @@ pub mod request;
 pub mod sys;
 pub mod threads;
 
+pub use coll::op::{reduce_local, Op, Predefined};
+pub use coll::{Coll, InPlace, Src, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
@@ -42,7 +45,7 @@ pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{
     split_views, BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut,
-    ViewOf,
+    ValueIndex, ViewOf,
 };
 pub use error::{
     add_error_class, add_error_code, add_error_string, error_class, error_string, last_used_code,

@@ -76,6 +76,7 @@ pub(super) fn assemble(
         info: RefCell::new(info),
         seq: Cell::new(0),
         local,
+        coll_forced: Default::default(),
     }))
 }
 
@@ -259,7 +260,7 @@ impl Steps for IdupSteps {
 
 impl Comm {
     /// The number of this collective call on the communicator (see [`coll_tag`]).
-    pub(super) fn next_seq(&self) -> u32 {
+    pub(crate) fn next_seq(&self) -> u32 {
         let s = self.shared.seq.get();
         self.shared.seq.set(s.wrapping_add(1));
         s
@@ -308,7 +309,7 @@ impl Comm {
 
     /// `MPI_ERR_COMM` on an intercommunicator for calls earlybird makes on
     /// intracommunicators only.
-    pub(super) fn check_intra(&self, what: &str) -> Result<()> {
+    pub(crate) fn check_intra(&self, what: &str) -> Result<()> {
         if self.shared.local.is_some() {
             return Err(Error::new(
                 ErrorClass::Comm,
@@ -665,6 +666,7 @@ impl Comm {
     pub fn set_info(&self, info: &Info) -> Result<()> {
         let r = self.check_live().and_then(|()| {
             let mut mine = self.shared.info.borrow_mut();
+            self.shared.coll_forced.replace(None);
             info.iter().try_for_each(|(k, v)| mine.set(k, v))
         });
         self.ret("comm_set_info", r)

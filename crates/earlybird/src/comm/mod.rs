@@ -10,7 +10,7 @@
 //! MPI 4.1 §3 (point-to-point communication), §6.4 (communicators), §9.3 (error handlers).
 #![forbid(unsafe_code)]
 
-mod agree;
+pub(crate) mod agree;
 pub mod attr;
 pub mod cart;
 mod create;
@@ -44,16 +44,16 @@ use std::rc::Rc;
 /// and `size` refer, and a remote group, which point-to-point addresses.
 #[derive(Clone)]
 pub struct Comm {
-    eng: EngineRef,
-    ctx: u32,
-    rank: i32,
-    size: i32,
+    pub(crate) eng: EngineRef,
+    pub(crate) ctx: u32,
+    pub(crate) rank: i32,
+    pub(crate) size: i32,
     /// Size of the group point-to-point addresses: `size`, or the remote group's size.
     peers: i32,
     /// Rank <-> endpoint translation of the group point-to-point addresses (the remote group
     /// of an intercommunicator); `None` when ranks are the job's (WORLD).
-    map: Option<Rc<RankMap>>,
-    shared: Rc<CommShared>,
+    pub(crate) map: Option<Rc<RankMap>>,
+    pub(crate) shared: Rc<CommShared>,
 }
 
 /// Rank translation of a communicator whose ranks are not the job's.
@@ -72,6 +72,12 @@ impl RankMap {
             ranks[e as usize] = r as i32;
         }
         RankMap { members, ranks }
+    }
+
+    /// The endpoint of communicator rank `r` (in range).
+    #[inline(always)]
+    pub(crate) fn endpoint(&self, r: i32) -> u32 {
+        self.members[r as usize]
     }
 
     /// The communicator rank of a status's source endpoint (negative values pass through).
@@ -128,13 +134,16 @@ pub(crate) struct CommShared {
     topo: std::cell::OnceCell<cart::Topo>,
     errh: RefCell<ErrHandler>,
     /// Info hints set on the communicator (MPI_Comm_set_info, dup_with_info).
-    info: RefCell<Info>,
+    pub(crate) info: RefCell<Info>,
     /// Collective calls made on the communicator so far: every member makes them in the
     /// same order, so the count tells one call's internal messages from the next's.
     seq: Cell<u32>,
     /// The local group of an intercommunicator (endpoints, in rank order); `None` for an
     /// intracommunicator.
     local: Option<Rc<[u32]>>,
+    /// Collective algorithms forced for this communicator (info hints and the environment),
+    /// worked out at the first collective after the hints last changed (coll/registry.rs).
+    pub(crate) coll_forced: RefCell<Option<Rc<crate::coll::registry::Forced>>>,
 }
 
 impl CommShared {
@@ -236,6 +245,7 @@ impl Comm {
             info: RefCell::new(Info::new()),
             seq: Cell::new(0),
             local: None,
+            coll_forced: Default::default(),
         }))
     }
 
@@ -298,7 +308,7 @@ impl Comm {
     }
 
     #[inline(always)]
-    fn check_live(&self) -> Result<()> {
+    pub(crate) fn check_live(&self) -> Result<()> {
         if self.shared.freed.get() {
             return Err(Error::new(
                 ErrorClass::Comm,

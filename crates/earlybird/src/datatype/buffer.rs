@@ -40,7 +40,7 @@ pub trait BufferMut: Sealed {
 /// `0..size_of::<T>()` and its extent `size_of::<T>()` (what the `Plain` contract promises
 /// for the derive's types; a hand-written implementation that breaks it is refused here
 /// rather than let a slice's layout reach past its elements).
-fn own_datatype<T: Equivalence>() -> Result<Datatype> {
+pub(crate) fn own_datatype<T: Equivalence>() -> Result<Datatype> {
     let t = T::datatype();
     let size = std::mem::size_of::<T>() as isize;
     let (tlb, text) = t.get_true_extent();

@@ -243,13 +243,28 @@ pub trait Equivalence: Plain {
 
     /// The committed datatype of one value.
     fn datatype() -> Datatype;
+
+    /// `b[i] = a[i] op b[i]` for a predefined operation MPI allows on this type; `false`
+    /// (and nothing written) when it does not allow it. Called with empty slices to ask.
+    #[doc(hidden)]
+    fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = (op, a, b);
+        false
+    }
 }
 
 macro_rules! equivalence {
-    ($($t:ty => $d:ident),* $(,)?) => {
+    ($kernel:ident: $($t:ty => $d:ident),* $(,)?) => {
         $(impl Equivalence for $t {
             const SIG: u16 = BasicType::$d.sig();
             fn datatype() -> Datatype { Datatype::basic(BasicType::$d) }
+            #[inline]
+            fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+                crate::coll::op::$kernel(op, a, b)
+            }
         })*
     };
 }
@@ -257,14 +272,14 @@ macro_rules! equivalence {
 // `u8` is MPI_UINT8_T, and also how Rust holds raw bytes: its messages are not
 // signature-checked (see `BasicType::sig`), so any message may be received into bytes and
 // bytes into anything, as with MPI_BYTE.
-equivalence! {
+equivalence! { reduce_int:
     i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
     u8 => Uint8, u16 => Uint16, u32 => Uint32, u64 => Uint64,
-    f32 => Float, f64 => Double,
 }
+equivalence! { reduce_float: f32 => Float, f64 => Double }
 
 #[cfg(target_pointer_width = "64")]
-equivalence! { isize => Int64, usize => Uint64 }
+equivalence! { reduce_int: isize => Int64, usize => Uint64 }
 
 impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
     const SIG: u16 = T::SIG;
@@ -274,7 +289,28 @@ impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
             .expect("a derived type of a committed type commits");
         d
     }
+    #[inline]
+    fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+        T::reduce_predefined(op, a.as_flattened(), b.as_flattened_mut())
+    }
 }
+
+pub use crate::sys::plain::ValueIndex;
+
+macro_rules! equivalence_pair {
+    ($($v:ty => $d:ident),*) => {
+        $(impl Equivalence for ValueIndex<$v> {
+            const SIG: u16 = BasicType::$d.sig();
+            fn datatype() -> Datatype { Datatype::basic(BasicType::$d) }
+            #[inline]
+            fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+                crate::coll::op::reduce_pair(op, a, b)
+            }
+        })*
+    };
+}
+
+equivalence_pair!(f32 => FloatInt, f64 => DoubleInt, i64 => LongInt, i32 => TwoInt, i16 => ShortInt);
 
 /// An MPI datatype (MPI_Datatype). Clones are handles on the same datatype.
 #[derive(Clone)]

@@ -21,6 +21,7 @@
 //! (wait/test and their any/all/some forms, request_free, request_get_status), §3.8 (cancel).
 #![forbid(unsafe_code)]
 
+use crate::coll::sched::Schedule;
 pub use crate::comm::errhandler::ErrHandler;
 use crate::comm::errhandler::{apply, ErrSlot};
 use crate::error::{Error, ErrorClass, Result};
@@ -49,6 +50,13 @@ pub(crate) enum Plan {
         pat: Option<Pattern>,
         buf: Lent,
     },
+    /// A persistent collective: its schedule, replayed at each start, and the buffers it
+    /// hands back between starts (the receive buffer, and the send buffer if lent mutably).
+    Coll {
+        sched: Rc<RefCell<Schedule>>,
+        recv: Lent,
+        send: Option<Lent>,
+    },
 }
 
 impl Plan {
@@ -74,6 +82,7 @@ impl Plan {
                     ctx: 0,
                 },
             },
+            Plan::Coll { ref sched, .. } => sched.borrow().blocked(),
         }
     }
 
@@ -92,6 +101,14 @@ impl Plan {
                 Started::Op(op) => State::Op(op, self.blocked()),
             },
             Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
+            Plan::Coll { sched, .. } => {
+                let mut s = sched.borrow_mut();
+                s.rewind();
+                match s.advance(eng) {
+                    Some(r) => State::Done(r),
+                    None => State::Coll,
+                }
+            }
             &Plan::Recv {
                 pat: Some(p),
                 ref buf,
@@ -145,6 +162,8 @@ pub(crate) enum State {
     Op(OpId, Blocked),
     /// In progress as a sequence of steps, advanced by test and wait.
     Steps(Box<dyn Steps>),
+    /// A persistent collective in progress: its plan's schedule is running.
+    Coll,
     /// Nonblocking, completed and collected: any further use is an error.
     Consumed,
 }
@@ -250,6 +269,7 @@ impl<'s> Request<'s> {
         mut steps: Box<dyn Steps>,
         errh: &ErrSlot,
     ) -> Request<'s> {
+        scope.note_engine(eng);
         let state = match steps.advance(&mut eng.borrow_mut()) {
             Some(r) => State::Done(r),
             None => State::Steps(steps),
@@ -280,6 +300,43 @@ impl<'s> Request<'s> {
         Request::with(eng, scope, State::Inactive, Some(plan), bound, errh)
     }
 
+    /// An inactive persistent collective running `sched` at each start; `recv` (and `send`,
+    /// when lent mutably) are handed back between starts by the `*buffer_mut` calls.
+    pub(crate) fn coll_persistent(
+        eng: &EngineRef,
+        scope: &'s ScopeOps,
+        sched: Schedule,
+        recv: Lent,
+        send: Option<Lent>,
+        errh: &ErrSlot,
+    ) -> Request<'s> {
+        scope.note_engine(eng);
+        let plan = Plan::Coll {
+            sched: Rc::new(RefCell::new(sched)),
+            recv,
+            send,
+        };
+        Request::with(eng, scope, State::Inactive, Some(plan), None, errh).writable(true)
+    }
+
+    /// The send buffer of an inactive persistent collective whose send buffer was lent as
+    /// `&mut`, to change the data the next start sends. `MPI_ERR_REQUEST` while active or for
+    /// another kind of request, `MPI_ERR_BUFFER` if the send buffer was lent read-only (or
+    /// the call was in place: use [`buffer_mut`](Self::buffer_mut)).
+    pub fn send_buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+        let lent = match &self.plan {
+            Some(Plan::Coll { .. }) if self.is_active() => {
+                return Err(Error::new(ErrorClass::Request, "send_buffer_mut on an active persistent collective (wait for it first)"))
+            }
+            Some(Plan::Coll { send: Some(b), .. }) => b.clone(),
+            Some(Plan::Coll { send: None, .. }) => {
+                return Err(Error::new(ErrorClass::Buffer, "send_buffer_mut on a persistent collective whose send buffer was lent read-only (&[T]) or given as IN_PLACE"))
+            }
+            _ => return Err(Error::new(ErrorClass::Request, "send_buffer_mut on a request that is not a persistent collective")),
+        };
+        self.view_as(lent)
+    }
+
     pub(crate) fn writable(mut self, w: bool) -> Self {
         self.writable = w;
         self
@@ -292,7 +349,10 @@ impl<'s> Request<'s> {
 
     /// Whether the request is active (started and not yet completed by wait/test).
     pub fn is_active(&self) -> bool {
-        matches!(self.state, State::Op(..) | State::Done(_) | State::Steps(_))
+        matches!(
+            self.state,
+            State::Op(..) | State::Done(_) | State::Steps(_) | State::Coll
+        )
     }
 
     /// Whether this nonblocking request has been completed by wait or test already
@@ -313,10 +373,16 @@ impl<'s> Request<'s> {
             }
             Some(Plan::Send { buf, .. }) if self.writable => buf.clone(),
             Some(Plan::Recv { buf, .. }) => buf.clone(),
+            Some(Plan::Coll { recv, .. }) => recv.clone(),
             Some(Plan::Send { .. }) => {
                 return Err(Error::new(ErrorClass::Buffer, "buffer_mut on a persistent send whose buffer was lent read-only (&[T]); lend it as &mut [T]"))
             }
         };
+        self.view_as(lent)
+    }
+
+    /// The bytes of `lent` (a buffer of this inactive persistent request) as `[T]`.
+    fn view_as<T: crate::Equivalence>(&mut self, lent: Lent) -> Result<&mut [T]> {
         let Some(bytes) = lent.bytes_mut_while(self) else {
             return Err(Error::new(
                 ErrorClass::Buffer,
@@ -384,6 +450,7 @@ impl<'s> Request<'s> {
                 _ => unreachable!(),
             },
             State::Steps(s) => s.advance(eng)?,
+            State::Coll => coll_sched(&self.plan).borrow_mut().advance(eng)?,
             State::Op(op, _) => {
                 if !eng.is_done(*op) {
                     return None;
@@ -445,6 +512,18 @@ impl<'s> Request<'s> {
                     }
                 }
             }
+            State::Coll => {
+                let sched = coll_sched(&self.plan);
+                let mut e = self.eng.borrow_mut();
+                let blocked = sched.borrow().blocked();
+                match e.wait_for(blocked, |e| sched.borrow_mut().advance(e)) {
+                    Ok(r) => r,
+                    Err(err) => {
+                        self.state = State::Coll;
+                        Err(err)
+                    }
+                }
+            }
             State::Inactive => {
                 self.state = State::Inactive;
                 Ok(Status::empty())
@@ -490,6 +569,11 @@ impl<'s> Request<'s> {
                 self.state = State::Done(r);
             }
         }
+        if let State::Coll = self.state {
+            if let Some(r) = coll_sched(&self.plan).borrow_mut().advance(&mut eng) {
+                self.state = State::Done(r);
+            }
+        }
         let r = match &self.state {
             State::Inactive => Ok(Some(Status::empty())),
             State::Consumed => Err(Error::new(
@@ -497,7 +581,7 @@ impl<'s> Request<'s> {
                 "request_get_status on a consumed request",
             )),
             State::Done(r) => r.clone().map(Some),
-            State::Op(..) | State::Steps(_) => Ok(None),
+            State::Op(..) | State::Steps(_) | State::Coll => Ok(None),
         };
         drop(eng);
         let r = r.and_then(|o| o.map(|st| self.fix(Ok(st))).transpose());
@@ -513,7 +597,7 @@ impl<'s> Request<'s> {
                 Ok(())
             }
             State::Done(_) => Ok(()),
-            State::Steps(_) => apply(
+            State::Steps(_) | State::Coll => apply(
                 &self.errh,
                 "cancel",
                 Err(Error::new(
@@ -576,6 +660,20 @@ impl<'s> Request<'s> {
             };
             if eng.wait_for(s.blocked(), |e| s.advance(e)).is_err() {
                 s.abandon(&mut eng);
+            }
+        }
+        if let State::Coll = self.state {
+            let Ok(mut eng) = self.eng.try_borrow_mut() else {
+                eprintln!("earlybird: request dropped while its endpoint is in use; aborting");
+                std::process::abort();
+            };
+            let sched = coll_sched(&self.plan);
+            let blocked = sched.borrow().blocked();
+            if eng
+                .wait_for(blocked, |e| sched.borrow_mut().advance(e))
+                .is_err()
+            {
+                sched.borrow_mut().abandon(&mut eng);
             }
         }
         if let State::Op(op, blocked) = self.state {
@@ -642,7 +740,10 @@ fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
 }
 
 fn settled(r: &Request<'_>) -> bool {
-    !matches!(r.state, State::Op(..) | State::Done(_) | State::Steps(_))
+    !matches!(
+        r.state,
+        State::Op(..) | State::Done(_) | State::Steps(_) | State::Coll
+    )
 }
 
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
@@ -846,11 +947,24 @@ impl Request<'_> {
                 self.state = State::Done(r);
             }
         }
+        if let State::Coll = self.state {
+            if let Some(r) = coll_sched(&self.plan).borrow_mut().advance(e) {
+                self.state = State::Done(r);
+            }
+        }
         match &self.state {
             State::Op(op, _) => e.is_done(*op),
             State::Done(_) => true,
             _ => false,
         }
+    }
+}
+
+/// The schedule of a persistent collective's plan.
+fn coll_sched(plan: &Option<Plan>) -> Rc<RefCell<Schedule>> {
+    match plan {
+        Some(Plan::Coll { sched, .. }) => sched.clone(),
+        _ => unreachable!("State::Coll without a collective plan"),
     }
 }
 
@@ -862,6 +976,7 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
                 ..b
             }),
             State::Steps(ref s) => Some(s.blocked()),
+            State::Coll => r.plan.as_ref().map(Plan::blocked),
             _ => None,
         })
         .unwrap_or(Blocked {
@@ -903,6 +1018,11 @@ impl Default for ScopeOps {
 }
 
 impl ScopeOps {
+    /// The id operations of this scope are tagged with.
+    pub(crate) fn id(&self) -> u32 {
+        self.id
+    }
+
     /// Tag `op` (just started on `e`, the engine behind `eng`) with this scope.
     #[inline(always)]
     fn register(&self, eng: &EngineRef, e: &mut Engine, op: OpId) {

@@ -244,6 +244,115 @@ impl Lent {
             .collect())
     }
 
+    /// Bytes `off..off + len` of this contiguous buffer, or, with `layout`, a layout placed
+    /// over them (checked to lie within them), lent to the same kind of operation as the whole
+    /// (a collective's block of one rank). Panics if the range leaves the buffer: the
+    /// collective layer computes blocks from counts it has checked.
+    pub(crate) fn sub(
+        &self,
+        off: usize,
+        len: usize,
+        layout: Option<Layout>,
+    ) -> Result<Lent, String> {
+        assert!(
+            self.layout.is_none() && off.checked_add(len).is_some_and(|e| e <= self.len),
+            "sub: bytes {off}+{len} of a buffer of {} bytes",
+            self.len
+        );
+        let ptr = self.ptr.wrapping_add(off);
+        match layout {
+            None => Ok(Lent {
+                ptr,
+                len,
+                layout: None,
+                gapless: self.gapless,
+                sig: self.sig,
+            }),
+            Some(l) => Lent::laid_out(ptr, len, self.gapless, l).map(|x| x.with_sig(self.sig)),
+        }
+    }
+
+    /// Whether the two buffers are the same bytes (an in-place collective's block).
+    pub(crate) fn same_bytes(&self, other: &Lent) -> bool {
+        self.ptr == other.ptr && self.len == other.len
+    }
+
+    /// Copy the message `self` holds into `dst` (each contiguous or laid out), as a collective
+    /// moves a block locally. Both must be lent to the calling operation, `self` for reading
+    /// and `dst` for writing; copying a buffer onto itself does nothing.
+    pub(crate) fn copy_to(&self, dst: &Lent) {
+        if self.same_bytes(dst) && self.layout.is_none() && dst.layout.is_none() {
+            return;
+        }
+        let n = self.packed_len().min(dst.packed_len());
+        match (&self.layout, &dst.layout) {
+            (None, _) => {
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: the source is alive and only read meanwhile (crate invariant) and
+                // covers `n <= len` initialised bytes; `unpack_from` writes only `dst`, which
+                // is a different lent buffer or laid-out pieces disjoint from the source (the
+                // collective layer never copies between overlapping blocks).
+                let src = unsafe { std::slice::from_raw_parts(self.ptr, n) };
+                dst.unpack_from(src);
+            }
+            (Some(_), None) => {
+                dst.with_bytes_mut(|d| self.pack_into(&mut d[..n]));
+            }
+            (Some(_), Some(_)) => {
+                let mut tmp = vec![0u8; n];
+                self.pack_into(&mut tmp);
+                dst.unpack_from(&tmp);
+            }
+        }
+    }
+
+    /// Run `f` on the elements of two contiguous buffers of whole `T`s of equal length:
+    /// `src` read, `dst` written (a reduction step: `dst = src op dst`). Panics when the
+    /// buffers are not whole, aligned runs of `T` or overlap; the collective layer makes them
+    /// from slices of `T` or from its own aligned, zeroed scratch of `T`s.
+    pub(crate) fn with_typed_pair<T: Plain>(
+        src: &Lent,
+        dst: &Lent,
+        f: impl FnOnce(&[T], &mut [T]),
+    ) {
+        let size = std::mem::size_of::<T>();
+        let align = std::mem::align_of::<T>();
+        let whole = |l: &Lent| {
+            l.layout.is_none()
+                && size > 0
+                && l.len.is_multiple_of(size)
+                && (l.ptr as usize).is_multiple_of(align)
+        };
+        assert!(
+            whole(src) && whole(dst) && src.len == dst.len,
+            "with_typed_pair: buffers of {} and {} bytes are not equal runs of {}",
+            src.len,
+            dst.len,
+            std::any::type_name::<T>()
+        );
+        if src.len == 0 {
+            return;
+        }
+        let (s0, d0) = (src.ptr as usize, dst.ptr as usize);
+        assert!(
+            s0 + src.len <= d0 || d0 + dst.len <= s0,
+            "with_typed_pair: overlapping buffers"
+        );
+        let n = src.len / size;
+        // SAFETY: both buffers are alive and lent to the calling operation (crate invariant),
+        // `src` for reading and `dst` for writing by it alone; they hold `n` aligned values of
+        // `T` (slices of `T`, or zeroed scratch that only messages of `T` wrote, and any
+        // bytes in a plain type's data positions are valid, zero padding included); they do
+        // not overlap (checked); the slices do not escape `f`.
+        unsafe {
+            let a = std::slice::from_raw_parts(src.ptr as *const T, n);
+            let b = std::slice::from_raw_parts_mut(dst.ptr as *mut T, n);
+            f(a, b)
+        }
+    }
+
     /// The same buffer, tagged with the basic type its message is made of (0: mixed).
     #[inline(always)]
     pub(crate) fn with_sig(mut self, sig: u16) -> Lent {
@@ -617,5 +726,28 @@ mod tests {
                 byte: 32
             }
         );
+    }
+}
+
+impl Lent {
+    /// The bytes of a slice of `T` as one contiguous run (padding included), for a
+    /// collective that places its blocks itself; it is read by the operation.
+    pub(crate) fn of_elems<T: Plain>(s: &[T]) -> Lent {
+        Lent {
+            ptr: s.as_ptr() as *mut u8,
+            len: std::mem::size_of_val(s),
+            gapless: T::GAPLESS,
+            ..Lent::EMPTY
+        }
+    }
+
+    /// As [`of_elems`](Lent::of_elems), for a slice the operation writes.
+    pub(crate) fn of_elems_mut<T: Plain>(s: &mut [T]) -> Lent {
+        Lent {
+            ptr: s.as_mut_ptr().cast(),
+            len: std::mem::size_of_val(s),
+            gapless: T::GAPLESS,
+            ..Lent::EMPTY
+        }
     }
 }

@@ -75,3 +75,32 @@ pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
     // of `T`, and any bytes are a valid gapless plain `T`; the view borrows `b` exclusively.
     Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), b.len() / size) })
 }
+
+/// A value and its index, the element of MINLOC and MAXLOC reductions (MPI's pair types:
+/// `ValueIndex<f32>` is MPI_FLOAT_INT, `<f64>` MPI_DOUBLE_INT, `<i64>` MPI_LONG_INT, `<i32>`
+/// MPI_2INT, `<i16>` MPI_SHORT_INT), laid out as the C structs are.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ValueIndex<V> {
+    pub value: V,
+    pub index: i32,
+}
+
+impl<V> ValueIndex<V> {
+    pub const fn new(value: V, index: i32) -> Self {
+        ValueIndex { value, index }
+    }
+}
+
+macro_rules! plain_pair {
+    ($($v:ty => $gapless:expr),*) => {
+        // SAFETY: a `#[repr(C)]` struct of a primitive and an `i32`; its datatype (the MPI
+        // pair type, built as that struct) covers exactly the two fields at their C offsets
+        // with the struct's size as extent, both fields accept any bits, and the struct has
+        // padding exactly when `GAPLESS` says it does (after a 2-byte value before the
+        // index, or after the index that follows an 8-byte value).
+        $(unsafe impl Plain for ValueIndex<$v> { const GAPLESS: bool = $gapless; })*
+    };
+}
+
+plain_pair!(f32 => true, f64 => false, i64 => false, i32 => true, i16 => false);

@@ -393,3 +393,33 @@ pub fn assert_err<T: std::fmt::Debug>(r: Result<T>, class: earlybird::ErrorClass
         ),
     }
 }
+
+/// Run `f` once per algorithm earlybird has for `coll`, on a dup of `w` whose info forces
+/// that algorithm (`earlybird_coll_<coll>`), and once on `w` itself (the default choice).
+/// `f` gets the communicator and the forced name (`""` for the default). An algorithm whose
+/// restrictions the call does not meet falls back to the default, so `f` may check
+/// `earlybird::coll::last_algorithm()` only when it knows the algorithm fits.
+#[allow(dead_code)]
+pub fn each_algorithm(
+    w: &Comm,
+    coll: earlybird::Coll,
+    mut f: impl FnMut(&Comm, &str) -> Result<()>,
+) -> Result<()> {
+    f(w, "")?;
+    for a in earlybird::coll::algorithms()
+        .iter()
+        .filter(|a| a.coll == coll)
+    {
+        let mut info = earlybird::Info::new();
+        info.set(&format!("earlybird_coll_{}", coll.name()), a.name)?;
+        let c = w.dup_with_info(&info)?;
+        f(&c, a.name).map_err(|e| {
+            earlybird::Error::new(
+                e.class(),
+                format!("{} forced to {}: {e}", coll.name(), a.name),
+            )
+        })?;
+        c.free()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,428 @@
+//! The collective calls on [`Comm`]: how a call becomes [`Args`], and the one driver that
+//! runs it blocking, nonblocking or persistent.
+#![forbid(unsafe_code)]
+
+use super::op::{Op, Reducer};
+use super::registry::{self, Forced};
+use super::sched::{Now, Record, Wire};
+use super::{check_len, check_root, Args, Coll, Elem};
+use crate::comm::agree::coll_tag;
+use crate::comm::Comm;
+use crate::datatype::Equivalence;
+use crate::error::Result;
+use crate::request::{Request, Scope};
+use crate::sys::lend::Lent;
+use std::rc::Rc;
+
+/// MPI_IN_PLACE: see [`Src`].
+#[derive(Clone, Copy, Debug)]
+pub struct InPlace;
+
+/// MPI_IN_PLACE, where a collective's send argument may take it: the data is taken from (and
+/// the result left in) the receive buffer.
+pub const IN_PLACE: InPlace = InPlace;
+
+/// A collective's send argument: a slice, or [`IN_PLACE`]. A persistent collective given
+/// `&mut [T]` lets the program change the data between starts through
+/// [`Request::send_buffer_mut`].
+#[derive(Debug)]
+pub enum Src<'a, T> {
+    Slice(&'a [T]),
+    SliceMut(&'a mut [T]),
+    InPlace,
+}
+
+impl<'a, T> From<&'a [T]> for Src<'a, T> {
+    fn from(s: &'a [T]) -> Self {
+        Src::Slice(s)
+    }
+}
+impl<'a, T, const N: usize> From<&'a [T; N]> for Src<'a, T> {
+    fn from(s: &'a [T; N]) -> Self {
+        Src::Slice(s)
+    }
+}
+impl<'a, T> From<&'a Vec<T>> for Src<'a, T> {
+    fn from(s: &'a Vec<T>) -> Self {
+        Src::Slice(s)
+    }
+}
+impl<'a, T> From<&'a mut [T]> for Src<'a, T> {
+    fn from(s: &'a mut [T]) -> Self {
+        Src::SliceMut(s)
+    }
+}
+impl<'a, T, const N: usize> From<&'a mut [T; N]> for Src<'a, T> {
+    fn from(s: &'a mut [T; N]) -> Self {
+        Src::SliceMut(s)
+    }
+}
+impl<'a, T> From<&'a mut Vec<T>> for Src<'a, T> {
+    fn from(s: &'a mut Vec<T>) -> Self {
+        Src::SliceMut(s)
+    }
+}
+impl<T> From<InPlace> for Src<'_, T> {
+    fn from(_: InPlace) -> Self {
+        Src::InPlace
+    }
+}
+
+impl<T: Equivalence> Src<'_, T> {
+    /// Elements given (`None` in place).
+    pub(crate) fn len(&self) -> Option<usize> {
+        match self {
+            Src::Slice(s) => Some(s.len()),
+            Src::SliceMut(s) => Some(s.len()),
+            Src::InPlace => None,
+        }
+    }
+
+    /// The buffer, whole, and whether it may be handed back writable.
+    pub(crate) fn lend(self) -> (Option<Lent>, bool) {
+        match self {
+            Src::Slice(s) => (Some(Lent::of_elems(s)), false),
+            Src::SliceMut(s) => (Some(Lent::of_elems_mut(s)), true),
+            Src::InPlace => (None, false),
+        }
+    }
+}
+
+/// How a collective call runs.
+pub(crate) enum Mode<'s, 'e> {
+    Blocking,
+    Nonblocking(&'s Scope<'s, 'e>),
+    Persistent(&'s Scope<'s, 'e>),
+}
+
+/// A collective call, before it runs: its arguments (or the error they gave), and for
+/// reductions the reducer.
+pub(crate) struct Call {
+    pub(crate) what: &'static str,
+    pub(crate) args: Result<Args>,
+    pub(crate) reducer: Option<Reducer>,
+    /// Whether the send buffer was lent writable (persistent collectives hand it back).
+    pub(crate) send_writable: bool,
+}
+
+impl Comm {
+    /// The algorithms forced for this communicator.
+    fn forced(&self) -> Rc<Forced> {
+        let mut f = self.shared.coll_forced.borrow_mut();
+        f.get_or_insert_with(|| Rc::new(Forced::new(&self.shared.info.borrow())))
+            .clone()
+    }
+
+    /// Run a collective call in `mode`: the one path of every collective.
+    pub(crate) fn collective<'s>(
+        &self,
+        call: Call,
+        mode: Mode<'s, '_>,
+    ) -> Result<Option<Request<'s>>> {
+        let what = call.what;
+        let r = (|| {
+            self.check_live()?;
+            self.check_intra(what)?;
+            let args = call.args?;
+            let alg = registry::choose(&args, &self.forced())?;
+            let wire = Wire {
+                ctx: self.ctx + 1,
+                tag: coll_tag(self.next_seq(), 0),
+                map: self.map.clone(),
+                reducer: call.reducer,
+                what,
+            };
+            match mode {
+                Mode::Blocking => {
+                    let mut e = self.eng.borrow_mut();
+                    let mut now = Now::new(&mut e, &wire);
+                    (alg.run)(&args, &mut now);
+                    now.finish().map(|()| None)
+                }
+                Mode::Nonblocking(s) => {
+                    let mut rec = Record::new(wire);
+                    (alg.run)(&args, &mut rec);
+                    let sched = rec.finish(s.ops.id());
+                    Ok(Some(Request::steps(
+                        &self.eng,
+                        &s.ops,
+                        Box::new(sched),
+                        &self.shared,
+                    )))
+                }
+                Mode::Persistent(s) => {
+                    let mut rec = Record::new(wire);
+                    (alg.run)(&args, &mut rec);
+                    let sched = rec.finish(s.ops.id());
+                    let send = if call.send_writable {
+                        args.send.clone()
+                    } else {
+                        None
+                    };
+                    Ok(Some(Request::coll_persistent(
+                        &self.eng,
+                        &s.ops,
+                        sched,
+                        args.recv.clone(),
+                        send,
+                        &self.shared,
+                    )))
+                }
+            }
+        })();
+        self.ret(what, r)
+    }
+
+    fn blocking(&self, call: Call) -> Result<()> {
+        self.collective(call, Mode::Blocking).map(|_| ())
+    }
+
+    fn started<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        self.collective(call, Mode::Nonblocking(s))
+            .map(|r| r.expect("a nonblocking collective makes a request"))
+    }
+
+    fn inactive<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        self.collective(call, Mode::Persistent(s))
+            .map(|r| r.expect("a persistent collective makes a request"))
+    }
+
+    // ---- barrier ------------------------------------------------------------------------
+
+    fn barrier_call(&self, what: &'static str) -> Call {
+        Call {
+            what,
+            args: Elem::of::<u8>().map(|e| Args::new(Coll::Barrier, self.rank, self.size, e)),
+            reducer: None,
+            send_writable: false,
+        }
+    }
+
+    /// MPI_Barrier.
+    pub fn barrier(&self) -> Result<()> {
+        self.blocking(self.barrier_call("barrier"))
+    }
+
+    /// MPI_Ibarrier.
+    pub fn ibarrier<'s>(&self, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        self.started(self.barrier_call("ibarrier"), s)
+    }
+
+    /// MPI_Barrier_init.
+    pub fn barrier_init<'s>(&self, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        self.inactive(self.barrier_call("barrier_init"), s)
+    }
+
+    // ---- bcast --------------------------------------------------------------------------
+
+    fn bcast_call<T: Equivalence>(&self, what: &'static str, buf: &mut [T], root: i32) -> Call {
+        let args = (|| {
+            check_root(what, root, self.size)?;
+            let mut a = Args::new(Coll::Bcast, self.rank, self.size, Elem::of::<T>()?);
+            a.root = root;
+            a.count = buf.len();
+            a.bytes = std::mem::size_of_val(buf);
+            a.recv = Lent::of_elems_mut(buf);
+            Ok(a)
+        })();
+        Call {
+            what,
+            args,
+            reducer: None,
+            send_writable: false,
+        }
+    }
+
+    /// MPI_Bcast: `buf` of `root` to every rank's `buf` (of the same length everywhere).
+    pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
+        self.blocking(self.bcast_call("bcast", buf, root))
+    }
+
+    /// MPI_Ibcast.
+    pub fn ibcast<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut [T],
+        root: i32,
+    ) -> Result<Request<'s>> {
+        self.started(self.bcast_call("ibcast", buf, root), s)
+    }
+
+    /// MPI_Bcast_init. The root changes the data between starts through
+    /// [`Request::buffer_mut`], and the others read what arrived the same way.
+    pub fn bcast_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut [T],
+        root: i32,
+    ) -> Result<Request<'s>> {
+        self.inactive(self.bcast_call("bcast_init", buf, root), s)
+    }
+
+    // ---- reduce, allreduce --------------------------------------------------------------
+
+    /// The arguments of a reduction of `count` elements everywhere (reduce, allreduce, scans).
+    pub(crate) fn reduction_call<'a, T: Equivalence>(
+        &self,
+        what: &'static str,
+        coll: Coll,
+        send: Src<'a, T>,
+        recv: &mut [T],
+        op: &Op,
+        root: Option<i32>,
+    ) -> Call {
+        let at_root = root.is_none_or(|r| r == self.rank);
+        let mut writable = false;
+        let args = (|| {
+            if let Some(r) = root {
+                check_root(what, r, self.size)?;
+            }
+            let count = match send.len() {
+                Some(n) => n,
+                None if at_root => recv.len(),
+                None => {
+                    return Err(crate::Error::new(
+                        crate::ErrorClass::Buffer,
+                        format!("{what}: MPI_IN_PLACE is allowed only at the root"),
+                    ))
+                }
+            };
+            if at_root {
+                check_len(what, "the receive buffer", recv.len(), count)?;
+            }
+            let reducer = super::reducer::<T>(op)?;
+            let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
+            a.root = root.unwrap_or(0);
+            a.count = count;
+            a.bytes = count * std::mem::size_of::<T>();
+            a.commutative = op.is_commutative();
+            let (sb, w) = send.lend();
+            writable = w;
+            a.send = sb;
+            a.recv = if at_root {
+                Lent::of_elems_mut(&mut recv[..count])
+            } else {
+                Lent::EMPTY
+            };
+            Ok((a, reducer))
+        })();
+        let (args, reducer) = match args {
+            Ok((a, r)) => (Ok(a), Some(r)),
+            Err(e) => (Err(e), None),
+        };
+        Call {
+            what,
+            args,
+            reducer,
+            send_writable: writable,
+        }
+    }
+
+    /// MPI_Reduce: combine every rank's `send` with `op` into `recv` at `root` (`recv` may be
+    /// empty elsewhere). `send` may be [`IN_PLACE`] at the root.
+    pub fn reduce<'a, T: Equivalence>(
+        &self,
+        send: impl Into<Src<'a, T>>,
+        recv: &mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<()> {
+        self.blocking(self.reduction_call(
+            "reduce",
+            Coll::Reduce,
+            send.into(),
+            recv,
+            op,
+            Some(root),
+        ))
+    }
+
+    /// MPI_Ireduce.
+    pub fn ireduce<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        send: impl Into<Src<'s, T>>,
+        recv: &'s mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<Request<'s>> {
+        self.started(
+            self.reduction_call("ireduce", Coll::Reduce, send.into(), recv, op, Some(root)),
+            s,
+        )
+    }
+
+    /// MPI_Reduce_init.
+    pub fn reduce_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        send: impl Into<Src<'s, T>>,
+        recv: &'s mut [T],
+        op: &Op,
+        root: i32,
+    ) -> Result<Request<'s>> {
+        self.inactive(
+            self.reduction_call(
+                "reduce_init",
+                Coll::Reduce,
+                send.into(),
+                recv,
+                op,
+                Some(root),
+            ),
+            s,
+        )
+    }
+
+    /// MPI_Allreduce: combine every rank's `send` with `op` into every rank's `recv`.
+    pub fn allreduce<'a, T: Equivalence>(
+        &self,
+        send: impl Into<Src<'a, T>>,
+        recv: &mut [T],
+        op: &Op,
+    ) -> Result<()> {
+        self.blocking(self.reduction_call(
+            "allreduce",
+            Coll::Allreduce,
+            send.into(),
+            recv,
+            op,
+            None,
+        ))
+    }
+
+    /// MPI_Iallreduce.
+    pub fn iallreduce<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        send: impl Into<Src<'s, T>>,
+        recv: &'s mut [T],
+        op: &Op,
+    ) -> Result<Request<'s>> {
+        self.started(
+            self.reduction_call("iallreduce", Coll::Allreduce, send.into(), recv, op, None),
+            s,
+        )
+    }
+
+    /// MPI_Allreduce_init.
+    pub fn allreduce_init<'s, T: Equivalence>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        send: impl Into<Src<'s, T>>,
+        recv: &'s mut [T],
+        op: &Op,
+    ) -> Result<Request<'s>> {
+        self.inactive(
+            self.reduction_call(
+                "allreduce_init",
+                Coll::Allreduce,
+                send.into(),
+                recv,
+                op,
+                None,
+            ),
+            s,
+        )
+    }
+}

@@ -1,0 +1,297 @@
+//! coll — collective operations as schedules (DESIGN.md layer 8).
+//!
+//! Every collective is written once per algorithm, as steps emitted into a [`sched::Sink`]:
+//! a blocking call runs them as they come, a nonblocking call (`i*`) records them and the
+//! request layer advances the record from test and wait, and a persistent call (`*_init`)
+//! records them once, with peers, buffers and scratch, and replays the record at every
+//! start.
+//!
+//! Algorithms live one per file under `algo/`; [`registry`] lists them with their
+//! restrictions, picks one by message size and rank count, and lets the environment
+//! (`EARLYBIRD_COLL_<COLLECTIVE>=<algorithm>`) or a communicator info hint
+//! (`earlybird_coll_<collective>`) force one.
+//!
+//! # Buffers
+//!
+//! Collectives take slices of an [`Equivalence`](crate::Equivalence) type. Counts come from
+//! the slices: a gather's count is the send slice's length, and the root's receive slice
+//! holds `size` such blocks. A buffer significant only at the root may be empty elsewhere.
+//! [`IN_PLACE`] stands for MPI_IN_PLACE where MPI allows it.
+//!
+//! # Reductions are reproducible
+//!
+//! Every reduction algorithm combines contributions in one association, whatever the
+//! algorithm and message size: the binomial tree over rank order, in which the result over
+//! ranks `[lo, hi)` (with `lo` a multiple of the power of two `2^k >= hi - lo`) is
+//! `[lo, lo + 2^(k-1)) op [lo + 2^(k-1), hi)`. With the same ranks and inputs, every call
+//! gives the same bits on every rank, as MPI 4.1 §6.9.1 advises. Scans fold left to right.
+//!
+//! # Standard section(s)
+//! MPI 4.1 chapter 6 (collective communication), §6.12 (nonblocking), §6.13 (persistent),
+//! §8.6 (neighbourhood collectives).
+#![forbid(unsafe_code)]
+
+pub mod op;
+pub(crate) mod registry;
+pub(crate) mod sched;
+
+mod algo;
+mod api;
+
+use crate::datatype::{Datatype, Equivalence};
+use crate::error::{Error, ErrorClass, Result};
+use crate::sys::lend::Lent;
+use op::Reducer;
+use std::rc::Rc;
+
+pub use api::{InPlace, Src, IN_PLACE};
+pub use registry::{algorithms, last_algorithm, AlgorithmInfo};
+
+/// The collectives, as the registry and the forcing variables name them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coll {
+    Barrier,
+    Bcast,
+    Gather,
+    Gatherv,
+    Scatter,
+    Scatterv,
+    Allgather,
+    Allgatherv,
+    Alltoall,
+    Alltoallv,
+    Alltoallw,
+    Reduce,
+    Allreduce,
+    ReduceScatter,
+    ReduceScatterBlock,
+    Scan,
+    Exscan,
+    NeighborAllgather,
+    NeighborAllgatherv,
+    NeighborAlltoall,
+    NeighborAlltoallv,
+}
+
+impl Coll {
+    pub const ALL: [Coll; 21] = [
+        Coll::Barrier,
+        Coll::Bcast,
+        Coll::Gather,
+        Coll::Gatherv,
+        Coll::Scatter,
+        Coll::Scatterv,
+        Coll::Allgather,
+        Coll::Allgatherv,
+        Coll::Alltoall,
+        Coll::Alltoallv,
+        Coll::Alltoallw,
+        Coll::Reduce,
+        Coll::Allreduce,
+        Coll::ReduceScatter,
+        Coll::ReduceScatterBlock,
+        Coll::Scan,
+        Coll::Exscan,
+        Coll::NeighborAllgather,
+        Coll::NeighborAllgatherv,
+        Coll::NeighborAlltoall,
+        Coll::NeighborAlltoallv,
+    ];
+
+    /// Lower-case name: `allreduce`, `reduce_scatter_block`, `neighbor_alltoallv`, ...
+    pub fn name(self) -> &'static str {
+        use Coll::*;
+        match self {
+            Barrier => "barrier",
+            Bcast => "bcast",
+            Gather => "gather",
+            Gatherv => "gatherv",
+            Scatter => "scatter",
+            Scatterv => "scatterv",
+            Allgather => "allgather",
+            Allgatherv => "allgatherv",
+            Alltoall => "alltoall",
+            Alltoallv => "alltoallv",
+            Alltoallw => "alltoallw",
+            Reduce => "reduce",
+            Allreduce => "allreduce",
+            ReduceScatter => "reduce_scatter",
+            ReduceScatterBlock => "reduce_scatter_block",
+            Scan => "scan",
+            Exscan => "exscan",
+            NeighborAllgather => "neighbor_allgather",
+            NeighborAllgatherv => "neighbor_allgatherv",
+            NeighborAlltoall => "neighbor_alltoall",
+            NeighborAlltoallv => "neighbor_alltoallv",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How one element of a collective's buffers is laid out: its size, and for a type with
+/// padding the datatype that skips it.
+#[derive(Clone, Debug)]
+pub(crate) struct Elem {
+    pub(crate) size: usize,
+    padded: Option<Datatype>,
+    sig: u16,
+}
+
+impl Elem {
+    pub(crate) fn of<T: Equivalence>() -> Result<Elem> {
+        Ok(Elem {
+            size: std::mem::size_of::<T>(),
+            padded: if T::GAPLESS {
+                None
+            } else {
+                Some(crate::datatype::buffer::own_datatype::<T>()?)
+            },
+            sig: T::SIG,
+        })
+    }
+
+    /// Elements `first..first + n` of the buffer `raw` (see [`Lent::of_elems`]), as a
+    /// message: their bytes, or for a padded type their data through the datatype.
+    pub(crate) fn block(&self, raw: &Lent, first: usize, n: usize) -> Lent {
+        let (off, len) = (first * self.size, n * self.size);
+        let layout = self.padded.as_ref().map(|d| {
+            d.layout(n, 0, len)
+                .expect("a padded type's layout fits its elements")
+        });
+        raw.sub(off, len, layout)
+            .expect("a block inside its buffer")
+            .with_sig(self.sig)
+    }
+
+    /// Elements `first..first + n` of `raw` as one run of bytes, for a reduction kernel (which
+    /// sees them as `[T]`).
+    pub(crate) fn run(&self, raw: &Lent, first: usize, n: usize) -> Lent {
+        raw.sub(first * self.size, n * self.size, None)
+            .expect("a run inside its buffer")
+    }
+}
+
+/// Everything an algorithm needs to know about one collective call. Counts and
+/// displacements are in elements; ranks are the communicator's.
+#[derive(Clone, Debug)]
+pub(crate) struct Args {
+    pub(crate) coll: Coll,
+    pub(crate) rank: i32,
+    pub(crate) size: i32,
+    /// The root of a rooted collective (0 otherwise).
+    pub(crate) root: i32,
+    pub(crate) elem: Elem,
+    /// The send buffer, whole (`None`: MPI_IN_PLACE, or not significant here).
+    pub(crate) send: Option<Lent>,
+    /// The receive buffer, whole (the buffer of a bcast; empty where not significant).
+    pub(crate) recv: Lent,
+    /// Elements per rank of a regular collective; all of them for bcast, reduce, allreduce
+    /// and the scans.
+    pub(crate) count: usize,
+    /// Per-rank receive counts and displacements of the v forms (and reduce_scatter's counts).
+    pub(crate) rcounts: Option<Rc<[usize]>>,
+    pub(crate) rdispls: Option<Rc<[usize]>>,
+    /// Per-rank send counts and displacements (alltoallv, scatterv, neighbor_alltoallv).
+    pub(crate) scounts: Option<Rc<[usize]>>,
+    pub(crate) sdispls: Option<Rc<[usize]>>,
+    /// Per-peer messages of alltoallw: (what is sent to rank i, what is received from it).
+    pub(crate) wblocks: Option<Rc<[(Lent, Lent)]>>,
+    /// Neighbourhood collectives: ranks received from and sent to, in MPI's order.
+    pub(crate) sources: Option<Rc<[i32]>>,
+    pub(crate) dests: Option<Rc<[i32]>>,
+    /// Whether the operation of a reduction is commutative.
+    pub(crate) commutative: bool,
+    /// Bytes per rank (what algorithm choice looks at).
+    pub(crate) bytes: usize,
+}
+
+impl Args {
+    pub(crate) fn new(coll: Coll, rank: i32, size: i32, elem: Elem) -> Args {
+        Args {
+            coll,
+            rank,
+            size,
+            root: 0,
+            elem,
+            send: None,
+            recv: Lent::EMPTY,
+            count: 0,
+            rcounts: None,
+            rdispls: None,
+            scounts: None,
+            sdispls: None,
+            wblocks: None,
+            sources: None,
+            dests: None,
+            commutative: true,
+            bytes: 0,
+        }
+    }
+
+    /// Elements `first..first + n` of the receive buffer, as a message.
+    pub(crate) fn rblock(&self, first: usize, n: usize) -> Lent {
+        self.elem.block(&self.recv, first, n)
+    }
+
+    /// Elements `first..first + n` of the send buffer (the receive buffer when in place).
+    pub(crate) fn sblock(&self, first: usize, n: usize) -> Lent {
+        self.elem
+            .block(self.send.as_ref().unwrap_or(&self.recv), first, n)
+    }
+
+    /// Rank `i`'s receive block: `count` elements at `i * count`, or the v form's.
+    pub(crate) fn rblock_of(&self, i: i32) -> Lent {
+        let i = i as usize;
+        match (&self.rcounts, &self.rdispls) {
+            (Some(c), Some(d)) => self.rblock(d[i], c[i]),
+            _ => self.rblock(i * self.count, self.count),
+        }
+    }
+
+    /// Rank `i`'s send block (a scatter's or alltoall's): as [`rblock_of`](Self::rblock_of).
+    pub(crate) fn sblock_of(&self, i: i32) -> Lent {
+        let i = i as usize;
+        match (&self.scounts, &self.sdispls) {
+            (Some(c), Some(d)) => self.sblock(d[i], c[i]),
+            _ => self.sblock(i * self.count, self.count),
+        }
+    }
+
+    /// Elements in rank `i`'s receive block.
+    pub(crate) fn rcount_of(&self, i: i32) -> usize {
+        match &self.rcounts {
+            Some(c) => c[i as usize],
+            None => self.count,
+        }
+    }
+}
+
+/// MPI_ERR_ROOT unless `root` is a rank of a communicator of `size`.
+pub(crate) fn check_root(what: &str, root: i32, size: i32) -> Result<()> {
+    if (0..size).contains(&root) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorClass::Root,
+        format!("{what}: root {root} is not a rank of this communicator of {size}"),
+    ))
+}
+
+/// MPI_ERR_COUNT unless `have >= need` (elements of a buffer).
+pub(crate) fn check_len(what: &str, which: &str, have: usize, need: usize) -> Result<()> {
+    if have >= need {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorClass::Count,
+        format!("{what}: {which} holds {have} elements, {need} needed"),
+    ))
+}
+
+/// The reducer of `T` by `op`, for the reductions.
+pub(crate) fn reducer<T: Equivalence>(op: &op::Op) -> Result<Reducer> {
+    Reducer::new::<T>(op)
+}

@@ -1,0 +1,439 @@
+//! Reduction operations (MPI_Op): the predefined ones and user operations made from Rust
+//! closures, with the kernels that apply them.
+//!
+//! Every reduction step computes `b[i] = a[i] op b[i]` where `a` holds the contribution of
+//! the lower ranks and `b` that of the higher ones (the order MPI's user functions take,
+//! `inoutvec = invec op inoutvec`), so an operation that is not commutative sees its
+//! operands in rank order.
+//!
+//! # Standard section(s)
+//! MPI 4.1 §6.9.2 (predefined operations), §6.9.4 (MINLOC and MAXLOC), §6.9.5 (user
+//! operations), §6.9.7 (MPI_Reduce_local, MPI_Op_commutative).
+#![forbid(unsafe_code)]
+
+use crate::datatype::{Equivalence, ValueIndex};
+use crate::error::{Error, ErrorClass, Result};
+use crate::sys::lend::Lent;
+use std::any::Any;
+use std::rc::Rc;
+
+/// The predefined operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Predefined {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    Minloc,
+    Maxloc,
+}
+
+impl Predefined {
+    /// The MPI name (`MPI_SUM`, ...).
+    pub fn mpi_name(self) -> &'static str {
+        use Predefined::*;
+        match self {
+            Max => "MPI_MAX",
+            Min => "MPI_MIN",
+            Sum => "MPI_SUM",
+            Prod => "MPI_PROD",
+            Land => "MPI_LAND",
+            Band => "MPI_BAND",
+            Lor => "MPI_LOR",
+            Bor => "MPI_BOR",
+            Lxor => "MPI_LXOR",
+            Bxor => "MPI_BXOR",
+            Minloc => "MPI_MINLOC",
+            Maxloc => "MPI_MAXLOC",
+        }
+    }
+}
+
+/// A reduction operation (MPI_Op): one of the predefined ones, or a user operation.
+///
+/// ```
+/// use earlybird::Op;
+/// let sum = Op::SUM;
+/// // A user operation on f64: 2x2 matrix product, which is not commutative.
+/// let matmul = Op::user(false, |a: &[[f64; 4]], b: &mut [[f64; 4]]| {
+///     for (x, y) in a.iter().zip(b.iter_mut()) {
+///         *y = [x[0] * y[0] + x[1] * y[2], x[0] * y[1] + x[1] * y[3],
+///               x[2] * y[0] + x[3] * y[2], x[2] * y[1] + x[3] * y[3]];
+///     }
+/// });
+/// assert!(sum.is_commutative() && !matmul.is_commutative());
+/// ```
+#[derive(Clone)]
+pub struct Op(OpKind);
+
+#[derive(Clone)]
+enum OpKind {
+    Predefined(Predefined),
+    User(Rc<UserOp>),
+}
+
+struct UserOp {
+    commute: bool,
+    /// A `Box<dyn Fn(&[T], &mut [T])>` for the `T` it was made for.
+    f: Box<dyn Any>,
+    type_name: &'static str,
+}
+
+type UserFn<T> = Box<dyn Fn(&[T], &mut [T])>;
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl Op {
+    pub const MAX: Op = Op(OpKind::Predefined(Predefined::Max));
+    pub const MIN: Op = Op(OpKind::Predefined(Predefined::Min));
+    pub const SUM: Op = Op(OpKind::Predefined(Predefined::Sum));
+    pub const PROD: Op = Op(OpKind::Predefined(Predefined::Prod));
+    pub const LAND: Op = Op(OpKind::Predefined(Predefined::Land));
+    pub const BAND: Op = Op(OpKind::Predefined(Predefined::Band));
+    pub const LOR: Op = Op(OpKind::Predefined(Predefined::Lor));
+    pub const BOR: Op = Op(OpKind::Predefined(Predefined::Bor));
+    pub const LXOR: Op = Op(OpKind::Predefined(Predefined::Lxor));
+    pub const BXOR: Op = Op(OpKind::Predefined(Predefined::Bxor));
+    pub const MINLOC: Op = Op(OpKind::Predefined(Predefined::Minloc));
+    pub const MAXLOC: Op = Op(OpKind::Predefined(Predefined::Maxloc));
+
+    /// A predefined operation.
+    pub const fn predefined(p: Predefined) -> Op {
+        Op(OpKind::Predefined(p))
+    }
+
+    /// MPI_Op_create: a user operation on elements of `T`. `f(a, b)` must set
+    /// `b[i] = a[i] op b[i]` for every `i`, where `a` comes from lower ranks than `b`; it may be
+    /// called on any number of elements at once. `commute` says whether the operation is
+    /// commutative (it must be associative in any case, as MPI requires). The operation may
+    /// be used only on buffers of `T` (MPI_ERR_OP otherwise).
+    pub fn user<T: Equivalence>(commute: bool, f: impl Fn(&[T], &mut [T]) + 'static) -> Op {
+        let f: UserFn<T> = Box::new(f);
+        Op(OpKind::User(Rc::new(UserOp {
+            commute,
+            f: Box::new(f),
+            type_name: std::any::type_name::<T>(),
+        })))
+    }
+
+    /// MPI_Op_commutative.
+    pub fn is_commutative(&self) -> bool {
+        match &self.0 {
+            OpKind::Predefined(_) => true,
+            OpKind::User(u) => u.commute,
+        }
+    }
+
+    /// The predefined operation this is, if it is one.
+    pub fn as_predefined(&self) -> Option<Predefined> {
+        match self.0 {
+            OpKind::Predefined(p) => Some(p),
+            OpKind::User(_) => None,
+        }
+    }
+
+    /// MPI_Op_free: a no-op kept for symmetry (an `Op` is freed when its last clone goes).
+    pub fn free(self) {}
+
+    /// A name for messages: `MPI_SUM`, or `user op on f64`.
+    pub fn name(&self) -> String {
+        match &self.0 {
+            OpKind::Predefined(p) => p.mpi_name().to_string(),
+            OpKind::User(u) => format!("user op on {}", u.type_name),
+        }
+    }
+
+    /// Whether both are the same operation (the same predefined one, or clones of one user
+    /// operation).
+    pub(crate) fn same(&self, other: &Op) -> bool {
+        match (&self.0, &other.0) {
+            (OpKind::Predefined(a), OpKind::Predefined(b)) => a == b,
+            (OpKind::User(a), OpKind::User(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// A small code identifying the operation across ranks (predefined ones by number, user
+    /// operations as one class): collectives compare it to catch mismatched operations.
+    pub(crate) fn code(&self) -> u8 {
+        match self.0 {
+            OpKind::Predefined(p) => p as u8 + 1,
+            OpKind::User(_) => 0x80,
+        }
+    }
+
+    /// Check that the operation applies to `T`: MPI_ERR_OP naming both if not.
+    pub(crate) fn check<T: Equivalence>(&self) -> Result<()> {
+        let ok = match &self.0 {
+            OpKind::Predefined(p) => T::reduce_predefined(*p, &[], &mut []),
+            OpKind::User(u) => u.f.is::<UserFn<T>>(),
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorClass::Op,
+            format!(
+                "{} cannot reduce {} ({})",
+                self.name(),
+                std::any::type_name::<T>(),
+                match &self.0 {
+                    OpKind::Predefined(_) => "MPI does not define it on that type",
+                    OpKind::User(_) => "the user operation was made for another type",
+                }
+            ),
+        ))
+    }
+
+    /// `b = a op b` on slices of `T`; the operation was checked for `T`.
+    #[inline]
+    pub(crate) fn apply<T: Equivalence>(&self, a: &[T], b: &mut [T]) {
+        match &self.0 {
+            OpKind::Predefined(p) => {
+                let done = T::reduce_predefined(*p, a, b);
+                debug_assert!(done, "op checked before use");
+            }
+            OpKind::User(u) => {
+                if let Some(f) = u.f.downcast_ref::<UserFn<T>>() {
+                    f(a, b)
+                }
+            }
+        }
+    }
+}
+
+/// How a collective reduces: its operation and the element type's kernel, fixed when the
+/// collective is called (for a persistent one, at init).
+#[derive(Clone)]
+pub(crate) struct Reducer {
+    pub(crate) op: Op,
+    /// Element size in bytes.
+    pub(crate) elem: usize,
+    apply: fn(&Op, &Lent, &Lent),
+}
+
+impl std::fmt::Debug for Reducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Reducer({:?}, {} B)", self.op, self.elem)
+    }
+}
+
+fn apply_lent<T: Equivalence>(op: &Op, src: &Lent, dst: &Lent) {
+    Lent::with_typed_pair::<T>(src, dst, |a, b| op.apply(a, b));
+}
+
+impl Reducer {
+    /// A reducer of `T` by `op` (MPI_ERR_OP if the operation does not apply to `T`).
+    pub(crate) fn new<T: Equivalence>(op: &Op) -> Result<Reducer> {
+        op.check::<T>()?;
+        Ok(Reducer {
+            op: op.clone(),
+            elem: std::mem::size_of::<T>(),
+            apply: apply_lent::<T>,
+        })
+    }
+
+    /// `dst = src op dst`, both contiguous runs of whole elements of the same length.
+    #[inline]
+    pub(crate) fn reduce(&self, src: &Lent, dst: &Lent) {
+        (self.apply)(&self.op, src, dst)
+    }
+}
+
+/// MPI_Reduce_local: `inout[i] = input[i] op inout[i]`. MPI_ERR_COUNT if the lengths differ,
+/// MPI_ERR_OP if the operation does not apply to `T`.
+pub fn reduce_local<T: Equivalence>(input: &[T], inout: &mut [T], op: &Op) -> Result<()> {
+    if input.len() != inout.len() {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!(
+                "reduce_local: input of {} elements, inout of {}",
+                input.len(),
+                inout.len()
+            ),
+        ));
+    }
+    op.check::<T>()?;
+    op.apply(input, inout);
+    Ok(())
+}
+
+// ---- kernels of the predefined operations ---------------------------------------------------
+
+/// Integers: every predefined operation but MINLOC/MAXLOC. Sums and products wrap, as C's
+/// unsigned arithmetic does (signed overflow is undefined in C; here it wraps too).
+pub(crate) fn reduce_int<T: IntLike>(op: Predefined, a: &[T], b: &mut [T]) -> bool {
+    use Predefined::*;
+    let z = T::default();
+    let l = |v: bool| if v { T::ONE } else { z };
+    macro_rules! each {
+        ($f:expr) => {{
+            for (x, y) in a.iter().zip(b.iter_mut()) {
+                *y = $f(*x, *y);
+            }
+        }};
+    }
+    match op {
+        Sum => each!(|x: T, y: T| x.wadd(y)),
+        Prod => each!(|x: T, y: T| x.wmul(y)),
+        Max => each!(|x: T, y: T| if x > y { x } else { y }),
+        Min => each!(|x: T, y: T| if x < y { x } else { y }),
+        Land => each!(|x: T, y: T| l(x != z && y != z)),
+        Lor => each!(|x: T, y: T| l(x != z || y != z)),
+        Lxor => each!(|x: T, y: T| l((x != z) != (y != z))),
+        Band => each!(|x: T, y: T| x & y),
+        Bor => each!(|x: T, y: T| x | y),
+        Bxor => each!(|x: T, y: T| x ^ y),
+        Minloc | Maxloc => return false,
+    }
+    true
+}
+
+/// Floating point: sum, product, min and max.
+pub(crate) fn reduce_float<T>(op: Predefined, a: &[T], b: &mut [T]) -> bool
+where
+    T: Copy + PartialOrd + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    use Predefined::*;
+    match op {
+        Sum => a.iter().zip(b.iter_mut()).for_each(|(x, y)| *y = *x + *y),
+        Prod => a.iter().zip(b.iter_mut()).for_each(|(x, y)| *y = *x * *y),
+        Max => a
+            .iter()
+            .zip(b.iter_mut())
+            .for_each(|(x, y)| *y = if *x > *y { *x } else { *y }),
+        Min => a
+            .iter()
+            .zip(b.iter_mut())
+            .for_each(|(x, y)| *y = if *x < *y { *x } else { *y }),
+        _ => return false,
+    }
+    true
+}
+
+/// MINLOC and MAXLOC on value-index pairs: the extreme value, and on a tie the lower index.
+pub(crate) fn reduce_pair<V: Copy + PartialOrd>(
+    op: Predefined,
+    a: &[ValueIndex<V>],
+    b: &mut [ValueIndex<V>],
+) -> bool {
+    let max = match op {
+        Predefined::Minloc => false,
+        Predefined::Maxloc => true,
+        _ => return false,
+    };
+    for (x, y) in a.iter().zip(b.iter_mut()) {
+        let better = if max {
+            x.value > y.value
+        } else {
+            x.value < y.value
+        };
+        if better {
+            *y = *x;
+        } else if x.value == y.value && x.index < y.index {
+            y.index = x.index;
+        }
+    }
+    true
+}
+
+/// The integer operations the kernels need.
+pub(crate) trait IntLike:
+    Copy
+    + Default
+    + PartialOrd
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
+{
+    const ONE: Self;
+    fn wadd(self, o: Self) -> Self;
+    fn wmul(self, o: Self) -> Self;
+}
+
+macro_rules! int_like {
+    ($($t:ty),*) => {
+        $(impl IntLike for $t {
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
+            #[inline(always)]
+            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
+        })*
+    };
+}
+
+int_like!(i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predefined_kernels_follow_mpi() {
+        let mut b = [5i32, -3, 0, 7];
+        reduce_local(&[1, 2, 3, 4], &mut b, &Op::SUM).unwrap();
+        assert_eq!(b, [6, -1, 3, 11]);
+        reduce_local(&[1, 0, 3, 0], &mut b, &Op::LAND).unwrap();
+        assert_eq!(b, [1, 0, 1, 0]);
+        let mut f = [1.5f64, -2.0];
+        reduce_local(&[0.5, 4.0], &mut f, &Op::MAX).unwrap();
+        assert_eq!(f, [1.5, 4.0]);
+        let mut u = [0b1100u8];
+        reduce_local(&[0b1010], &mut u, &Op::BXOR).unwrap();
+        assert_eq!(u, [0b0110]);
+        let mut p = [ValueIndex::new(2.0f64, 5), ValueIndex::new(1.0, 9)];
+        reduce_local(
+            &[ValueIndex::new(2.0, 3), ValueIndex::new(3.0, 0)],
+            &mut p,
+            &Op::MINLOC,
+        )
+        .unwrap();
+        assert_eq!(p, [ValueIndex::new(2.0, 3), ValueIndex::new(1.0, 9)]);
+        let mut arr = [[1u16, 2], [3, 4]];
+        reduce_local(&[[1, 1], [1, 1]], &mut arr, &Op::PROD).unwrap();
+        assert_eq!(arr, [[1, 2], [3, 4]]);
+    }
+
+    #[test]
+    fn ops_refuse_types_mpi_does_not_define_them_on() {
+        let e = reduce_local(&[1.0f32], &mut [2.0f32], &Op::BAND).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        assert!(
+            e.to_string().contains("MPI_BAND") && e.to_string().contains("f32"),
+            "{e}"
+        );
+        let e = reduce_local(&[1i32], &mut [2], &Op::MAXLOC).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Op);
+        let user = Op::user(true, |a: &[f64], b: &mut [f64]| {
+            b.iter_mut().zip(a).for_each(|(y, x)| *y += x)
+        });
+        let e = reduce_local(&[1i64], &mut [2], &user).unwrap_err();
+        assert!(e.to_string().contains("f64"), "{e}");
+        let e = reduce_local(&[1i64, 2], &mut [2], &Op::SUM).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Count);
+    }
+
+    #[test]
+    fn user_ops_see_lower_ranks_first() {
+        let concat = Op::user(false, |a: &[[u8; 2]], b: &mut [[u8; 2]]| {
+            for (x, y) in a.iter().zip(b.iter_mut()) {
+                *y = [x[0], y[1]];
+            }
+        });
+        let mut b = [[7u8, 8]];
+        reduce_local(&[[1, 2]], &mut b, &concat).unwrap();
+        assert_eq!(b, [[1, 8]]);
+        assert!(!concat.is_commutative());
+    }
+}

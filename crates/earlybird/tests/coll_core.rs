@@ -1,0 +1,342 @@
+//! Barrier, bcast, reduce and allreduce against sequential references: every algorithm
+//! forced in turn, blocking, nonblocking and persistent, counts 0, 1, odd and large, every
+//! root, IN_PLACE, user operations that are not commutative, and reproducible bits.
+
+mod common;
+
+use common::{assert_err, each_algorithm};
+use earlybird::{scope, Coll, Comm, ErrHandler, ErrorClass, Op, Result, Universe, IN_PLACE};
+
+scenarios! {
+    barrier_orders_phases [1, 2, 3, 4, 8];
+    bcast_every_root_and_count [1, 2, 3, 4, 8];
+    reduce_every_root_and_op [1, 2, 3, 4, 8];
+    allreduce_matches_reference [1, 2, 3, 4, 8];
+    noncommutative_ops_see_rank_order [1, 2, 3, 4, 8];
+    reductions_are_reproducible [2, 3, 4, 8];
+    persistent_started_a_thousand_times [1, 2, 3, 4, 8];
+    nonblocking_and_persistent_interleave [2, 3, 4, 8];
+    bad_arguments_are_errors [1, 2, 3];
+}
+
+const COUNTS: [usize; 5] = [0, 1, 7, 1000, 40_000];
+
+fn value(rank: i32, i: usize, round: usize) -> i64 {
+    (rank as i64 + 1) * 1_000_003 + (i as i64) * 7 + round as i64
+}
+
+/// A barrier separates phases: what one rank sent before it has arrived after it.
+fn barrier_orders_phases(u: &Universe) -> Result<()> {
+    let w = u.world();
+    each_algorithm(w, Coll::Barrier, |c, _| {
+        for _ in 0..20 {
+            c.barrier()?;
+        }
+        scope(|s| -> Result<()> {
+            let mut r = c.ibarrier(s)?;
+            r.wait()?;
+            let mut p = c.barrier_init(s)?;
+            for _ in 0..50 {
+                p.start()?;
+                p.wait()?;
+            }
+            Ok(())
+        })
+    })
+}
+
+fn bcast_every_root_and_count(u: &Universe) -> Result<()> {
+    let w = u.world();
+    each_algorithm(w, Coll::Bcast, |c, _| {
+        for root in 0..c.size() {
+            for &n in &COUNTS {
+                let want: Vec<i64> = (0..n).map(|i| value(root, i, 0)).collect();
+                let mut buf: Vec<i64> = if c.rank() == root {
+                    want.clone()
+                } else {
+                    vec![-1; n]
+                };
+                c.bcast(&mut buf, root)?;
+                assert_eq!(buf, want, "bcast root {root} n {n}");
+                let mut buf2: Vec<f32> = if c.rank() == root {
+                    (0..n).map(|i| i as f32).collect()
+                } else {
+                    vec![0.0; n]
+                };
+                scope(|s| -> Result<()> {
+                    let mut r = c.ibcast(s, &mut buf2, root)?;
+                    r.wait()?;
+                    Ok(())
+                })?;
+                assert!(
+                    buf2.iter().enumerate().all(|(i, &x)| x == i as f32),
+                    "ibcast root {root} n {n}"
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+fn reference(size: i32, n: usize, op: &str) -> Vec<i64> {
+    (0..n)
+        .map(|i| {
+            let vals = (0..size).map(|r| value(r, i, 0));
+            match op {
+                "sum" => vals.sum(),
+                "max" => vals.max().unwrap(),
+                "min" => vals.min().unwrap(),
+                "bxor" => vals.fold(0, |a, b| a ^ b),
+                _ => unreachable!(),
+            }
+        })
+        .collect()
+}
+
+fn reduce_every_root_and_op(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let ops = [
+        ("sum", Op::SUM),
+        ("max", Op::MAX),
+        ("min", Op::MIN),
+        ("bxor", Op::BXOR),
+    ];
+    each_algorithm(w, Coll::Reduce, |c, _| {
+        for root in 0..c.size() {
+            for &n in &COUNTS[..4] {
+                for (name, op) in &ops {
+                    let mine: Vec<i64> = (0..n).map(|i| value(c.rank(), i, 0)).collect();
+                    let mut out = if c.rank() == root {
+                        vec![0i64; n]
+                    } else {
+                        vec![]
+                    };
+                    c.reduce(&mine, &mut out, op, root)?;
+                    if c.rank() == root {
+                        assert_eq!(
+                            out,
+                            reference(c.size(), n, name),
+                            "reduce {name} root {root} n {n}"
+                        );
+                        // In place at the root.
+                        let mut inout = mine.clone();
+                        c.reduce(IN_PLACE, &mut inout, op, root)?;
+                        assert_eq!(inout, out, "in-place reduce {name} root {root}");
+                    } else {
+                        c.reduce(&mine, &mut [], op, root)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn allreduce_matches_reference(u: &Universe) -> Result<()> {
+    let w = u.world();
+    each_algorithm(w, Coll::Allreduce, |c, _| {
+        for &n in &COUNTS {
+            let mine: Vec<i64> = (0..n).map(|i| value(c.rank(), i, 0)).collect();
+            let mut out = vec![0i64; n];
+            c.allreduce(&mine, &mut out, &Op::SUM)?;
+            assert_eq!(out, reference(c.size(), n, "sum"), "allreduce n {n}");
+            let mut inout = mine.clone();
+            c.allreduce(IN_PLACE, &mut inout, &Op::SUM)?;
+            assert_eq!(inout, out, "in-place allreduce n {n}");
+            let f: Vec<f64> = (0..n).map(|i| (c.rank() * 3 + i as i32) as f64).collect();
+            let mut fo = vec![0.0; n];
+            c.allreduce(&f, &mut fo, &Op::MAX)?;
+            assert!(fo
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == ((c.size() - 1) * 3 + i as i32) as f64));
+            let mut out2 = vec![0i64; n];
+            scope(|s| -> Result<()> {
+                let mut r = c.iallreduce(s, &mine, &mut out2, &Op::SUM)?;
+                r.wait()?;
+                Ok(())
+            })?;
+            assert_eq!(out2, out, "iallreduce n {n}");
+        }
+        Ok(())
+    })
+}
+
+/// 2x2 integer matrix products: the result must be M_0 M_1 ... M_{n-1}.
+fn noncommutative_ops_see_rank_order(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let matmul = Op::user(false, |a: &[[i64; 4]], b: &mut [[i64; 4]]| {
+        for (x, y) in a.iter().zip(b.iter_mut()) {
+            *y = [
+                x[0] * y[0] + x[1] * y[2],
+                x[0] * y[1] + x[1] * y[3],
+                x[2] * y[0] + x[3] * y[2],
+                x[2] * y[1] + x[3] * y[3],
+            ];
+        }
+    });
+    let mat = |r: i32, i: usize| -> [i64; 4] { [1, r as i64 + 1, i as i64 % 3, 1] };
+    let mul = |x: [i64; 4], y: [i64; 4]| -> [i64; 4] {
+        [
+            x[0] * y[0] + x[1] * y[2],
+            x[0] * y[1] + x[1] * y[3],
+            x[2] * y[0] + x[3] * y[2],
+            x[2] * y[1] + x[3] * y[3],
+        ]
+    };
+    for coll in [Coll::Allreduce, Coll::Reduce] {
+        each_algorithm(w, coll, |c, _| {
+            for n in [1usize, 5] {
+                let mine: Vec<[i64; 4]> = (0..n).map(|i| mat(c.rank(), i)).collect();
+                let want: Vec<[i64; 4]> = (0..n)
+                    .map(|i| (1..c.size()).fold(mat(0, i), |acc, r| mul(acc, mat(r, i))))
+                    .collect();
+                let mut out = vec![[0i64; 4]; n];
+                if coll == Coll::Allreduce {
+                    c.allreduce(&mine, &mut out, &matmul)?;
+                    assert_eq!(out, want);
+                } else {
+                    let root = c.size() - 1;
+                    c.reduce(&mine, &mut out, &matmul, root)?;
+                    if c.rank() == root {
+                        assert_eq!(out, want);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Float sums whose result depends on association: every algorithm, every call, every rank
+/// gets the same bits.
+fn reductions_are_reproducible(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let n = 3000;
+    let mine: Vec<f64> = (0..n)
+        .map(|i| ((c_hash(w.rank(), i) % 2001) as f64 - 1000.0) * 10f64.powi((i % 17) as i32 - 8))
+        .collect();
+    let mut first: Option<Vec<f64>> = None;
+    each_algorithm(w, Coll::Allreduce, |c, _| {
+        let mut out = vec![0.0; n];
+        c.allreduce(&mine, &mut out, &Op::SUM)?;
+        match &first {
+            None => first = Some(out),
+            Some(f) => assert!(
+                f.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "bits differ between algorithms"
+            ),
+        }
+        Ok(())
+    })?;
+    let first = first.unwrap();
+    each_algorithm(w, Coll::Reduce, |c, _| {
+        let mut out = vec![0.0; n];
+        let root = c.size() / 2;
+        c.reduce(&mine, &mut out, &Op::SUM, root)?;
+        if c.rank() == root {
+            assert!(
+                first
+                    .iter()
+                    .zip(&out)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "reduce bits differ from allreduce"
+            );
+        }
+        Ok(())
+    })
+}
+
+fn c_hash(r: i32, i: usize) -> u64 {
+    let mut x = (r as u64) << 32 | i as u64;
+    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^ (x >> 29)
+}
+
+fn persistent_started_a_thousand_times(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let n = 5;
+    let mut send = vec![0i64; n];
+    let mut recv = vec![0i64; n];
+    let mut bc = vec![0i64; 3];
+    scope(|s| -> Result<()> {
+        let mut ar = w.allreduce_init(s, &mut send, &mut recv, &Op::SUM)?;
+        let mut b = w.bcast_init(s, &mut bc, 0)?;
+        for round in 0..1000 {
+            for (i, x) in ar.send_buffer_mut::<i64>()?.iter_mut().enumerate() {
+                *x = value(w.rank(), i, round);
+            }
+            ar.start()?;
+            ar.wait()?;
+            let got = ar.buffer_mut::<i64>()?;
+            for (i, &g) in got.iter().enumerate() {
+                let want: i64 = (0..w.size()).map(|r| value(r, i, round)).sum();
+                assert_eq!(g, want, "round {round} element {i}");
+            }
+            if w.rank() == 0 {
+                b.buffer_mut::<i64>()?
+                    .copy_from_slice(&[round as i64, 2, 3]);
+            }
+            b.start()?;
+            b.wait()?;
+            assert_eq!(b.buffer_mut::<i64>()?, &[round as i64, 2, 3]);
+        }
+        Ok(())
+    })
+}
+
+/// Nonblocking and persistent collectives in flight together, completed in another order.
+fn nonblocking_and_persistent_interleave(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let mine = [w.rank() as i64 + 1; 4];
+    let mut a = [0i64; 4];
+    let mut b = [0i64; 4];
+    let mut d = [0i64; 4];
+    let total: i64 = (1..=w.size() as i64).sum();
+    scope(|s| -> Result<()> {
+        let mut p = w.allreduce_init(s, &mine, &mut a, &Op::SUM)?;
+        for _ in 0..20 {
+            p.start()?;
+            scope(|t| -> Result<()> {
+                let mut q = w.iallreduce(t, &mine, &mut b, &Op::MAX)?;
+                let mut bar = w.ibarrier(t)?;
+                let mut r = w.ireduce(t, &mine, &mut d, &Op::SUM, 0)?;
+                r.wait()?;
+                bar.wait()?;
+                q.wait()?;
+                Ok(())
+            })?;
+            p.wait()?;
+        }
+        Ok(())
+    })?;
+    assert_eq!(a, [total; 4]);
+    assert_eq!(b, [w.size() as i64; 4]);
+    if w.rank() == 0 {
+        assert_eq!(d, [total; 4]);
+    }
+    Ok(())
+}
+
+fn bad_arguments_are_errors(u: &Universe) -> Result<()> {
+    let w: &Comm = u.world();
+    w.set_errhandler(ErrHandler::Return);
+    let mut buf = [0i32; 2];
+    assert_err(w.bcast(&mut buf, w.size()), ErrorClass::Root, "root");
+    assert_err(
+        w.reduce(&[1.0f32], &mut [0.0], &Op::BAND, 0),
+        ErrorClass::Op,
+        "MPI_BAND",
+    );
+    assert_err(
+        w.allreduce(&[1i32, 2], &mut [0], &Op::SUM),
+        ErrorClass::Count,
+        "receive buffer",
+    );
+    // Everyone still agrees on what comes next.
+    let mut x = [w.rank()];
+    w.allreduce(IN_PLACE, &mut x, &Op::SUM)?;
+    assert_eq!(x[0], (0..w.size()).sum::<i32>());
+    Ok(())
+}
