@@ -15,8 +15,8 @@
 #![forbid(unsafe_code)]
 
 use earlybird::{
-    dims_create, scope, split_views, wait_all, wait_all_into, Comm, Datatype, Result,
-    ScratchBuffer, Status, Typed, TypedMut, Universe,
+    dims_create, scope, split_views, wait_all, wait_all_into, Comm, Datatype, Op, Result,
+    ScratchBuffer, Status, Typed, TypedMut, Universe, IN_PLACE,
 };
 use std::fmt::Write as _;
 
@@ -35,8 +35,9 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | halo2d\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | halo2d | coll\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
+         coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
          timed exchanges (default 2000) in R batches (default 10), after W warm-up ones (200).\n\
          Run under ebrun (ebrun -n 2 earlybird-bench latency) or as threads (--threads 2)."
@@ -110,7 +111,7 @@ fn main() {
 
 fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
     let w = u.world().clone();
-    if w.size() < 2 && o.bench != "halo2d" {
+    if w.size() < 2 && o.bench != "halo2d" && o.bench != "coll" {
         eprintln!("earlybird-bench: needs 2 ranks (ebrun -n 2 or --threads 2)");
         std::process::exit(2);
     }
@@ -129,6 +130,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         )?,
         "msgrate" => b.windowed("msgrate", &[8], 20_000, u64::MAX, 10)?,
         "halo2d" => b.halo2d()?,
+        "coll" => b.coll()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()
@@ -211,6 +213,100 @@ impl Bench<'_> {
         )
         .unwrap();
         println!("{line}");
+    }
+
+    /// `coll`, as bench-ref's `coll.c`: allreduce of 1 double and of 1 MiB of doubles (sum),
+    /// bcast of 8 B and 1 MiB from rank 0, barrier; each blocking, nonblocking (start, then
+    /// wait at once) and persistent (one request made outside the timing, then start and
+    /// wait). A repeat is a back-to-back loop; its time is the maximum over ranks, per
+    /// operation. Names: `allreduce`, `allreduce_nb`, `allreduce_persist`, ...
+    fn coll(&self) -> Result<()> {
+        let w = self.w;
+        let big = 1 << 20;
+        let sbuf = vec![1.0f64; big / 8];
+        let mut rbuf = vec![0.0f64; big / 8];
+        let mut bbuf = vec![0u8; big];
+        for mode in ["", "_nb", "_persist"] {
+            for (op, bytes) in [
+                ("allreduce", 8),
+                ("allreduce", big),
+                ("bcast", 8),
+                ("bcast", big),
+                ("barrier", 0),
+            ] {
+                if self.o.sizes.as_ref().is_some_and(|v| !v.contains(&bytes)) {
+                    continue;
+                }
+                let iters = self.iters_for(10_000, 256 << 20, bytes.max(1) as u64, 50);
+                let warm = self.o.warmup.unwrap_or(200).min(iters);
+                let n = bytes / 8;
+                let mut per = vec![];
+                let mut alg = "";
+                let mut timed = |f: &mut dyn FnMut(u64) -> Result<()>| -> Result<()> {
+                    for rep in 0..=self.reps() {
+                        w.barrier()?;
+                        let t0 = std::time::Instant::now();
+                        f(if rep == 0 { warm } else { iters })?;
+                        alg = earlybird::coll::last_algorithm();
+                        let mut t = [t0.elapsed().as_secs_f64()];
+                        w.allreduce(IN_PLACE, &mut t, &Op::MAX)?;
+                        if rep > 0 {
+                            per.push(t[0] / iters as f64 * 1e6);
+                        }
+                    }
+                    Ok(())
+                };
+                let (s_, r_, b_) = (&sbuf[..n], &mut rbuf[..n], &mut bbuf[..bytes]);
+                match mode {
+                    "" => timed(&mut |k| {
+                        for _ in 0..k {
+                            match op {
+                                "allreduce" => w.allreduce(s_, &mut *r_, &Op::SUM)?,
+                                "bcast" => w.bcast(&mut *b_, 0)?,
+                                _ => w.barrier()?,
+                            }
+                        }
+                        Ok(())
+                    })?,
+                    "_nb" => timed(&mut |k| {
+                        for _ in 0..k {
+                            scope(|s| -> Result<()> {
+                                let mut q = match op {
+                                    "allreduce" => w.iallreduce(s, s_, &mut *r_, &Op::SUM)?,
+                                    "bcast" => w.ibcast(s, &mut *b_, 0)?,
+                                    _ => w.ibarrier(s)?,
+                                };
+                                q.wait()?;
+                                Ok(())
+                            })?;
+                        }
+                        Ok(())
+                    })?,
+                    _ => scope(|s| -> Result<()> {
+                        let mut q = match op {
+                            "allreduce" => w.allreduce_init(s, s_, r_, &Op::SUM)?,
+                            "bcast" => w.bcast_init(s, b_, 0)?,
+                            _ => w.barrier_init(s)?,
+                        };
+                        timed(&mut |k| {
+                            for _ in 0..k {
+                                q.start()?;
+                                q.wait()?;
+                            }
+                            Ok(())
+                        })
+                    })?,
+                }
+                self.emit(
+                    &format!("{op}{mode}"),
+                    bytes,
+                    iters,
+                    stats(per),
+                    &format!(",\"algorithm\":\"{alg}\""),
+                );
+            }
+        }
+        Ok(())
     }
 
     fn floor(&self) -> Result<()> {
@@ -378,7 +474,6 @@ const TO_DOWN: i32 = 2;
 const TO_LEFT: i32 = 3;
 const TO_RIGHT: i32 = 4;
 /// Tag of the point-to-point stand-ins for barrier and reduce.
-const TAG_SYNC: i32 = 9998;
 
 /// The value rank `r` keeps in its owned cell `(i, j)`, `1 <= i, j <= n`: exact in a double
 /// (the same as `bench/halo2d.c`, so the checksums agree).
@@ -393,35 +488,16 @@ fn complain(line: String) {
     let _ = std::io::stderr().write_all(format!("halo2d: {line}\n").as_bytes());
 }
 
-/// Element-wise `op` of every rank's `v`, on rank 0 of `c` (the others get their own `v`
-/// back): MPI_Reduce by point-to-point until earlybird has collectives.
-fn reduce_to_root(c: &Comm, v: &[f64], op: fn(f64, f64) -> f64) -> Result<Vec<f64>> {
+/// Element-wise `op` of every rank's `v`, on rank 0 of `c` (MPI_Reduce; the others get
+/// their own `v` back).
+fn reduce_to_root(c: &Comm, v: &[f64], op: &Op) -> Result<Vec<f64>> {
     let mut acc = v.to_vec();
-    if c.rank() != 0 {
-        c.send(v, 0, TAG_SYNC)?;
-        return Ok(acc);
-    }
-    let mut part = vec![0.0; v.len()];
-    for r in 1..c.size() {
-        c.recv(&mut part, r, TAG_SYNC)?;
-        for (a, &p) in acc.iter_mut().zip(&part) {
-            *a = op(*a, p);
-        }
+    if c.rank() == 0 {
+        c.reduce(IN_PLACE, &mut acc, op, 0)?;
+    } else {
+        c.reduce(v, &mut [], op, 0)?;
     }
     Ok(acc)
-}
-
-/// MPI_Barrier by point-to-point: every rank checks in with rank 0, which then releases them.
-fn barrier(c: &Comm) -> Result<()> {
-    reduce_to_root(c, &[], f64::max)?;
-    if c.rank() == 0 {
-        for r in 1..c.size() {
-            c.send(&[0u8; 0], r, TAG_SYNC)?;
-        }
-    } else {
-        c.recv(&mut [0u8; 0], 0, TAG_SYNC)?;
-    }
-    Ok(())
 }
 
 /// One rank's side of the halo2d exchange: `n x n` owned cells in an `(n+2) x (n+2)` array,
@@ -522,7 +598,7 @@ impl Halo {
     /// Check the halos on every rank; rank 0 ends the job (status 3) if any is wrong. Returns
     /// the sum of all halo cells over all ranks (on rank 0).
     fn verify(&self, cart: &Comm, g: &[f64], when: &str) -> Result<f64> {
-        let total = reduce_to_root(cart, &self.check(g, cart.rank(), when), |a, b| a + b)?;
+        let total = reduce_to_root(cart, &self.check(g, cart.rank(), when), &Op::SUM)?;
         if cart.rank() == 0 && (total[2] != 0.0 || total[0] != total[1]) {
             complain(format!(
                 "{when}: {} wrong halo cells; checksum {:.1}, expected {:.1}",
@@ -602,12 +678,12 @@ impl Bench<'_> {
                     h.exchange(&cart, &out, &mut into)?;
                 }
                 for _ in 0..batches {
-                    barrier(&cart)?;
+                    cart.barrier()?;
                     let t0 = std::time::Instant::now();
                     for _ in 0..per {
                         h.exchange(&cart, &out, &mut into)?;
                     }
-                    let t = reduce_to_root(&cart, &[t0.elapsed().as_secs_f64()], f64::max)?;
+                    let t = reduce_to_root(&cart, &[t0.elapsed().as_secs_f64()], &Op::MAX)?;
                     us.push(t[0] / per as f64 * 1e6);
                 }
             }

@@ -17,6 +17,7 @@ scenarios! {
     persistent_started_a_thousand_times [1, 2, 3, 4, 8];
     nonblocking_and_persistent_interleave [2, 3, 4, 8];
     bad_arguments_are_errors [1, 2, 3];
+    one_rank_in_error_hangs_nobody [2, 3, 4];
 }
 
 const COUNTS: [usize; 5] = [0, 1, 7, 1000, 40_000];
@@ -338,5 +339,51 @@ fn bad_arguments_are_errors(u: &Universe) -> Result<()> {
     let mut x = [w.rank()];
     w.allreduce(IN_PLACE, &mut x, &Op::SUM)?;
     assert_eq!(x[0], (0..w.size()).sum::<i32>());
+    Ok(())
+}
+
+/// One rank's call fails its argument checks: it takes no part, and the others' calls end
+/// with an error naming it instead of waiting for it, in every mode. Afterwards the
+/// communicator still works.
+fn one_rank_in_error_hangs_nobody(u: &Universe) -> Result<()> {
+    let w: &Comm = u.world();
+    w.set_errhandler(ErrHandler::Return);
+    let bad = w.size() - 1;
+    let mut buf = [7i64; 3];
+    let root = if w.rank() == bad { w.size() + 5 } else { 0 };
+    let r = w.bcast(&mut buf, root);
+    if w.rank() == bad {
+        assert_err(r, ErrorClass::Root, "root");
+    } else if let Err(e) = r {
+        // Ranks whose part did not involve the bad rank may have finished normally.
+        assert_eq!(e.class(), ErrorClass::Root, "{e}");
+        assert!(e.to_string().contains(&format!("rank {bad}")), "{e}");
+    }
+    // A reduction whose operation does not apply on one rank.
+    let r = if w.rank() == bad {
+        w.allreduce(&[1.5f64], &mut [0.0], &Op::BXOR)
+    } else {
+        w.allreduce(&[1.5f64], &mut [0.0], &Op::SUM)
+    };
+    let e = r.expect_err("allreduce needs every rank");
+    assert_eq!(e.class(), ErrorClass::Op, "{e}");
+    // Nonblocking: the request completes with the error.
+    let mut out = [0i32; 1];
+    scope(|s| -> Result<()> {
+        let req = if w.rank() == bad {
+            w.iallreduce(s, &[1i32, 2], &mut out, &Op::SUM)
+        } else {
+            w.iallreduce(s, &[1i32], &mut out, &Op::SUM)
+        };
+        match req {
+            Err(e) => assert_eq!(e.class(), ErrorClass::Count, "{e}"),
+            Ok(mut q) => assert_eq!(q.wait().unwrap_err().class(), ErrorClass::Count),
+        }
+        Ok(())
+    })?;
+    w.barrier()?;
+    let mut x = [1i32];
+    w.allreduce(IN_PLACE, &mut x, &Op::SUM)?;
+    assert_eq!(x[0], w.size());
     Ok(())
 }

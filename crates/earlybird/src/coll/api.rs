@@ -4,7 +4,7 @@
 
 use super::op::{Op, Reducer};
 use super::registry::{self, Forced};
-use super::sched::{Now, Record, Wire};
+use super::sched::{notify_error, Now, Record, Wire};
 use super::{check_len, check_root, Args, Coll, Elem};
 use crate::comm::agree::coll_tag;
 use crate::comm::Comm;
@@ -123,14 +123,28 @@ impl Comm {
         let r = (|| {
             self.check_live()?;
             self.check_intra(what)?;
-            let args = call.args?;
-            let alg = registry::choose(&args, &self.forced())?;
+            let seq = self.next_seq();
             let wire = Wire {
                 ctx: self.ctx + 1,
-                tag: coll_tag(self.next_seq(), 0),
+                tag: coll_tag(seq, 0),
                 map: self.map.clone(),
                 reducer: call.reducer,
                 what,
+                notice_tag: coll_tag(seq, 1),
+                me: self.rank,
+                size: self.size,
+            };
+            let chosen = call
+                .args
+                .and_then(|a| registry::choose(&a, &self.forced()).map(|alg| (a, alg)));
+            let (args, alg) = match chosen {
+                Ok(x) => x,
+                Err(err) => {
+                    // Take no part, but say so: the others' waits end with this error
+                    // instead of waiting for us.
+                    notify_error(&mut self.eng.borrow_mut(), &wire, &err);
+                    return Err(err);
+                }
             };
             match mode {
                 Mode::Blocking => {

@@ -62,6 +62,11 @@ pub(crate) struct Wire {
     pub(crate) reducer: Option<Reducer>,
     /// The call's MPI name, for messages.
     pub(crate) what: &'static str,
+    /// The tag of error notices for this call (see [`notify_error`]).
+    pub(crate) notice_tag: i32,
+    /// This rank and the communicator's size (error notices go to everyone).
+    pub(crate) me: i32,
+    pub(crate) size: i32,
 }
 
 impl Wire {
@@ -108,6 +113,71 @@ impl Wire {
             .reduce(src, dst);
     }
 }
+
+/// Tell every other rank of the call that this one returned `err` instead of taking part,
+/// so that none of them waits for it forever: a small message with the error's code and
+/// text on the call's notice tag, which their waits look for (see [`notice`]).
+pub(crate) fn notify_error(e: &mut Engine, wire: &Wire, err: &Error) {
+    let mut msg = err.code().to_le_bytes().to_vec();
+    let text = err.to_string();
+    let mut cut = text.len().min(NOTICE_BYTES - 4);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    msg.extend_from_slice(&text.as_bytes()[..cut]);
+    for r in (0..wire.size).filter(|&r| r != wire.me) {
+        if let Ok(Started::Op(op)) = e.send_start(
+            wire.ep(r),
+            wire.ctx,
+            wire.notice_tag,
+            Lent::of(&msg),
+            SendMode::Standard,
+        ) {
+            let _ = e.wait_blocking(op, wire.blocked());
+        }
+    }
+}
+
+/// Longest error notice.
+const NOTICE_BYTES: usize = 512;
+
+/// An error notice for this call from another rank, if one has arrived: taken, and turned
+/// into the error this rank returns.
+fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
+    let pat = Pattern {
+        ctx: wire.ctx,
+        src: None,
+        tag: Some(wire.notice_tag),
+    };
+    let (env, _) = e.iprobe(&pat)?;
+    let mut buf = [0u8; NOTICE_BYTES];
+    let op = e.recv_start(
+        Pattern {
+            src: Some(env.src),
+            ..pat
+        },
+        Lent::of_mut(&mut buf),
+    );
+    let st = e.wait_blocking(op, wire.blocked()).ok()?;
+    let n = st.bytes.min(NOTICE_BYTES);
+    let code = i32::from_le_bytes(buf[..4].try_into().ok()?);
+    let class = crate::error::error_class(code).unwrap_or(ErrorClass::Other);
+    let rank = match &wire.map {
+        Some(m) => m.rank_of(env.src as i32),
+        None => env.src as i32,
+    };
+    Some(Error::new(
+        class,
+        format!(
+            "{}: rank {rank} returned an error instead of taking part ({})",
+            wire.what,
+            String::from_utf8_lossy(&buf[4..n])
+        ),
+    ))
+}
+
+/// How many polls of a wait pass between two looks for an error notice.
+const NOTICE_EVERY: u32 = 4096;
 
 /// A zeroed, 16-byte aligned buffer, and the lent view of its first `bytes` bytes.
 fn new_scratch(bytes: usize) -> (Vec<u128>, Lent) {
@@ -259,13 +329,21 @@ impl Sink for Now<'_> {
         if self.fl.is_empty() {
             return;
         }
-        let fl = &self.fl;
-        match self
-            .e
-            .wait_for(self.wire.blocked(), |e| fl.all_done(e).then_some(()))
-        {
-            Ok(()) => self.fl.collect(self.e, self.wire, &mut self.err),
-            Err(x) => {
+        let (fl, wire) = (&self.fl, self.wire);
+        let mut polls = 0u32;
+        let r = self.e.wait_for(wire.blocked(), |e| {
+            if fl.all_done(e) {
+                return Some(None);
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(NOTICE_EVERY) {
+                return notice(e, wire).map(Some);
+            }
+            None
+        });
+        match r {
+            Ok(None) => self.fl.collect(self.e, self.wire, &mut self.err),
+            Ok(Some(x)) | Err(x) => {
                 self.fl.abandon(self.e);
                 self.dead = true;
                 self.err.get_or_insert(x);
@@ -313,6 +391,8 @@ pub(crate) struct Schedule {
     err: Option<Error>,
     /// The request-layer scope whose buffers the steps touch (0: none).
     scope: u32,
+    /// Advances that found the schedule waiting (to look for error notices now and then).
+    polls: u32,
 }
 
 /// Writes an algorithm's steps down as a [`Schedule`].
@@ -331,6 +411,7 @@ impl Record {
                 fl: InFlight::default(),
                 err: None,
                 scope: 0,
+                polls: 0,
             },
         }
     }
@@ -383,12 +464,26 @@ impl Schedule {
     }
 }
 
+impl Schedule {
+    /// The schedule is waiting for its operations: now and then, look for an error notice.
+    fn waiting(&mut self, e: &mut Engine) -> Option<Result<Status>> {
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(NOTICE_EVERY) {
+            if let Some(x) = notice(e, &self.wire) {
+                self.abandon(e);
+                return Some(Err(x));
+            }
+        }
+        None
+    }
+}
+
 impl Steps for Schedule {
     fn advance(&mut self, e: &mut Engine) -> Option<Result<Status>> {
         loop {
             if !self.fl.is_empty() {
                 if !self.fl.all_done(e) {
-                    return None;
+                    return self.waiting(e);
                 }
                 self.fl.collect(e, &self.wire, &mut self.err);
             }
@@ -426,7 +521,7 @@ impl Steps for Schedule {
                 });
             }
             if !self.fl.all_done(e) {
-                return None;
+                return self.waiting(e);
             }
         }
     }
