@@ -24,7 +24,8 @@
 //! algorithm and message size: the binomial tree over rank order, in which the result over
 //! ranks `[lo, hi)` (with `lo` a multiple of the power of two `2^k >= hi - lo`) is
 //! `[lo, lo + 2^(k-1)) op [lo + 2^(k-1), hi)`. With the same ranks and inputs, every call
-//! gives the same bits on every rank, as MPI 4.1 §6.9.1 advises. Scans fold left to right.
+//! gives the same bits on every rank, as MPI 4.1 §6.9.1 advises. Scans (MPI_Scan,
+//! MPI_Exscan) have one association of their own, given in `algo/scan_recursive_doubling.rs`.
 //!
 //! # Standard section(s)
 //! MPI 4.1 chapter 6 (collective communication), §6.12 (nonblocking), §6.13 (persistent),
@@ -37,6 +38,7 @@ pub(crate) mod sched;
 
 mod algo;
 mod api;
+mod api_reduce_scatter;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};

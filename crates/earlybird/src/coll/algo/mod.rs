@@ -7,11 +7,21 @@ use super::sched::Sink;
 use super::{Args, Coll};
 use crate::sys::lend::Lent;
 
+mod allreduce_rabenseifner;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
 mod barrier_dissemination;
 mod bcast_binomial;
+mod bcast_pipeline;
+mod bcast_scatter_allgather;
+mod exscan_recursive_doubling;
 mod reduce_binomial;
+mod reduce_rabenseifner;
+mod reduce_scatter_block_recursive_halving;
+mod reduce_scatter_block_reduce_scatter;
+mod reduce_scatter_recursive_halving;
+mod reduce_scatter_reduce_scatterv;
+mod scan_recursive_doubling;
 
 /// Every algorithm. Per collective, the first listed is the default of last resort.
 pub(super) static ALL: &[&Algorithm] = &[
@@ -20,16 +30,44 @@ pub(super) static ALL: &[&Algorithm] = &[
     &reduce_binomial::ALGO,
     &allreduce_recursive_doubling::ALGO,
     &allreduce_reduce_bcast::ALGO,
+    &bcast_scatter_allgather::ALGO,
+    &bcast_pipeline::ALGO,
+    &reduce_rabenseifner::ALGO,
+    &allreduce_rabenseifner::ALGO,
+    &reduce_scatter_block_reduce_scatter::ALGO,
+    &reduce_scatter_block_recursive_halving::ALGO,
+    &reduce_scatter_reduce_scatterv::ALGO,
+    &reduce_scatter_recursive_halving::ALGO,
+    &scan_recursive_doubling::ALGO,
+    &exscan_recursive_doubling::ALGO,
 ];
 
 /// Messages up to this many bytes per rank count as small.
 pub(super) const SMALL: usize = 2048;
 
+/// Messages from this many bytes per rank on count as large: reductions of powers of two
+/// switch to Rabenseifner's algorithms, and broadcasts over more than two ranks to scatter
+/// and allgather.
+pub(super) const LARGE: usize = 64 << 10;
+
+/// Broadcasts from this many bytes over more than two ranks are pipelined down a chain.
+pub(super) const HUGE: usize = 2 << 20;
+
 /// The algorithms to try first for a call, best first (the registry takes the first that
 /// fits, then any that fits).
 pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
+        Coll::Allreduce if a.bytes >= LARGE && pow2(a.size) => {
+            &["rabenseifner", "recursive_doubling", "reduce_bcast"]
+        }
         Coll::Allreduce => &["recursive_doubling", "reduce_bcast"],
+        Coll::Reduce if a.bytes >= LARGE && pow2(a.size) => &["rabenseifner", "binomial"],
+        Coll::Reduce => &["binomial"],
+        Coll::Bcast if a.size > 2 && a.bytes >= HUGE => &["pipeline", "binomial"],
+        Coll::Bcast if a.size > 2 && a.bytes >= LARGE => &["scatter_allgather", "binomial"],
+        Coll::Bcast => &["binomial"],
+        Coll::ReduceScatterBlock => &["recursive_halving", "reduce_scatter"],
+        Coll::ReduceScatter => &["recursive_halving", "reduce_scatterv"],
         _ => &[],
     }
 }
