@@ -7,6 +7,8 @@
 #   ROUNDS=5 bench/compare.sh
 #   bench/compare.sh halo2d     # instead: the 4-rank 2-D halo exchange (bench/halo2d.c
 #                               # against `earlybird-bench halo2d`), same rounds and output
+#   bench/compare.sh coll       # instead: collectives (bench-ref coll.c against
+#                               # `earlybird-bench coll`), 2 ranks, plus earlybird at 4 and 8
 #
 # Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev (see bench-ref).
 set -euo pipefail
@@ -34,6 +36,24 @@ if [ "${1:-}" = halo2d ]; then
                 >> "$OUT/eb_halo2d.txt"; then
             echo "earlybird-bench halo2d failed (not there yet?); its column stays empty"
         fi
+    done
+    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    exit 0
+fi
+
+if [ "${1:-}" = coll ]; then
+    # bench-ref's coll.c on both anchors at 2 ranks (one per core), earlybird-bench coll at
+    # 2 ranks and, oversubscribed, at 4 and 8.
+    make -s -C "$REF/mpi" coll.mpich coll.openmpi >/dev/null
+    for k in $(seq 1 "$ROUNDS"); do
+        echo "round $k: load $(cut -d' ' -f1-3 /proc/loadavg)"
+        mpiexec.mpich -n 2 -bind-to core "$REF/mpi/coll.mpich" >> "$OUT/mpich_coll.txt" 2>&1
+        mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 \
+            --mca btl self,vader "$REF/mpi/coll.openmpi" >> "$OUT/openmpi_coll.txt" 2>&1
+        "$ROOT/target/release/ebrun" -n 2 "$ROOT/target/release/earlybird-bench" coll >> "$OUT/eb_coll2.txt"
+    done
+    for n in 4 8; do
+        "$ROOT/target/release/ebrun" -n $n "$ROOT/target/release/earlybird-bench" coll --reps 5 >> "$OUT/eb_coll$n.txt"
     done
     python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
     exit 0

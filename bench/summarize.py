@@ -41,6 +41,47 @@ if any(halo):
         print(f"| halo2d (4 ranks, per exchange) | {size} | us | {fmt(e)} | {fmt(m)} | {fmt(o)} | {ratio} |")
     sys.exit(0)
 
+def by_bench(path, parse):
+    """{(bench, bytes, ranks): [per-launch medians]} of one output file."""
+    vals = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            k = parse(line)
+            if k:
+                vals.setdefault(k[0], []).append(k[1])
+    return vals
+
+def eb_line(line):
+    if line.startswith("{"):
+        j = json.loads(line)
+        return (j["bench"], j["bytes"], j["ranks"]), j["median_us"]
+
+def ref_line(line):
+    m = re.match(r"RESULT bench=(\S+) size=(\d+) .*? median=([\d.e+-]+)", line)
+    if m:
+        return (m.group(1), int(m.group(2))), float(m.group(3))
+
+ebc = {}
+for f in sorted(out.glob("eb_coll*.txt")):
+    for k, v in by_bench(f, eb_line).items():
+        ebc.setdefault(k, []).extend(v)
+if ebc:
+    # bench/compare.sh coll: earlybird at 2, 4 and 8 ranks; anchors (bench-ref coll.c) at 2.
+    refs = {impl: by_bench(out / f"{impl}_coll.txt", ref_line) for impl in ("mpich", "openmpi")}
+    med = lambda v: statistics.median(v) if v else None
+    print("| collective | bytes | ranks | earlybird us/op | MPICH | Open MPI | earlybird / better anchor |")
+    print("|---|---|---|---|---|---|---|")
+    for (bench, size, ranks) in sorted(ebc, key=lambda k: (k[2], k[0].split("_")[0], k[0], k[1])):
+        e = med(ebc[(bench, size, ranks)])
+        # Nonblocking figures compare with the anchors' blocking ones (bench-ref has none).
+        rb = bench.replace("_nb", "")
+        m, o = (med(refs[i].get((rb, size), [])) if ranks == 2 else None for i in ("mpich", "openmpi"))
+        best = min([x for x in (m, o) if x is not None], default=None)
+        ratio = f"{e / best:.2f}" if best else "-"
+        fmt = lambda x: "-" if x is None else (f"{x:.3f}" if x < 10 else f"{x:.1f}")
+        print(f"| {bench} | {size} | {ranks} | {fmt(e)} | {fmt(m)} | {fmt(o)} | {ratio} |")
+    sys.exit(0)
+
 floor = eb(out / "eb_floor.txt", "median_us")
 if floor:
     print(f"floor (earlybird-bench floor, one shared line, half round trip): {floor[8]*1000:.1f} ns\n")

@@ -153,25 +153,6 @@ impl Op {
         }
     }
 
-    /// Whether both are the same operation (the same predefined one, or clones of one user
-    /// operation).
-    pub(crate) fn same(&self, other: &Op) -> bool {
-        match (&self.0, &other.0) {
-            (OpKind::Predefined(a), OpKind::Predefined(b)) => a == b,
-            (OpKind::User(a), OpKind::User(b)) => Rc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-
-    /// A small code identifying the operation across ranks (predefined ones by number, user
-    /// operations as one class): collectives compare it to catch mismatched operations.
-    pub(crate) fn code(&self) -> u8 {
-        match self.0 {
-            OpKind::Predefined(p) => p as u8 + 1,
-            OpKind::User(_) => 0x80,
-        }
-    }
-
     /// Check that the operation applies to `T`: MPI_ERR_OP naming both if not.
     pub(crate) fn check<T: Equivalence>(&self) -> Result<()> {
         let ok = match &self.0 {

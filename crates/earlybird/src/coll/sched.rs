@@ -457,11 +457,6 @@ impl Schedule {
         self.pc = 0;
         self.err = None;
     }
-
-    /// Whether the schedule has nothing left to run (it has completed or never started).
-    pub(crate) fn at_rest(&self) -> bool {
-        self.fl.is_empty() && (self.pc == 0 || self.pc == self.steps.len())
-    }
 }
 
 impl Schedule {

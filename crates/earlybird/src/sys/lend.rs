@@ -641,6 +641,29 @@ impl ScratchBuffer {
     }
 }
 
+impl Lent {
+    /// The bytes of a slice of `T` as one contiguous run (padding included), for a
+    /// collective that places its blocks itself; it is read by the operation.
+    pub(crate) fn of_elems<T: Plain>(s: &[T]) -> Lent {
+        Lent {
+            ptr: s.as_ptr() as *mut u8,
+            len: std::mem::size_of_val(s),
+            gapless: T::GAPLESS,
+            ..Lent::EMPTY
+        }
+    }
+
+    /// As [`of_elems`](Lent::of_elems), for a slice the operation writes.
+    pub(crate) fn of_elems_mut<T: Plain>(s: &mut [T]) -> Lent {
+        Lent {
+            ptr: s.as_mut_ptr().cast(),
+            len: std::mem::size_of_val(s),
+            gapless: T::GAPLESS,
+            ..Lent::EMPTY
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -726,28 +749,5 @@ mod tests {
                 byte: 32
             }
         );
-    }
-}
-
-impl Lent {
-    /// The bytes of a slice of `T` as one contiguous run (padding included), for a
-    /// collective that places its blocks itself; it is read by the operation.
-    pub(crate) fn of_elems<T: Plain>(s: &[T]) -> Lent {
-        Lent {
-            ptr: s.as_ptr() as *mut u8,
-            len: std::mem::size_of_val(s),
-            gapless: T::GAPLESS,
-            ..Lent::EMPTY
-        }
-    }
-
-    /// As [`of_elems`](Lent::of_elems), for a slice the operation writes.
-    pub(crate) fn of_elems_mut<T: Plain>(s: &mut [T]) -> Lent {
-        Lent {
-            ptr: s.as_mut_ptr().cast(),
-            len: std::mem::size_of_val(s),
-            gapless: T::GAPLESS,
-            ..Lent::EMPTY
-        }
     }
 }
