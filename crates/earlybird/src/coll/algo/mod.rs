@@ -7,11 +7,22 @@ use super::sched::Sink;
 use super::{Args, Coll};
 use crate::sys::lend::Lent;
 
+mod allgather_bruck;
+mod allgather_recursive_doubling;
+mod allgather_ring;
+mod allgatherv_gatherv_bcast;
+mod allgatherv_ring;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
 mod barrier_dissemination;
 mod bcast_binomial;
+mod gather_binomial;
+mod gather_linear;
+mod gatherv_linear;
 mod reduce_binomial;
+mod scatter_binomial;
+mod scatter_linear;
+mod scatterv_linear;
 
 /// Every algorithm. Per collective, the first listed is the default of last resort.
 pub(super) static ALL: &[&Algorithm] = &[
@@ -20,6 +31,17 @@ pub(super) static ALL: &[&Algorithm] = &[
     &reduce_binomial::ALGO,
     &allreduce_recursive_doubling::ALGO,
     &allreduce_reduce_bcast::ALGO,
+    &gather_linear::ALGO,
+    &gather_binomial::ALGO,
+    &gatherv_linear::ALGO,
+    &scatter_linear::ALGO,
+    &scatter_binomial::ALGO,
+    &scatterv_linear::ALGO,
+    &allgather_ring::ALGO,
+    &allgather_recursive_doubling::ALGO,
+    &allgather_bruck::ALGO,
+    &allgatherv_ring::ALGO,
+    &allgatherv_gatherv_bcast::ALGO,
 ];
 
 /// Messages up to this many bytes per rank count as small.
@@ -30,6 +52,10 @@ pub(super) const SMALL: usize = 2048;
 pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
         Coll::Allreduce => &["recursive_doubling", "reduce_bcast"],
+        Coll::Gather | Coll::Scatter if a.bytes <= SMALL => &["binomial", "linear"],
+        Coll::Allgather if a.bytes <= SMALL => &["recursive_doubling", "bruck", "ring"],
+        Coll::Allgather => &["recursive_doubling", "ring"],
+        Coll::Allgatherv if a.bytes <= SMALL => &["gatherv_bcast", "ring"],
         _ => &[],
     }
 }
