@@ -277,56 +277,51 @@ fn persistent_with_changing_data(u: &Universe) -> Result<()> {
     let (me, size) = (w.rank(), w.size());
     let n = 5;
     let rounds = 30;
-    for coll in [
-        Coll::Gather,
-        Coll::Scatter,
-        Coll::Allgather,
-        Coll::Allgatherv,
-    ] {
+    use Coll::{Allgather, Allgatherv, Gather, Gatherv, Scatter, Scatterv};
+    for coll in [Gather, Gatherv, Scatter, Scatterv, Allgather, Allgatherv] {
         each_algorithm(w, coll, |c, name| {
             let root = size / 2;
             let at_root = me == root;
-            let mut send = vec![
-                0i64;
-                if coll == Coll::Scatter && !at_root {
-                    0
-                } else {
-                    n
-                }
-            ];
-            if coll == Coll::Scatter && at_root {
-                send = vec![0; n * size as usize];
-            }
+            let scatter = matches!(coll, Scatter | Scatterv);
+            let slen = match coll {
+                _ if !scatter => n,
+                _ if at_root => n * size as usize,
+                _ => 0,
+            };
             let rlen = match coll {
-                Coll::Gather if !at_root => 0,
-                Coll::Scatter => n,
+                Gather | Gatherv if !at_root => 0,
+                Scatter | Scatterv => n,
                 _ => n * size as usize,
             };
+            let mut send = vec![0i64; slen];
             let mut recv = vec![0i64; rlen];
             let counts = vec![n; size as usize];
             let displs: Vec<usize> = (0..size as usize).map(|i| i * n).collect();
+            let (cs, ds) = (&counts[..], &displs[..]);
             scope(|s| -> Result<()> {
                 let mut p = match coll {
-                    Coll::Gather => c.gather_init(s, &mut send, &mut recv, root)?,
-                    Coll::Scatter => c.scatter_init(s, &mut send, &mut recv, root)?,
-                    Coll::Allgather => c.allgather_init(s, &mut send, &mut recv)?,
-                    _ => c.allgatherv_init(s, &mut send, &mut recv, &counts, &displs)?,
+                    Gather => c.gather_init(s, &mut send, &mut recv, root)?,
+                    Gatherv => c.gatherv_init(s, &mut send, &mut recv, cs, ds, root)?,
+                    Scatter => c.scatter_init(s, &mut send, &mut recv, root)?,
+                    Scatterv => c.scatterv_init(s, &mut send, cs, ds, &mut recv, root)?,
+                    Allgather => c.allgather_init(s, &mut send, &mut recv)?,
+                    _ => c.allgatherv_init(s, &mut send, &mut recv, cs, ds)?,
                 };
                 for round in 0..rounds {
-                    let mine = if coll == Coll::Scatter {
+                    let mine = if scatter {
                         all_blocks(size, n, round)
                     } else {
                         block(me, n, round)
                     };
-                    if coll != Coll::Scatter || at_root {
+                    if !scatter || at_root {
                         p.send_buffer_mut::<i64>()?.copy_from_slice(&mine);
                     }
                     p.start()?;
                     p.wait()?;
                     let got = p.buffer_mut::<i64>()?;
                     let want = match coll {
-                        Coll::Gather if !at_root => vec![],
-                        Coll::Scatter => block(me, n, round),
+                        Gather | Gatherv if !at_root => vec![],
+                        Scatter | Scatterv => block(me, n, round),
                         _ => all_blocks(size, n, round),
                     };
                     check_eq(&format!("{coll:?} {name} round {round}"), got, &want);
