@@ -38,6 +38,7 @@ pub(crate) mod sched;
 
 mod algo;
 mod api;
+mod api_gather;
 mod api_reduce_scatter;
 
 use crate::datatype::{Datatype, Equivalence};
@@ -47,6 +48,7 @@ use op::Reducer;
 use std::rc::Rc;
 
 pub use api::{InPlace, Src, IN_PLACE};
+pub use api_gather::Dst;
 pub use registry::{algorithms, last_algorithm, AlgorithmInfo};
 
 /// The collectives, as the registry and the forcing variables name them.

@@ -7,6 +7,11 @@ use super::sched::Sink;
 use super::{Args, Coll};
 use crate::sys::lend::Lent;
 
+mod allgather_bruck;
+mod allgather_recursive_doubling;
+mod allgather_ring;
+mod allgatherv_gatherv_bcast;
+mod allgatherv_ring;
 mod allreduce_rabenseifner;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
@@ -15,6 +20,9 @@ mod bcast_binomial;
 mod bcast_pipeline;
 mod bcast_scatter_allgather;
 mod exscan_recursive_doubling;
+mod gather_binomial;
+mod gather_linear;
+mod gatherv_linear;
 mod reduce_binomial;
 mod reduce_rabenseifner;
 mod reduce_scatter_block_recursive_halving;
@@ -22,6 +30,9 @@ mod reduce_scatter_block_reduce_scatter;
 mod reduce_scatter_recursive_halving;
 mod reduce_scatter_reduce_scatterv;
 mod scan_recursive_doubling;
+mod scatter_binomial;
+mod scatter_linear;
+mod scatterv_linear;
 
 /// Every algorithm. Per collective, the first listed is the default of last resort.
 pub(super) static ALL: &[&Algorithm] = &[
@@ -40,6 +51,17 @@ pub(super) static ALL: &[&Algorithm] = &[
     &reduce_scatter_recursive_halving::ALGO,
     &scan_recursive_doubling::ALGO,
     &exscan_recursive_doubling::ALGO,
+    &gather_linear::ALGO,
+    &gather_binomial::ALGO,
+    &gatherv_linear::ALGO,
+    &scatter_linear::ALGO,
+    &scatter_binomial::ALGO,
+    &scatterv_linear::ALGO,
+    &allgather_ring::ALGO,
+    &allgather_recursive_doubling::ALGO,
+    &allgather_bruck::ALGO,
+    &allgatherv_ring::ALGO,
+    &allgatherv_gatherv_bcast::ALGO,
 ];
 
 /// Messages up to this many bytes per rank count as small.
@@ -68,6 +90,10 @@ pub(super) fn preference(a: &Args) -> &'static [&'static str] {
         Coll::Bcast => &["binomial"],
         Coll::ReduceScatterBlock => &["recursive_halving", "reduce_scatter"],
         Coll::ReduceScatter => &["recursive_halving", "reduce_scatterv"],
+        Coll::Gather | Coll::Scatter if a.bytes <= SMALL => &["binomial", "linear"],
+        Coll::Allgather if a.bytes <= SMALL => &["recursive_doubling", "bruck", "ring"],
+        Coll::Allgather => &["recursive_doubling", "ring"],
+        Coll::Allgatherv if a.bytes <= SMALL => &["gatherv_bcast", "ring"],
         _ => &[],
     }
 }
