@@ -173,16 +173,16 @@ impl Comm {
         self.ret(what, r)
     }
 
-    fn blocking(&self, call: Call) -> Result<()> {
+    pub(super) fn blocking(&self, call: Call) -> Result<()> {
         self.collective(call, Mode::Blocking).map(|_| ())
     }
 
-    fn started<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+    pub(super) fn started<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         self.collective(call, Mode::Nonblocking(s))
             .map(|r| r.expect("a nonblocking collective makes a request"))
     }
 
-    fn inactive<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+    pub(super) fn inactive<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         self.collective(call, Mode::Persistent(s))
             .map(|r| r.expect("a persistent collective makes a request"))
     }

@@ -37,6 +37,8 @@ pub(crate) mod sched;
 
 mod algo;
 mod api;
+mod api_alltoall;
+mod api_neighbor;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
@@ -45,6 +47,7 @@ use op::Reducer;
 use std::rc::Rc;
 
 pub use api::{InPlace, Src, IN_PLACE};
+pub use api_alltoall::WSpec;
 pub use registry::{algorithms, last_algorithm, AlgorithmInfo};
 
 /// The collectives, as the registry and the forcing variables name them.

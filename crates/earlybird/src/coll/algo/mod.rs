@@ -9,8 +9,20 @@ use crate::sys::lend::Lent;
 
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
+mod alltoall_bruck;
+mod alltoall_linear;
+mod alltoall_pairwise;
+mod alltoallv_linear;
+mod alltoallv_pairwise;
+mod alltoallw_linear;
+mod alltoallw_pairwise;
 mod barrier_dissemination;
 mod bcast_binomial;
+mod exchange;
+mod neighbor_allgather_linear;
+mod neighbor_allgatherv_linear;
+mod neighbor_alltoall_linear;
+mod neighbor_alltoallv_linear;
 mod reduce_binomial;
 
 /// Every algorithm. Per collective, the first listed is the default of last resort.
@@ -20,6 +32,17 @@ pub(super) static ALL: &[&Algorithm] = &[
     &reduce_binomial::ALGO,
     &allreduce_recursive_doubling::ALGO,
     &allreduce_reduce_bcast::ALGO,
+    &alltoall_pairwise::ALGO,
+    &alltoall_linear::ALGO,
+    &alltoall_bruck::ALGO,
+    &alltoallv_pairwise::ALGO,
+    &alltoallv_linear::ALGO,
+    &alltoallw_linear::ALGO,
+    &alltoallw_pairwise::ALGO,
+    &neighbor_allgather_linear::ALGO,
+    &neighbor_allgatherv_linear::ALGO,
+    &neighbor_alltoall_linear::ALGO,
+    &neighbor_alltoallv_linear::ALGO,
 ];
 
 /// Messages up to this many bytes per rank count as small.
@@ -30,6 +53,11 @@ pub(super) const SMALL: usize = 2048;
 pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
         Coll::Allreduce => &["recursive_doubling", "reduce_bcast"],
+        // Bruck's fewer, larger messages pay off for tiny blocks on many ranks; posting
+        // everything at once for small ones; one exchange at a time for large ones.
+        Coll::Alltoall if a.bytes <= 256 && a.size > 8 => &["bruck"],
+        Coll::Alltoall | Coll::Alltoallv | Coll::Alltoallw if a.bytes <= SMALL => &["linear"],
+        Coll::Alltoall | Coll::Alltoallv | Coll::Alltoallw => &["pairwise"],
         _ => &[],
     }
 }
