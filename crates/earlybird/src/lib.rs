@@ -37,7 +37,7 @@ pub mod sys;
 pub mod threads;
 
 pub use coll::op::{reduce_local, Op, Predefined};
-pub use coll::{Coll, InPlace, Src, IN_PLACE};
+pub use coll::{Coll, Dst, InPlace, Src, WSpec, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};

@@ -38,7 +38,9 @@ pub(crate) mod sched;
 
 mod algo;
 mod api;
+mod api_alltoall;
 mod api_gather;
+mod api_neighbor;
 mod api_reduce_scatter;
 
 use crate::datatype::{Datatype, Equivalence};
@@ -48,6 +50,7 @@ use op::Reducer;
 use std::rc::Rc;
 
 pub use api::{InPlace, Src, IN_PLACE};
+pub use api_alltoall::WSpec;
 pub use api_gather::Dst;
 pub use registry::{algorithms, last_algorithm, AlgorithmInfo};
 

@@ -447,7 +447,14 @@ impl Comm {
     /// The neighbour lists of this communicator's topology, in the order the neighbourhood
     /// collectives use (see [`Neighbors`]). `MPI_ERR_TOPOLOGY` without a topology.
     pub fn neighbors(&self) -> Result<Neighbors> {
-        let r = self.cart("neighbors").map(|c| {
+        let r = self.neighbor_lists("neighbors");
+        self.ret("neighbors", r)
+    }
+
+    /// The neighbour lists for call `what`, the error not yet reported (the neighbourhood
+    /// collectives report it as their own).
+    pub(crate) fn neighbor_lists(&self, what: &str) -> Result<Neighbors> {
+        self.cart(what).map(|c| {
             let list: Vec<i32> = (0..c.dims.len())
                 .flat_map(|d| {
                     let (lo, hi) = c.shift(d, 1);
@@ -458,8 +465,7 @@ impl Comm {
                 sources: list.clone(),
                 destinations: list,
             }
-        });
-        self.ret("neighbors", r)
+        })
     }
 
     /// MPI_Cart_sub: split the grid into subgrids that keep the dimensions where

@@ -15,14 +15,26 @@ mod allgatherv_ring;
 mod allreduce_rabenseifner;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
+mod alltoall_bruck;
+mod alltoall_linear;
+mod alltoall_pairwise;
+mod alltoallv_linear;
+mod alltoallv_pairwise;
+mod alltoallw_linear;
+mod alltoallw_pairwise;
 mod barrier_dissemination;
 mod bcast_binomial;
 mod bcast_pipeline;
 mod bcast_scatter_allgather;
+mod exchange;
 mod exscan_recursive_doubling;
 mod gather_binomial;
 mod gather_linear;
 mod gatherv_linear;
+mod neighbor_allgather_linear;
+mod neighbor_allgatherv_linear;
+mod neighbor_alltoall_linear;
+mod neighbor_alltoallv_linear;
 mod reduce_binomial;
 mod reduce_rabenseifner;
 mod reduce_scatter_block_recursive_halving;
@@ -62,6 +74,17 @@ pub(super) static ALL: &[&Algorithm] = &[
     &allgather_bruck::ALGO,
     &allgatherv_ring::ALGO,
     &allgatherv_gatherv_bcast::ALGO,
+    &alltoall_pairwise::ALGO,
+    &alltoall_linear::ALGO,
+    &alltoall_bruck::ALGO,
+    &alltoallv_pairwise::ALGO,
+    &alltoallv_linear::ALGO,
+    &alltoallw_linear::ALGO,
+    &alltoallw_pairwise::ALGO,
+    &neighbor_allgather_linear::ALGO,
+    &neighbor_allgatherv_linear::ALGO,
+    &neighbor_alltoall_linear::ALGO,
+    &neighbor_alltoallv_linear::ALGO,
 ];
 
 /// Messages up to this many bytes per rank count as small.
@@ -94,6 +117,11 @@ pub(super) fn preference(a: &Args) -> &'static [&'static str] {
         Coll::Allgather if a.bytes <= SMALL => &["recursive_doubling", "bruck", "ring"],
         Coll::Allgather => &["recursive_doubling", "ring"],
         Coll::Allgatherv if a.bytes <= SMALL => &["gatherv_bcast", "ring"],
+        // Bruck's fewer, larger messages pay off for tiny blocks on many ranks; posting
+        // everything at once for small ones; one exchange at a time for large ones.
+        Coll::Alltoall if a.bytes <= 256 && a.size > 8 => &["bruck"],
+        Coll::Alltoall | Coll::Alltoallv | Coll::Alltoallw if a.bytes <= SMALL => &["linear"],
+        Coll::Alltoall | Coll::Alltoallv | Coll::Alltoallw => &["pairwise"],
         _ => &[],
     }
 }

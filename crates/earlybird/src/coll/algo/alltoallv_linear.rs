@@ -1,0 +1,14 @@
+//! Linear alltoallv: the exchange of [`alltoall_linear`](super::alltoall_linear) over the
+//! per-rank blocks of MPI_Alltoallv. Any number of ranks.
+#![forbid(unsafe_code)]
+
+use super::super::registry::Algorithm;
+use super::super::Coll;
+
+pub(in super::super) static ALGO: Algorithm = Algorithm {
+    coll: Coll::Alltoallv,
+    name: "linear",
+    restrictions: "none",
+    fits: |_| true,
+    run: super::alltoall_linear::run,
+};

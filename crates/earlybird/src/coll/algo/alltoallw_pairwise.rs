@@ -1,0 +1,14 @@
+//! Pairwise alltoallw: the exchange of [`alltoall_pairwise`](super::alltoall_pairwise) over the
+//! per-rank blocks of MPI_Alltoallw. Any number of ranks.
+#![forbid(unsafe_code)]
+
+use super::super::registry::Algorithm;
+use super::super::Coll;
+
+pub(in super::super) static ALGO: Algorithm = Algorithm {
+    coll: Coll::Alltoallw,
+    name: "pairwise",
+    restrictions: "none",
+    fits: |_| true,
+    run: super::alltoall_pairwise::run,
+};
