@@ -473,8 +473,6 @@ const TO_UP: i32 = 1;
 const TO_DOWN: i32 = 2;
 const TO_LEFT: i32 = 3;
 const TO_RIGHT: i32 = 4;
-/// Tag of the point-to-point stand-ins for barrier and reduce.
-
 /// The value rank `r` keeps in its owned cell `(i, j)`, `1 <= i, j <= n`: exact in a double
 /// (the same as `bench/halo2d.c`, so the checksums agree).
 fn cell(r: i32, i: usize, j: usize) -> f64 {

@@ -215,7 +215,13 @@ fn alltoallw_with_datatypes(u: &Universe) -> Result<()> {
                 }
             })
             .collect();
-        let slots = |i: usize| if i % 2 == 0 { [0, 2, 4] } else { [0, 1, 4] };
+        let slots = |i: usize| {
+            if i.is_multiple_of(2) {
+                [0, 2, 4]
+            } else {
+                [0, 1, 4]
+            }
+        };
         let mut want = vec![-1i32; 6 * n];
         for i in 0..n {
             for (q, &k) in slots(i).iter().enumerate() {

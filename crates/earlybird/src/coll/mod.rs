@@ -1,19 +1,19 @@
 //! coll — collective operations as schedules (DESIGN.md layer 8).
 //!
-//! Every collective is written once per algorithm, as steps emitted into a [`sched::Sink`]:
+//! Every collective is written once per algorithm, as steps emitted into a `Sink` (`sched.rs`):
 //! a blocking call runs them as they come, a nonblocking call (`i*`) records them and the
 //! request layer advances the record from test and wait, and a persistent call (`*_init`)
 //! records them once, with peers, buffers and scratch, and replays the record at every
 //! start.
 //!
-//! Algorithms live one per file under `algo/`; [`registry`] lists them with their
+//! Algorithms live one per file under `algo/`; the registry (`registry.rs`) lists them with their
 //! restrictions, picks one by message size and rank count, and lets the environment
 //! (`EARLYBIRD_COLL_<COLLECTIVE>=<algorithm>`) or a communicator info hint
 //! (`earlybird_coll_<collective>`) force one.
 //!
 //! # Buffers
 //!
-//! Collectives take slices of an [`Equivalence`](crate::Equivalence) type. Counts come from
+//! Collectives take slices of an [`crate::Equivalence`] type. Counts come from
 //! the slices: a gather's count is the send slice's length, and the root's receive slice
 //! holds `size` such blocks. A buffer significant only at the root may be empty elsewhere.
 //! [`IN_PLACE`] stands for MPI_IN_PLACE where MPI allows it.
@@ -49,6 +49,7 @@ use crate::sys::lend::Lent;
 use op::Reducer;
 use std::rc::Rc;
 
+pub(crate) use api::RepeatSlot;
 pub use api::{InPlace, Src, IN_PLACE};
 pub use api_alltoall::WSpec;
 pub use api_gather::Dst;
@@ -144,7 +145,7 @@ impl Coll {
 pub(crate) struct Elem {
     pub(crate) size: usize,
     padded: Option<Datatype>,
-    sig: u16,
+    pub(crate) sig: u16,
 }
 
 impl Elem {
@@ -158,6 +159,11 @@ impl Elem {
             },
             sig: T::SIG,
         })
+    }
+
+    /// Whether elements move as their bytes (no padding).
+    pub(crate) fn is_gapless(&self) -> bool {
+        self.padded.is_none()
     }
 
     /// Elements `first..first + n` of the buffer `raw` (see [`Lent::of_elems`]), as a

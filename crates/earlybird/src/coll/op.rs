@@ -224,6 +224,16 @@ impl Reducer {
         })
     }
 
+    /// What tells this reducer from another: the operation (a predefined one, or which user
+    /// operation) and the element type's kernel.
+    pub(crate) fn identity(&self) -> (usize, usize) {
+        let op = match &self.op.0 {
+            OpKind::Predefined(p) => *p as usize + 1,
+            OpKind::User(u) => Rc::as_ptr(u) as usize,
+        };
+        (op, self.apply as usize)
+    }
+
     /// `dst = src op dst`, both contiguous runs of whole elements of the same length.
     #[inline]
     pub(crate) fn reduce(&self, src: &Lent, dst: &Lent) {

@@ -450,12 +450,24 @@ impl Sink for Record {
 }
 
 impl Schedule {
+    /// Run again as call `wire` (a blocking call that repeats an earlier one: same steps and
+    /// buffers, the new call's tags).
+    pub(crate) fn reuse_for(&mut self, wire: Wire) {
+        self.wire = wire;
+        self.rewind();
+    }
+
     /// Go back to the first step, for the next start of a persistent collective (the
     /// previous run has completed).
     pub(crate) fn rewind(&mut self) {
         debug_assert!(self.fl.is_empty());
         self.pc = 0;
         self.err = None;
+    }
+
+    /// Whether nothing is in flight and no step is left (the run completed).
+    pub(crate) fn at_rest(&self) -> bool {
+        self.fl.is_empty() && self.pc == self.steps.len()
     }
 }
 

@@ -77,6 +77,7 @@ pub(super) fn assemble(
         seq: Cell::new(0),
         local,
         coll_forced: Default::default(),
+        coll_repeat: Default::default(),
     }))
 }
 

@@ -144,6 +144,8 @@ pub(crate) struct CommShared {
     /// Collective algorithms forced for this communicator (info hints and the environment),
     /// worked out at the first collective after the hints last changed (coll/registry.rs).
     pub(crate) coll_forced: RefCell<Option<Rc<crate::coll::registry::Forced>>>,
+    /// Steps of repeated blocking collectives, by kind (coll/api.rs, `blocking_repeat`).
+    pub(crate) coll_repeat: RefCell<[crate::coll::RepeatSlot; crate::coll::Coll::ALL.len()]>,
 }
 
 impl CommShared {
@@ -246,6 +248,7 @@ impl Comm {
             seq: Cell::new(0),
             local: None,
             coll_forced: Default::default(),
+            coll_repeat: Default::default(),
         }))
     }
 
