@@ -3,7 +3,6 @@
 #![forbid(unsafe_code)]
 
 use super::op::{Op, Reducer};
-use super::registry::Algorithm;
 use super::registry::{self, Forced};
 use super::sched::{notify_error, Now, Record, Schedule, Wire};
 use super::{check_len, check_root, Args, Coll, Elem};
@@ -91,10 +90,11 @@ impl<T: Equivalence> Src<'_, T> {
 }
 
 /// What identifies a blocking call as a repeat of the previous one (see
-/// `Comm::blocking_repeat`): algorithm, buffers, counts, root, operation, element type.
+/// `Comm::blocking_repeat`): buffers, counts, root, operation, element type. The kept
+/// steps are dropped when the communicator's hints change (they may force another
+/// algorithm).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Repeat {
-    alg: usize,
     send: Option<(u64, usize)>,
     recv: (u64, usize),
     count: usize,
@@ -115,9 +115,8 @@ impl Repeat {
             && a.dests.is_none()
     }
 
-    fn key(a: &Args, alg: &'static Algorithm, wire: &Wire) -> Repeat {
+    fn key(a: &Args, wire: &Wire) -> Repeat {
         Repeat {
-            alg: alg as *const Algorithm as usize,
             send: a.send.as_ref().map(|l| (l.addr(), l.len())),
             recv: (a.recv.addr(), a.recv.len()),
             count: a.count,
@@ -133,7 +132,7 @@ impl Repeat {
 #[derive(Debug, Default)]
 pub(crate) struct RepeatSlot {
     seen: Option<Repeat>,
-    kept: Option<(Repeat, Box<Schedule>)>,
+    kept: Option<(Repeat, &'static str, Box<Schedule>)>,
 }
 
 /// How a collective call runs.
@@ -182,6 +181,11 @@ impl Comm {
                 me: self.rank,
                 size: self.size,
             };
+            if let (Mode::Blocking, Ok(a)) = (&mode, &call.args) {
+                if Repeat::may_cache(a) {
+                    return self.blocking_repeat(a, wire);
+                }
+            }
             let chosen = call
                 .args
                 .and_then(|a| registry::choose(&a, &self.forced()).map(|alg| (a, alg)));
@@ -195,9 +199,6 @@ impl Comm {
                 }
             };
             match mode {
-                Mode::Blocking if Repeat::may_cache(&args) => {
-                    self.blocking_repeat(&args, alg, wire)
-                }
                 Mode::Blocking => {
                     let mut e = self.eng.borrow_mut();
                     let mut now = Now::new(&mut e, &wire);
@@ -244,17 +245,24 @@ impl Comm {
     /// them as a persistent collective's start does, under the new call's tags. Whether a
     /// call is a repeat is local (buffer addresses differ between ranks), which is harmless:
     /// every call takes its sequence number either way, and replayed steps are the steps.
-    fn blocking_repeat(
-        &self,
-        args: &Args,
-        alg: &'static Algorithm,
-        wire: Wire,
-    ) -> Result<Option<Request<'static>>> {
-        let key = Repeat::key(args, alg, &wire);
+    fn blocking_repeat(&self, args: &Args, wire: Wire) -> Result<Option<Request<'static>>> {
+        let key = Repeat::key(args, &wire);
         let mut cache = self.shared.coll_repeat.borrow_mut();
         let slot = &mut cache[args.coll.index()];
-        let hit = matches!(&slot.kept, Some((k, _)) if *k == key);
-        if !hit && slot.seen.as_ref() != Some(&key) {
+        let hit = matches!(&slot.kept, Some((k, _, _)) if *k == key);
+        let alg = if hit {
+            None
+        } else {
+            match registry::choose(args, &self.forced()) {
+                Ok(a) => Some(a),
+                Err(err) => {
+                    drop(cache);
+                    notify_error(&mut self.eng.borrow_mut(), &wire, &err);
+                    return Err(err);
+                }
+            }
+        };
+        if let (Some(alg), true) = (alg, slot.seen.as_ref() != Some(&key)) {
             slot.seen = Some(key);
             drop(cache);
             let mut e = self.eng.borrow_mut();
@@ -262,13 +270,14 @@ impl Comm {
             (alg.run)(args, &mut now);
             return now.finish().map(|()| None);
         }
-        if !hit {
+        if let Some(alg) = alg {
             let mut rec = Record::new(wire.clone());
             (alg.run)(args, &mut rec);
-            slot.kept = Some((key, Box::new(rec.finish(0))));
+            slot.kept = Some((key, alg.name, Box::new(rec.finish(0))));
         }
-        let sched = &mut slot.kept.as_mut().expect("kept above").1;
-        sched.reuse_for(wire);
+        let (_, name, sched) = slot.kept.as_mut().expect("kept above");
+        registry::note_last(name);
+        sched.reuse_for(&wire);
         let mut e = self.eng.borrow_mut();
         let r = match sched.advance(&mut e) {
             Some(r) => r,

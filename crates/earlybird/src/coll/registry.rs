@@ -62,6 +62,11 @@ pub fn last_algorithm() -> &'static str {
     LAST.with(|l| l.get())
 }
 
+/// Record `name` as the algorithm the calling thread's collective ran.
+pub(crate) fn note_last(name: &'static str) {
+    LAST.with(|l| l.set(name));
+}
+
 fn find(coll: Coll, name: &str) -> Option<&'static Algorithm> {
     ALGORITHMS
         .iter()
@@ -153,7 +158,7 @@ pub(crate) fn choose(args: &Args, forced: &Forced) -> Result<&'static Algorithm>
                 format!("no {} algorithm fits this call", args.coll.name()),
             )
         })?;
-    LAST.with(|l| l.set(a.name));
+    note_last(a.name);
     Ok(a)
 }
 

@@ -452,8 +452,12 @@ impl Sink for Record {
 impl Schedule {
     /// Run again as call `wire` (a blocking call that repeats an earlier one: same steps and
     /// buffers, the new call's tags).
-    pub(crate) fn reuse_for(&mut self, wire: Wire) {
-        self.wire = wire;
+    pub(crate) fn reuse_for(&mut self, wire: &Wire) {
+        self.wire.tag = wire.tag;
+        self.wire.notice_tag = wire.notice_tag;
+        if wire.reducer.is_some() {
+            self.wire.reducer.clone_from(&wire.reducer);
+        }
         self.rewind();
     }
 

@@ -668,6 +668,7 @@ impl Comm {
         let r = self.check_live().and_then(|()| {
             let mut mine = self.shared.info.borrow_mut();
             self.shared.coll_forced.replace(None);
+            *self.shared.coll_repeat.borrow_mut() = Default::default();
             info.iter().try_for_each(|(k, v)| mine.set(k, v))
         });
         self.ret("comm_set_info", r)
