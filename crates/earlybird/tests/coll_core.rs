@@ -18,6 +18,7 @@ scenarios! {
     nonblocking_and_persistent_interleave [2, 3, 4, 8];
     bad_arguments_are_errors [1, 2, 3];
     one_rank_in_error_hangs_nobody [2, 3, 4];
+    init_effort_tune_picks_one_algorithm_everywhere [1, 2, 3, 4, 8];
 }
 
 const COUNTS: [usize; 5] = [0, 1, 7, 1000, 40_000];
@@ -386,4 +387,48 @@ fn one_rank_in_error_hangs_nobody(u: &Universe) -> Result<()> {
     w.allreduce(IN_PLACE, &mut x, &Op::SUM)?;
     assert_eq!(x[0], w.size());
     Ok(())
+}
+
+/// With `earlybird_coll_init_effort = tune`, a persistent allreduce times every algorithm
+/// that fits at init and keeps the fastest: every rank keeps the same one (the results
+/// agree start after start), and an in-place call is not tuned (its input would be folded
+/// into itself) yet still correct.
+fn init_effort_tune_picks_one_algorithm_everywhere(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let mut info = earlybird::Info::new();
+    info.set(earlybird::coll::INIT_EFFORT, "tune")?;
+    let c = w.dup_with_info(&info)?;
+    let n = 5000;
+    let mine: Vec<f64> = (0..n).map(|i| (c.rank() as f64 + 1.0) * i as f64).collect();
+    let mut out = vec![0.0; n];
+    let mut inplace = mine.clone();
+    let mut chosen = [0u64; 1];
+    scope(|s| -> Result<()> {
+        let mut p = c.allreduce_init(s, &mine, &mut out, &Op::SUM)?;
+        let name = earlybird::coll::last_algorithm();
+        let pos = earlybird::coll::algorithms()
+            .iter()
+            .position(|a| a.coll == Coll::Allreduce && a.name == name)
+            .expect("a registered algorithm") as u64;
+        chosen[0] = pos;
+        for _ in 0..10 {
+            p.start()?;
+            p.wait()?;
+        }
+        let got = p.buffer_mut::<f64>()?;
+        let total: f64 = (1..=c.size()).map(|r| r as f64).sum();
+        assert!(got.iter().enumerate().all(|(i, &x)| x == total * i as f64));
+        let mut q = c.allreduce_init(s, IN_PLACE, &mut inplace, &Op::SUM)?;
+        q.start()?;
+        q.wait()?;
+        let got = q.buffer_mut::<f64>()?;
+        assert!(got.iter().enumerate().all(|(i, &x)| x == total * i as f64));
+        Ok(())
+    })?;
+    let mut lo = chosen;
+    let mut hi = chosen;
+    c.allreduce(IN_PLACE, &mut lo, &Op::MIN)?;
+    c.allreduce(IN_PLACE, &mut hi, &Op::MAX)?;
+    assert_eq!(lo, hi, "ranks kept different algorithms");
+    c.free()
 }

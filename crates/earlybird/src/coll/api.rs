@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use super::op::{Op, Reducer};
-use super::registry::{self, Forced};
+use super::registry::{self, Algorithm, Forced};
 use super::sched::{notify_error, Now, Record, Schedule, Wire};
 use super::{check_len, check_root, Args, Coll, Elem};
 use crate::comm::agree::coll_tag;
@@ -135,6 +135,25 @@ pub(crate) struct RepeatSlot {
     kept: Option<(Repeat, &'static str, Box<Schedule>)>,
 }
 
+/// The communicator info key of how hard persistent collectives work at init.
+pub const INIT_EFFORT: &str = "earlybird_coll_init_effort";
+
+/// Tuning at init (see `Comm::tune`).
+struct Tune;
+
+impl Tune {
+    /// Runs of each candidate.
+    const RUNS: usize = 5;
+
+    /// Whether running the collective at init leaves the program's data as it was: not in
+    /// place (an in-place reduction would fold its input into itself), and no v, w or
+    /// neighbour form (kept simple: one algorithm each, or nearly).
+    fn safe(a: &Args) -> bool {
+        let in_place = a.send.is_none() && !matches!(a.coll, Coll::Barrier | Coll::Bcast);
+        !in_place && Repeat::may_cache(a)
+    }
+}
+
 /// How a collective call runs.
 pub(crate) enum Mode<'s, 'e> {
     Blocking,
@@ -217,6 +236,13 @@ impl Comm {
                     )))
                 }
                 Mode::Persistent(s) => {
+                    let alg = if self.init_effort_tune() && Tune::safe(&args) {
+                        let best = self.tune(&args, &wire, alg)?;
+                        registry::note_last(best.name);
+                        best
+                    } else {
+                        alg
+                    };
                     let mut rec = Record::new(wire);
                     (alg.run)(&args, &mut rec);
                     let sched = rec.finish(s.ops.id());
@@ -292,6 +318,57 @@ impl Comm {
             slot.kept = None;
         }
         r.map(|_| None)
+    }
+
+    /// Whether the communicator's info asks persistent collectives to work hard at init
+    /// (`earlybird_coll_init_effort` = `tune`; the default, `choose`, takes the registry's
+    /// choice).
+    fn init_effort_tune(&self) -> bool {
+        matches!(
+            self.shared.info.borrow().get(INIT_EFFORT),
+            Ok(Some(v)) if v.trim() == "tune"
+        )
+    }
+
+    /// Time every algorithm that fits a persistent collective's call on its own buffers
+    /// (each run [`Tune::RUNS`] times, the slowest rank's time counting) and return the
+    /// fastest. Every rank times the same candidates in the same order and takes the same
+    /// decision from the maximum over ranks, so all keep the same algorithm.
+    fn tune(
+        &self,
+        args: &Args,
+        wire: &Wire,
+        default: &'static Algorithm,
+    ) -> Result<&'static Algorithm> {
+        let candidates = registry::fitting(args);
+        if candidates.len() < 2 {
+            return Ok(default);
+        }
+        let mut times = Vec::with_capacity(candidates.len());
+        for alg in &candidates {
+            let seq = self.next_seq();
+            let w = Wire {
+                tag: coll_tag(seq, 0),
+                notice_tag: coll_tag(seq, 1),
+                ..wire.clone()
+            };
+            let mut rec = Record::new(w);
+            (alg.run)(args, &mut rec);
+            let mut sched = rec.finish(0);
+            let t0 = std::time::Instant::now();
+            for _ in 0..Tune::RUNS {
+                sched.rewind();
+                let mut e = self.eng.borrow_mut();
+                let blocked = sched.blocked();
+                e.wait_for(blocked, |e| sched.advance(e))??;
+            }
+            times.push(t0.elapsed().as_secs_f64());
+        }
+        self.allreduce(IN_PLACE, &mut times, &Op::MAX)?;
+        let best = (0..times.len())
+            .min_by(|&a, &b| times[a].total_cmp(&times[b]))
+            .expect("two candidates at least");
+        Ok(candidates[best])
     }
 
     pub(super) fn blocking(&self, call: Call) -> Result<()> {

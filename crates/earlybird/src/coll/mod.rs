@@ -50,7 +50,7 @@ use op::Reducer;
 use std::rc::Rc;
 
 pub(crate) use api::RepeatSlot;
-pub use api::{InPlace, Src, IN_PLACE};
+pub use api::{InPlace, Src, INIT_EFFORT, IN_PLACE};
 pub use api_alltoall::WSpec;
 pub use api_gather::Dst;
 pub use registry::{algorithms, last_algorithm, AlgorithmInfo};

@@ -162,6 +162,15 @@ pub(crate) fn choose(args: &Args, forced: &Forced) -> Result<&'static Algorithm>
     Ok(a)
 }
 
+/// Every algorithm that can run this call, in registry order.
+pub(crate) fn fitting(args: &Args) -> Vec<&'static Algorithm> {
+    ALGORITHMS
+        .iter()
+        .copied()
+        .filter(|a| a.coll == args.coll && (a.fits)(args))
+        .collect()
+}
+
 /// The default choice: the first algorithm named for the call's size class that fits, else
 /// the first registered one that fits.
 fn default_for(args: &Args) -> Option<&'static Algorithm> {
