@@ -171,6 +171,36 @@ pub(crate) struct Call {
     pub(crate) send_writable: bool,
 }
 
+impl Call {
+    /// A call without an operation, from its checked arguments.
+    pub(crate) fn plain(what: &'static str, args: Result<Args>, send_writable: bool) -> Call {
+        Call {
+            what,
+            args,
+            reducer: None,
+            send_writable,
+        }
+    }
+
+    /// A reduction, from its checked arguments and reducer.
+    pub(crate) fn reduction(
+        what: &'static str,
+        r: Result<(Args, Reducer)>,
+        send_writable: bool,
+    ) -> Call {
+        let (args, reducer) = match r {
+            Ok((a, r)) => (Ok(a), Some(r)),
+            Err(e) => (Err(e), None),
+        };
+        Call {
+            what,
+            args,
+            reducer,
+            send_writable,
+        }
+    }
+}
+
 impl Comm {
     /// The algorithms forced for this communicator.
     fn forced(&self) -> Rc<Forced> {
@@ -218,12 +248,7 @@ impl Comm {
                 }
             };
             match mode {
-                Mode::Blocking => {
-                    let mut e = self.eng.borrow_mut();
-                    let mut now = Now::new(&mut e, &wire);
-                    (alg.run)(&args, &mut now);
-                    now.finish().map(|()| None)
-                }
+                Mode::Blocking => self.run_now(&args, alg, &wire).map(|()| None),
                 Mode::Nonblocking(s) => {
                     let mut rec = Record::new(wire);
                     (alg.run)(&args, &mut rec);
@@ -265,6 +290,14 @@ impl Comm {
         self.ret(what, r)
     }
 
+    /// Run `alg`'s steps for `args` as they come (a blocking call, nothing recorded).
+    fn run_now(&self, args: &Args, alg: &Algorithm, wire: &Wire) -> Result<()> {
+        let mut e = self.eng.borrow_mut();
+        let mut now = Now::new(&mut e, wire);
+        (alg.run)(args, &mut now);
+        now.finish()
+    }
+
     /// A blocking call that may repeat the previous one of its kind on this communicator:
     /// when it repeats it for the second time in a row (same algorithm, buffers, counts, root
     /// and operation), its steps are recorded and kept, and from then on each repeat replays
@@ -291,10 +324,7 @@ impl Comm {
         if let (Some(alg), true) = (alg, slot.seen.as_ref() != Some(&key)) {
             slot.seen = Some(key);
             drop(cache);
-            let mut e = self.eng.borrow_mut();
-            let mut now = Now::new(&mut e, &wire);
-            (alg.run)(args, &mut now);
-            return now.finish().map(|()| None);
+            return self.run_now(args, alg, &wire).map(|()| None);
         }
         if let Some(alg) = alg {
             let mut rec = Record::new(wire.clone());
@@ -388,12 +418,8 @@ impl Comm {
     // ---- barrier ------------------------------------------------------------------------
 
     fn barrier_call(&self, what: &'static str) -> Call {
-        Call {
-            what,
-            args: Elem::of::<u8>().map(|e| Args::new(Coll::Barrier, self.rank, self.size, e)),
-            reducer: None,
-            send_writable: false,
-        }
+        let args = Elem::of::<u8>().map(|e| Args::new(Coll::Barrier, self.rank, self.size, e));
+        Call::plain(what, args, false)
     }
 
     /// MPI_Barrier.
@@ -423,12 +449,7 @@ impl Comm {
             a.recv = Lent::of_elems_mut(buf);
             Ok(a)
         })();
-        Call {
-            what,
-            args,
-            reducer: None,
-            send_writable: false,
-        }
+        Call::plain(what, args, false)
     }
 
     /// MPI_Bcast: `buf` of `root` to every rank's `buf` (of the same length everywhere).
@@ -504,16 +525,7 @@ impl Comm {
             };
             Ok((a, reducer))
         })();
-        let (args, reducer) = match args {
-            Ok((a, r)) => (Ok(a), Some(r)),
-            Err(e) => (Err(e), None),
-        };
-        Call {
-            what,
-            args,
-            reducer,
-            send_writable: writable,
-        }
+        Call::reduction(what, args, writable)
     }
 
     /// MPI_Reduce: combine every rank's `send` with `op` into `recv` at `root` (`recv` may be

@@ -157,12 +157,7 @@ impl Comm {
             a.recv = Lent::of_elems_mut(&mut recv[..n * count]);
             Ok(a)
         })();
-        Call {
-            what,
-            args,
-            reducer: None,
-            send_writable: writable,
-        }
+        Call::plain(what, args, writable)
     }
 
     /// MPI_Alltoall: block `j` of every rank's `send` goes to rank `j`, which puts the block
@@ -445,14 +440,8 @@ impl Comm {
 
 /// A [`Call`] from checked arguments and whether the send buffer was lent writable.
 pub(super) fn call_of(what: &'static str, r: Result<(Args, bool)>) -> Call {
-    let (args, send_writable) = match r {
-        Ok((a, w)) => (Ok(a), w),
-        Err(e) => (Err(e), false),
-    };
-    Call {
-        what,
-        args,
-        reducer: None,
-        send_writable,
+    match r {
+        Ok((a, w)) => Call::plain(what, Ok(a), w),
+        Err(e) => Call::plain(what, Err(e), false),
     }
 }

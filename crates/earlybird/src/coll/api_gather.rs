@@ -154,15 +154,6 @@ fn in_place_only_at_root(what: &str) -> Error {
     )
 }
 
-fn call(what: &'static str, args: Result<Args>, send_writable: bool) -> Call {
-    Call {
-        what,
-        args,
-        reducer: None,
-        send_writable,
-    }
-}
-
 impl Comm {
     /// Gather and gatherv (`v`: the root's counts and displacements).
     fn gather_call<T: Equivalence>(
@@ -219,7 +210,7 @@ impl Comm {
             a.send = sb;
             Ok(a)
         })();
-        call(what, args, writable)
+        Call::plain(what, args, writable)
     }
 
     /// MPI_Gather: every rank's `send` to block `i` (of `send.len()` elements) of `recv` at
@@ -389,7 +380,7 @@ impl Comm {
             a.send = sb;
             Ok(a)
         })();
-        call(what, args, writable)
+        Call::plain(what, args, writable)
     }
 
     /// MPI_Scatter: block `i` (of `recv.len()` elements) of `send` at `root` to rank `i`'s
@@ -548,7 +539,7 @@ impl Comm {
             a.send = sb;
             Ok(a)
         })();
-        call(what, args, writable)
+        Call::plain(what, args, writable)
     }
 
     /// MPI_Allgather: every rank's `send` to block `i` (of `send.len()` elements) of every

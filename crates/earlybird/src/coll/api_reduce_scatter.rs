@@ -97,16 +97,7 @@ impl Comm {
             a.recv = Lent::of_elems_mut(&mut recv[..if in_place { total } else { mine }]);
             Ok((a, reducer))
         })();
-        let (args, reducer) = match args {
-            Ok((a, r)) => (Ok(a), Some(r)),
-            Err(e) => (Err(e), None),
-        };
-        Call {
-            what,
-            args,
-            reducer,
-            send_writable: writable,
-        }
+        Call::reduction(what, args, writable)
     }
 
     // ---- reduce_scatter_block -----------------------------------------------------------
