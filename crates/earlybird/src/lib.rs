@@ -25,6 +25,7 @@
 //! only; every other module forbids it.
 
 pub mod bootstrap;
+pub mod channel;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
@@ -36,6 +37,11 @@ pub mod request;
 pub mod sys;
 pub mod threads;
 
+pub use channel::{
+    bind_channel, bind_channels, bind_slack_channel, bind_slack_channels, ibind_channel,
+    ibind_channels, ibind_slack_channel, ibind_slack_channels, iunbind_channel, iunbind_channels,
+    unbind_channel, unbind_channels, wait_bindings, Binding, ADDRESS_BASE_INCREMENT,
+};
 pub use coll::op::{reduce_local, Op, Predefined};
 pub use coll::{Coll, Dst, InPlace, Src, WSpec, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};

@@ -64,7 +64,7 @@ fn lend_padded<T: Equivalence>(s: &[T]) -> Result<Lent> {
     let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
     Lent::of_layout(s, l)
-        .map(|l| l.with_sig(T::SIG))
+        .map(|l| l.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
         .map_err(|e| Error::new(ErrorClass::Type, e))
 }
 
@@ -73,7 +73,7 @@ fn lend_padded_mut<T: Equivalence>(s: &mut [T]) -> Result<Lent> {
     let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
     Lent::of_layout_mut(s, l)
-        .map(|l| l.with_sig(T::SIG))
+        .map(|l| l.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
         .map_err(|e| Error::new(ErrorClass::Type, e))
 }
 
@@ -81,7 +81,9 @@ impl<T: Equivalence> Buffer for [T] {
     #[inline(always)]
     fn lent(&self) -> Result<Lent> {
         match as_bytes(self) {
-            Some(b) => Ok(Lent::of(b).with_sig(T::SIG)),
+            Some(b) => Ok(Lent::of(b)
+                .with_sig(T::SIG)
+                .with_elem(std::mem::size_of::<T>())),
             None => lend_padded(self),
         }
     }
@@ -92,7 +94,9 @@ impl<T: Equivalence> BufferMut for [T] {
     fn lent_mut(&mut self) -> Result<Lent> {
         if T::GAPLESS {
             let b = as_bytes_mut(self).expect("gapless");
-            return Ok(Lent::of_mut(b).with_sig(T::SIG));
+            return Ok(Lent::of_mut(b)
+                .with_sig(T::SIG)
+                .with_elem(std::mem::size_of::<T>()));
         }
         lend_padded_mut(self)
     }
@@ -196,7 +200,9 @@ impl<'b> Typed<'b> {
             }
         };
         Ok(Typed {
-            lent: lent.with_sig(dt.sig_code()),
+            lent: lent
+                .with_sig(dt.sig_code())
+                .with_elem(dt.extent().max(1) as usize),
             _buf: PhantomData,
         })
     }
@@ -248,7 +254,9 @@ impl<'b> TypedMut<'b> {
             }
         };
         Ok(TypedMut {
-            lent: lent.with_sig(dt.sig_code()),
+            lent: lent
+                .with_sig(dt.sig_code())
+                .with_elem(dt.extent().max(1) as usize),
             _buf: PhantomData,
         })
     }

@@ -6,6 +6,7 @@
 //! (`Lent::pull`: `memcpy` inside a process,
 //! `process_vm_readv` between processes). Later transports (TCP) come in beside `shm`.
 
+pub mod channel;
 pub(crate) mod ring;
 pub mod shm;
 pub(crate) mod sync;

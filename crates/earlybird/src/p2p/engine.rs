@@ -211,6 +211,9 @@ pub struct Engine {
     /// Context pairs in use by communicators of this endpoint: bit p set = pair p (contexts
     /// 2p and 2p+1) taken. Pair 0 is WORLD's.
     ctx_used: [u64; CTX_WORDS],
+    /// State an upper layer keeps per endpoint: the channel layer's bind offers and pending
+    /// binds (seed 000), which any bind's wait must progress.
+    pub(crate) ext_binds: Option<Box<dyn std::any::Any>>,
 }
 
 /// Words of the context-pair bitmap: 64 x 64 = 4096 pairs per endpoint.
@@ -284,6 +287,7 @@ impl Engine {
                 m[0] = 1;
                 m
             },
+            ext_binds: None,
         }
     }
 

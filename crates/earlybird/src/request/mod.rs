@@ -21,6 +21,7 @@
 //! (wait/test and their any/all/some forms, request_free, request_get_status), §3.8 (cancel).
 #![forbid(unsafe_code)]
 
+use crate::channel::flow::ChannelEnd;
 use crate::coll::sched::Schedule;
 pub use crate::comm::errhandler::ErrHandler;
 use crate::comm::errhandler::{apply, ErrSlot};
@@ -30,7 +31,7 @@ use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started};
 use crate::p2p::matching::Pattern;
 use crate::p2p::Status;
 use crate::sys::lend::Lent;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::rc::Rc;
 
@@ -57,6 +58,11 @@ pub(crate) enum Plan {
         recv: Lent,
         send: Option<Lent>,
     },
+    /// One end of a bound channel (seed 000): its starts and waits run on the channel's own
+    /// memory, outside the engine's matching.
+    Channel(Rc<RefCell<ChannelEnd>>),
+    /// A bundle: its members (kept in the request) start and complete as one.
+    Bundle,
 }
 
 impl Plan {
@@ -83,6 +89,13 @@ impl Plan {
                 },
             },
             Plan::Coll { ref sched, .. } => sched.borrow().blocked(),
+            Plan::Channel(ref c) => c.borrow().blocked,
+            Plan::Bundle => Blocked {
+                what: BlockedIn::Wait,
+                peer: -3,
+                tag: 0,
+                ctx: 0,
+            },
         }
     }
 
@@ -101,6 +114,7 @@ impl Plan {
                 Started::Op(op) => State::Op(op, self.blocked()),
             },
             Plan::Recv { pat: None, .. } => State::Done(Ok(Status::proc_null())),
+            Plan::Channel(_) | Plan::Bundle => unreachable!("started by the request itself"),
             Plan::Coll { sched, .. } => {
                 let mut s = sched.borrow_mut();
                 s.rewind();
@@ -164,6 +178,10 @@ pub(crate) enum State {
     Steps(Box<dyn Steps>),
     /// A persistent collective in progress: its plan's schedule is running.
     Coll,
+    /// A bound channel with starts outstanding.
+    Chan,
+    /// A bundle whose members were started.
+    Bundle,
     /// Nonblocking, completed and collected: any further use is an error.
     Consumed,
 }
@@ -184,6 +202,12 @@ pub struct Request<'s> {
     bound: Option<OpId>,
     /// The communicator's rank translation (statuses carry endpoints until returned).
     map: Option<Rc<crate::comm::RankMap>>,
+    /// Channels bound from this request: while any exists it cannot start (they share its
+    /// buffer).
+    chan_lock: Option<Rc<Cell<u32>>>,
+    /// A bundle's members.
+    #[allow(clippy::box_collection)] // one word in every request; the Vec only in bundles
+    members: Option<Box<Vec<Request<'s>>>>,
     _buffers: PhantomData<&'s mut [u8]>,
 }
 
@@ -215,6 +239,8 @@ impl<'s> Request<'s> {
             writable: false,
             bound,
             map: None,
+            chan_lock: None,
+            members: None,
             _buffers: PhantomData,
         }
     }
@@ -351,7 +377,12 @@ impl<'s> Request<'s> {
     pub fn is_active(&self) -> bool {
         matches!(
             self.state,
-            State::Op(..) | State::Done(_) | State::Steps(_) | State::Coll
+            State::Op(..)
+                | State::Done(_)
+                | State::Steps(_)
+                | State::Coll
+                | State::Chan
+                | State::Bundle
         )
     }
 
@@ -374,7 +405,11 @@ impl<'s> Request<'s> {
             Some(Plan::Send { buf, .. }) if self.writable => buf.clone(),
             Some(Plan::Recv { buf, .. }) => buf.clone(),
             Some(Plan::Coll { recv, .. }) => recv.clone(),
-            Some(Plan::Send { .. }) => {
+            Some(Plan::Channel(c)) if self.writable => c.borrow().buf.clone(),
+            Some(Plan::Bundle) => {
+                return Err(Error::new(ErrorClass::Request, "buffer_mut on a bundle (use bundle_member_mut to reach a member)"))
+            }
+            Some(Plan::Send { .. } | Plan::Channel(_)) => {
                 return Err(Error::new(ErrorClass::Buffer, "buffer_mut on a persistent send whose buffer was lent read-only (&[T]); lend it as &mut [T]"))
             }
         };
@@ -420,8 +455,22 @@ impl<'s> Request<'s> {
                 "start of a nonpersistent request (only *_init requests can be started)",
             ));
         };
+        if let Plan::Channel(_) = plan {
+            // A channel may have up to K starts outstanding: it keeps its own count.
+            self.chan_mut("start")?.start(false)?;
+            self.state = State::Chan;
+            return Ok(());
+        }
+        if let Some(l) = &self.chan_lock {
+            if l.get() > 0 {
+                return Err(Error::new(ErrorClass::Request, format!("start of a persistent request bound to {} channel(s): use the channel, or unbind it first", l.get())));
+            }
+        }
         if self.is_active() {
             return Err(Error::new(ErrorClass::Request, "start of an active persistent request (wait for it or test it to completion first)"));
+        }
+        if let Plan::Bundle = plan {
+            return self.start_bundle();
         }
         let mut e = self.eng.borrow_mut();
         let state = plan.start(&mut e, self.bound)?;
@@ -451,6 +500,25 @@ impl<'s> Request<'s> {
             },
             State::Steps(s) => s.advance(eng)?,
             State::Coll => coll_sched(&self.plan).borrow_mut().advance(eng)?,
+            State::Chan => {
+                let c = chan(&self.plan);
+                let mut c = c.borrow_mut();
+                if !c.ready_now() {
+                    return None;
+                }
+                let st = c.complete(false);
+                if c.outstanding() == 0 {
+                    self.state = State::Inactive;
+                }
+                return Some(Ok(st));
+            }
+            State::Bundle => {
+                let members = self.members.as_mut().expect("bundle members");
+                if !members.iter_mut().all(|m| m.ready(eng) || settled(m)) {
+                    return None;
+                }
+                bundle_result(members.iter_mut().map(|m| m.poll(eng)))
+            }
             State::Op(op, _) => {
                 if !eng.is_done(*op) {
                     return None;
@@ -524,6 +592,23 @@ impl<'s> Request<'s> {
                     }
                 }
             }
+            State::Chan => {
+                let eng = self.eng.clone();
+                let c = self.chan_mut("wait")?;
+                let r = c.wait(&mut eng.borrow_mut(), false);
+                if c.outstanding() > 0 {
+                    self.state = State::Chan;
+                }
+                r
+            }
+            State::Bundle => {
+                let members = self.members.as_mut().expect("bundle members");
+                let r = wait_all(members);
+                if members.iter().any(|m| m.is_active()) {
+                    self.state = State::Bundle;
+                }
+                r.map(|_| Status::empty())
+            }
             State::Inactive => {
                 self.state = State::Inactive;
                 Ok(Status::empty())
@@ -581,6 +666,18 @@ impl<'s> Request<'s> {
                 "request_get_status on a consumed request",
             )),
             State::Done(r) => r.clone().map(Some),
+            State::Chan => {
+                let c = chan(&self.plan);
+                let mut c = c.borrow_mut();
+                Ok(c.ready_now().then_some(c.status))
+            }
+            State::Bundle => {
+                let members = self.members.as_mut().expect("bundle members");
+                Ok(members
+                    .iter_mut()
+                    .all(|m| m.ready(&mut eng) || settled(m))
+                    .then(Status::empty))
+            }
             State::Op(..) | State::Steps(_) | State::Coll => Ok(None),
         };
         drop(eng);
@@ -597,6 +694,14 @@ impl<'s> Request<'s> {
                 Ok(())
             }
             State::Done(_) => Ok(()),
+            State::Chan | State::Bundle => apply(
+                &self.errh,
+                "cancel",
+                Err(Error::new(
+                    ErrorClass::Request,
+                    "cancel of a bound channel or a bundle (a channel's starts complete in order; unbind it instead)",
+                )),
+            ),
             State::Steps(_) | State::Coll => apply(
                 &self.errh,
                 "cancel",
@@ -632,6 +737,10 @@ impl<'s> Request<'s> {
     /// at the latest until the scope ends, which waits for a freed send and cancels a freed
     /// receive still unmatched.
     pub fn free(mut self) -> Result<()> {
+        if let Some(Plan::Channel(_)) = self.plan {
+            let e = Error::new(ErrorClass::Request, "request_free on a bound channel (unbind it with unbind_channel: the unbind is collective over the pair)");
+            return apply(&self.errh, "request_free", Err(e));
+        }
         if self.plan.is_some() && self.is_active() {
             let e = Error::new(ErrorClass::Request, "request_free of an active persistent request (complete it with wait or test first)");
             return apply(&self.errh, "request_free", Err(e));
@@ -705,12 +814,335 @@ impl<'s> Request<'s> {
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
+        if let Some(Plan::Channel(c)) = &self.plan {
+            // Nothing in flight touches the user's buffer (a channel copies inside start and
+            // wait): tell the partner this end is gone and let the other end see it.
+            let mut c = c.borrow_mut();
+            if !c.unbound {
+                c.leave(2);
+            }
+            return;
+        }
         self.settle();
         if let Some(op) = self.bound.take() {
             if let Ok(mut e) = self.eng.try_borrow_mut() {
                 e.unbind(op);
             }
         }
+    }
+}
+
+/// What binding a channel takes from the persistent request it is bound from.
+pub(crate) struct ChannelSource<'s> {
+    pub eng: EngineRef,
+    pub scope: &'s ScopeOps,
+    pub errh: ErrSlot,
+    pub map: Option<Rc<crate::comm::RankMap>>,
+    pub plan: Plan,
+    pub lock: Rc<Cell<u32>>,
+    pub writable: bool,
+}
+
+impl<'s> Request<'s> {
+    /// What a channel bound from this request needs: MPI_ERR_REQUEST unless it is an
+    /// inactive persistent point-to-point send or receive.
+    pub(crate) fn channel_source(&mut self, what: &str) -> Result<ChannelSource<'s>> {
+        let plan = match &self.plan {
+            Some(p @ (Plan::Send { .. } | Plan::Recv { .. })) => p.clone(),
+            Some(Plan::Channel(_)) => {
+                return Err(Error::new(ErrorClass::Request, format!("{what}: the request is a bound channel already (bind the persistent request it came from)")))
+            }
+            _ => {
+                return Err(Error::new(ErrorClass::Request, format!("{what}: only a persistent point-to-point send or receive (send_init, ..., recv_init) can be bound into a channel")))
+            }
+        };
+        if self.is_active() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                format!("{what}: the request is active (complete it before binding it)"),
+            ));
+        }
+        let lock = self
+            .chan_lock
+            .get_or_insert_with(|| Rc::new(Cell::new(0)))
+            .clone();
+        Ok(ChannelSource {
+            eng: self.eng.clone(),
+            scope: self.scope,
+            errh: self.errh.clone(),
+            map: self.map.clone(),
+            writable: self.writable || matches!(plan, Plan::Recv { .. }),
+            plan,
+            lock,
+        })
+    }
+
+    /// The request of a bound channel end.
+    pub(crate) fn from_channel(src: &ChannelSource<'s>, end: ChannelEnd) -> Request<'s> {
+        src.lock.set(src.lock.get() + 1);
+        let plan = Plan::Channel(Rc::new(RefCell::new(end)));
+        Request::with(
+            &src.eng,
+            src.scope,
+            State::Inactive,
+            Some(plan),
+            None,
+            &src.errh,
+        )
+        .writable(src.writable)
+    }
+
+    /// The channel end behind this request, if it is a bound channel.
+    pub(crate) fn channel_end(&self) -> Option<Rc<RefCell<ChannelEnd>>> {
+        match &self.plan {
+            Some(Plan::Channel(c)) => Some(c.clone()),
+            _ => None,
+        }
+    }
+
+    /// The engine and error slot (for the channel layer's waits and errors).
+    pub(crate) fn engine(&self) -> &EngineRef {
+        &self.eng
+    }
+
+    pub(crate) fn err_slot(&self) -> &ErrSlot {
+        &self.errh
+    }
+
+    /// Turn an unbound channel request into a null one (its end has left).
+    pub(crate) fn consume(&mut self) {
+        self.state = State::Consumed;
+    }
+
+    /// The channel end of a bound channel's request, reached without a run-time borrow (the
+    /// request is its only owner while the channel is bound).
+    fn chan_mut(&mut self, what: &str) -> Result<&mut ChannelEnd> {
+        match &mut self.plan {
+            Some(Plan::Channel(c)) => match Rc::get_mut(c) {
+                Some(c) => Ok(c.get_mut()),
+                None => Err(Error::new(
+                    ErrorClass::Request,
+                    format!("{what} on a channel that has been unbound"),
+                )),
+            },
+            _ => Err(Error::new(
+                ErrorClass::Request,
+                format!("{what} on a request that is not a bound channel"),
+            )),
+        }
+    }
+
+    /// The partner of a bound channel (seed 000): its rank in the communicator of the
+    /// request bound, and its tag; `bytes` is what this end moves per start.
+    pub fn channel_status(&self) -> Result<Status> {
+        match self.channel_end() {
+            Some(c) => {
+                let c = c.borrow();
+                Ok(Status {
+                    bytes: c.bytes,
+                    ..c.status
+                })
+            }
+            None => Err(Error::new(
+                ErrorClass::Request,
+                "channel_status on a request that is not a bound channel",
+            )),
+        }
+    }
+
+    /// The next slot of a channel's send end, to fill in place and send with
+    /// [`start_filled`](Self::start_filled): zero copy (seed 000's early binding taken to the
+    /// end). Its receive must be posted already (MPI_ERR_REQUEST otherwise: the receiver may
+    /// still be reading the slot), and `T` must view the message's bytes whole (MPI_ERR_TYPE).
+    pub fn next_slot_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+        let errh = self.errh.clone();
+        let r = self.chan_mut("next_slot_mut").and_then(|c| {
+            if c.role != crate::channel::flow::Role::Send {
+                return Err(Error::new(
+                    ErrorClass::Request,
+                    "next_slot_mut on the receive end of a channel (use wait_in_place and arrived)",
+                ));
+            }
+            let bytes = c.next_slot()?;
+            let n = bytes.len();
+            crate::sys::plain::cast_bytes_mut(bytes).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Type,
+                    format!(
+                        "a slot of {n} bytes cannot be viewed as [{}]",
+                        std::any::type_name::<T>()
+                    ),
+                )
+            })
+        });
+        apply(&errh, "next_slot_mut", r)
+    }
+
+    /// MPI_Start of a channel's send end whose slot was filled in place through
+    /// [`next_slot_mut`](Self::next_slot_mut): publishes it without copying.
+    pub fn start_filled(&mut self) -> Result<()> {
+        let r = self.chan_mut("start_filled").and_then(|c| c.start(true));
+        if r.is_ok() {
+            self.state = State::Chan;
+        }
+        apply(&self.errh, "start_filled", r)
+    }
+
+    /// MPI_Wait on a channel's receive end that leaves the data in its slot, to read in place
+    /// with [`arrived`](Self::arrived) (zero copy) until this end's next start.
+    pub fn wait_in_place(&mut self) -> Result<Status> {
+        let eng = self.eng.clone();
+        let r = self.chan_mut("wait_in_place").map(|c| {
+            let r = c.wait(&mut eng.borrow_mut(), true);
+            (r, c.outstanding())
+        });
+        let r = match r {
+            Ok((r, left)) => {
+                self.state = if left > 0 {
+                    State::Chan
+                } else {
+                    State::Inactive
+                };
+                r
+            }
+            Err(e) => Err(e),
+        };
+        apply(&self.errh, "wait_in_place", r)
+    }
+
+    /// The data of a channel's last completed receive, read in place in its slot (after
+    /// [`wait_in_place`](Self::wait_in_place), or after a plain wait, which also copied it
+    /// into the buffer). MPI_ERR_REQUEST when none has completed, or its slot has been posted
+    /// again by a later start; MPI_ERR_TYPE when `T` cannot view the bytes whole.
+    pub fn arrived<T: crate::Equivalence>(&mut self) -> Result<&[T]> {
+        let errh = self.errh.clone();
+        let r = self.chan_mut("arrived").and_then(|c| {
+            let bytes = c.arrived()?;
+            let n = bytes.len();
+            crate::sys::plain::cast_bytes(bytes).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Type,
+                    format!(
+                        "a slot of {n} bytes cannot be viewed as [{}]",
+                        std::any::type_name::<T>()
+                    ),
+                )
+            })
+        });
+        apply(&errh, "arrived", r)
+    }
+
+    /// A nonblocking request running `steps` on `ch`'s endpoint and scope (an unbind).
+    pub(crate) fn unbinding(ch: &Request<'s>, steps: Box<dyn Steps>) -> Request<'s> {
+        Request::steps(&ch.eng, ch.scope, steps, &ch.errh)
+    }
+
+    /// A bundle (seed 000, proposal 4: a persistent generalized request) of persistent
+    /// requests: point-to-point, collective, bound channels, or other bundles. Starting it
+    /// starts every member in order; it completes, with the empty status, when every member
+    /// has (MPI_ERR_IN_STATUS naming the members that failed). The members must be persistent,
+    /// inactive, and of one endpoint (MPI_ERR_REQUEST otherwise); [`bundle_member_mut`]
+    /// reaches them between starts, and dropping the bundle drops them.
+    ///
+    /// [`bundle_member_mut`]: Request::bundle_member_mut
+    pub fn bundle(members: Vec<Request<'s>>) -> Result<Request<'s>> {
+        let Some(first) = members.first() else {
+            return Err(Error::new(ErrorClass::Arg, "bundle of no requests"));
+        };
+        for (i, m) in members.iter().enumerate() {
+            let why = if !m.is_persistent() {
+                "is not persistent"
+            } else if m.is_active() {
+                "is active"
+            } else if !Rc::ptr_eq(&m.eng, &first.eng) {
+                "belongs to another endpoint"
+            } else {
+                continue;
+            };
+            return Err(Error::new(
+                ErrorClass::Request,
+                format!("bundle: member {i} {why} (members must be inactive persistent requests of one endpoint)"),
+            ));
+        }
+        let (eng, scope, errh) = (first.eng.clone(), first.scope, first.errh.clone());
+        let mut b = Request::with(
+            &eng,
+            scope,
+            State::Inactive,
+            Some(Plan::Bundle),
+            None,
+            &errh,
+        );
+        b.members = Some(Box::new(members));
+        Ok(b)
+    }
+
+    /// Member `i` of a bundle, to reach its buffers between starts (MPI_ERR_REQUEST while
+    /// the bundle is active, or for another kind of request; MPI_ERR_ARG past the end).
+    pub fn bundle_member_mut(&mut self, i: usize) -> Result<&mut Request<'s>> {
+        if self.is_active() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "bundle_member_mut on an active bundle (wait for it first)",
+            ));
+        }
+        let Some(m) = self.members.as_mut() else {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "bundle_member_mut on a request that is not a bundle",
+            ));
+        };
+        let n = m.len();
+        m.get_mut(i).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Arg,
+                format!("bundle_member_mut({i}) of a bundle of {n} members"),
+            )
+        })
+    }
+
+    /// The members of a bundle, taken back (the bundle is consumed); MPI_ERR_REQUEST while it
+    /// is active or for another kind of request.
+    pub fn into_members(mut self) -> Result<Vec<Request<'s>>> {
+        if self.is_active() || self.members.is_none() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "into_members on an active bundle or a request that is not a bundle",
+            ));
+        }
+        self.plan = None;
+        self.state = State::Consumed;
+        Ok(*self.members.take().expect("checked"))
+    }
+
+    fn start_bundle(&mut self) -> Result<()> {
+        let members = self.members.as_mut().expect("bundle members");
+        if let Some(i) = members
+            .iter()
+            .position(|m| m.is_active() && m.channel_end().is_none())
+        {
+            return Err(Error::new(
+                ErrorClass::Request,
+                format!("start of a bundle whose member {i} is still active"),
+            ));
+        }
+        let mut r = Ok(());
+        for (i, m) in members.iter_mut().enumerate() {
+            if let Err(e) = m.start_inner() {
+                r = Err(Error::new(
+                    e.class(),
+                    format!(
+                        "bundle member {i}: {} (the members before it were started)",
+                        e.detail()
+                    ),
+                ));
+                break;
+            }
+        }
+        if members.iter().any(|m| m.is_active()) {
+            self.state = State::Bundle;
+        }
+        r
     }
 }
 
@@ -740,10 +1172,7 @@ fn one_engine(reqs: &[Request<'_>], what: &str) -> Result<Option<EngineRef>> {
 }
 
 fn settled(r: &Request<'_>) -> bool {
-    !matches!(
-        r.state,
-        State::Op(..) | State::Done(_) | State::Steps(_) | State::Coll
-    )
+    !r.is_active()
 }
 
 /// MPI_Waitall: wait for every request. On failure the error is MPI_ERR_IN_STATUS naming the
@@ -952,11 +1381,43 @@ impl Request<'_> {
                 self.state = State::Done(r);
             }
         }
-        match &self.state {
+        match &mut self.state {
             State::Op(op, _) => e.is_done(*op),
             State::Done(_) => true,
+            State::Chan => chan(&self.plan).borrow_mut().ready_now(),
+            State::Bundle => self
+                .members
+                .as_mut()
+                .expect("bundle members")
+                .iter_mut()
+                .all(|m| m.ready(e) || settled(m)),
             _ => false,
         }
+    }
+}
+
+/// The channel end of a channel request's plan.
+fn chan(plan: &Option<Plan>) -> Rc<RefCell<ChannelEnd>> {
+    match plan {
+        Some(Plan::Channel(c)) => c.clone(),
+        _ => unreachable!("State::Chan without a channel plan"),
+    }
+}
+
+/// A bundle's result from its members' results: the empty status, or MPI_ERR_IN_STATUS
+/// naming the members that failed.
+fn bundle_result(results: impl Iterator<Item = Option<Result<Status>>>) -> Result<Status> {
+    let failed: Vec<String> = results
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Some(Err(e)) => Some(format!("member {i}: {e}")),
+            _ => None,
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(Status::empty())
+    } else {
+        Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
     }
 }
 
@@ -976,7 +1437,7 @@ fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
                 ..b
             }),
             State::Steps(ref s) => Some(s.blocked()),
-            State::Coll => r.plan.as_ref().map(Plan::blocked),
+            State::Coll | State::Chan => r.plan.as_ref().map(Plan::blocked),
             _ => None,
         })
         .unwrap_or(Blocked {

@@ -28,6 +28,9 @@ pub struct Lent {
     /// The basic type the message is made of when it is made of one (0: mixed or unknown); a
     /// receive compares it with the sender's.
     sig: u16,
+    /// Bytes of one element of the buffer's type (its extent), 1 when unknown: the unit of a
+    /// bound channel's address increment.
+    elem: u32,
 }
 
 /// One part of a buffer lent by [`Lent::split`]: a run of bytes, or a datatype's layout.
@@ -125,6 +128,7 @@ impl Lent {
         layout: None,
         gapless: true,
         sig: 0,
+        elem: 1,
     };
 
     /// Lend a buffer that the operation will only read.
@@ -174,6 +178,7 @@ impl Lent {
             layout: Some(Rc::new(layout)),
             gapless,
             sig: 0,
+            elem: 1,
         })
     }
 
@@ -232,6 +237,7 @@ impl Lent {
                     layout: None,
                     gapless: T::GAPLESS,
                     sig: 0,
+                    elem: 1,
                 },
                 Part::Laid(l) => Lent {
                     ptr: base,
@@ -239,6 +245,7 @@ impl Lent {
                     layout: Some(Rc::new(l)),
                     gapless: false,
                     sig: 0,
+                    elem: 1,
                 },
             })
             .collect())
@@ -267,6 +274,7 @@ impl Lent {
                 layout: None,
                 gapless: self.gapless,
                 sig: self.sig,
+                elem: self.elem,
             }),
             Some(l) => Lent::laid_out(ptr, len, self.gapless, l).map(|x| x.with_sig(self.sig)),
         }
@@ -358,6 +366,18 @@ impl Lent {
     pub(crate) fn with_sig(mut self, sig: u16) -> Lent {
         self.sig = sig;
         self
+    }
+
+    /// The same buffer, with elements of `bytes` bytes (the type's extent).
+    #[inline(always)]
+    pub(crate) fn with_elem(mut self, bytes: usize) -> Lent {
+        self.elem = bytes.clamp(1, u32::MAX as usize) as u32;
+        self
+    }
+
+    /// Bytes of one element of the buffer's type (1 when unknown).
+    pub fn elem(&self) -> usize {
+        self.elem as usize
     }
 
     pub fn sig(&self) -> u16 {

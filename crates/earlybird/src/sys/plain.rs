@@ -76,6 +76,21 @@ pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
     Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), b.len() / size) })
 }
 
+/// View bytes as a shared slice of a gapless type, on the terms of [`cast_bytes_mut`].
+pub fn cast_bytes<T: Plain>(b: &[u8]) -> Option<&[T]> {
+    let size = std::mem::size_of::<T>();
+    if !T::GAPLESS
+        || size == 0
+        || !b.len().is_multiple_of(size)
+        || !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
+    {
+        return None;
+    }
+    // SAFETY: the bytes are initialised, aligned and a whole number of `T`, and any bytes are
+    // a valid gapless plain `T`; the view borrows `b`.
+    Some(unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<T>(), b.len() / size) })
+}
+
 /// A value and its index, the element of MINLOC and MAXLOC reductions (MPI's pair types:
 /// `ValueIndex<f32>` is MPI_FLOAT_INT, `<f64>` MPI_DOUBLE_INT, `<i64>` MPI_LONG_INT, `<i32>`
 /// MPI_2INT, `<i16>` MPI_SHORT_INT), laid out as the C structs are.
