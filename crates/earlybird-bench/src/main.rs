@@ -5,7 +5,8 @@
 //! earlybird-bench --threads 2 BENCH [...]
 //! ```
 //!
-//! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency` (2 ranks) or
+//! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency`, `channel`
+//! (2 ranks) or
 //! `halo2d` (any number of ranks; 4 is the reference). The method follows `shared/bench-ref`
 //! so figures compare one to one: every size is measured as R timed repeats (default 11)
 //! after one untimed warm-up repeat; a repeat's time is rank 0's loop time (ranks start each
@@ -15,8 +16,9 @@
 #![forbid(unsafe_code)]
 
 use earlybird::{
-    dims_create, scope, split_views, wait_all, wait_all_into, Comm, Datatype, Op, Result,
-    ScratchBuffer, Status, Typed, TypedMut, Universe, IN_PLACE,
+    bind_slack_channel, dims_create, scope, split_views, unbind_channel, wait_all, wait_all_into,
+    Comm, Datatype, Info, Op, Request, Result, ScratchBuffer, Status, Typed, TypedMut, Universe,
+    IN_PLACE,
 };
 use std::fmt::Write as _;
 
@@ -35,7 +37,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | halo2d | coll\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
          coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
@@ -131,6 +133,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         "msgrate" => b.windowed("msgrate", &[8], 20_000, u64::MAX, 10)?,
         "halo2d" => b.halo2d()?,
         "coll" => b.coll()?,
+        "channel" => b.channel()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()
@@ -393,6 +396,156 @@ impl Bench<'_> {
                 }
             }
             self.emit(name, n, iters, stats(per), "");
+        }
+        Ok(())
+    }
+
+    /// `channel` (seed 000's bound channels), on ranks 0 and 1:
+    ///
+    /// - `channel_pingpong`: two slack-1 channels (0 -> 1 and 1 -> 0) bound from
+    ///   `send_init`/`recv_init`; each side keeps its receive posted ahead of the partner's
+    ///   send (ready mode), then start/wait of the send and wait of the receive. Half round
+    ///   trip per message, as `persistent-latency`.
+    /// - `channel_bw`: a K = 8 channel bound from `ssend_init` (synchronous mode: a send
+    ///   whose receive is not re-posted yet waits for it) streams `iters` messages; the sender
+    ///   copies its buffer into the slot at each start, and the receiver copies each message
+    ///   out into its buffer at its wait (two copies). `channel_bw_inplace`: the receiver reads
+    ///   each message in its slot (`wait_in_place`, then one word of every cache line, so the
+    ///   data does reach its core), so one copy moves the data, as one single-copy transfer
+    ///   does in `bw`. Per-message time; `mb_per_s` as `bw`.
+    fn channel(&self) -> Result<()> {
+        let w = self.w;
+        let me = w.rank();
+        if me > 1 {
+            for _ in self.sizes(&[8]) {
+                for _ in 0..=self.reps() {
+                    self.sync()?;
+                }
+            }
+            for _ in 0..2 {
+                for _ in 0..=self.reps() {
+                    self.sync()?;
+                }
+            }
+            return Ok(());
+        }
+        let peer = 1 - me;
+        let info = Info::new();
+        for n in self.sizes(&[8]) {
+            let iters = self.iters_for(200_000, 512 << 20, 2 * n as u64, 50);
+            let sbuf = vec![1u8; n];
+            let mut rbuf = vec![0u8; n];
+            let mut per = vec![];
+            scope(|s| -> Result<()> {
+                let sreq = w.send_init(s, &sbuf, peer, 21)?;
+                let rreq = w.recv_init(s, &mut rbuf, peer, 21)?;
+                // Bind the send and the receive together: each side lists them in its own
+                // order, and neither waits for the other's second bind.
+                let mut pair = [sreq, rreq];
+                let mut chans = earlybird::bind_channels(&mut pair, &[])?;
+                let rin = chans.pop().expect("receive channel");
+                let sout = chans.pop().expect("send channel");
+                let (mut sout, mut rin): (Request, Request) = (sout, rin);
+                for rep in 0..=self.reps() {
+                    rin.start()?;
+                    self.sync()?;
+                    let t0 = std::time::Instant::now();
+                    for i in 0..iters {
+                        let more = i + 1 < iters;
+                        if me == 0 {
+                            sout.start()?;
+                            sout.wait()?;
+                            rin.wait()?;
+                            if more {
+                                rin.start()?;
+                            }
+                        } else {
+                            rin.wait()?;
+                            if more {
+                                rin.start()?;
+                            }
+                            sout.start()?;
+                            sout.wait()?;
+                        }
+                    }
+                    if rep > 0 {
+                        per.push(t0.elapsed().as_secs_f64() / (2.0 * iters as f64) * 1e6);
+                    }
+                }
+                unbind_channel(&mut sout)?;
+                unbind_channel(&mut rin)?;
+                Ok(())
+            })?;
+            self.emit("channel_pingpong", n, iters, stats(per), "");
+        }
+        const K: u32 = 8;
+        let n = 64usize << 10;
+        for in_place in [false, true] {
+            let iters = self.iters_for(20_000, 4 << 30, n as u64, 100);
+            let sbuf = vec![1u8; n];
+            let mut rbuf = vec![0u8; n];
+            let mut per = vec![];
+            scope(|s| -> Result<()> {
+                let mut ch = if me == 0 {
+                    let mut req = w.ssend_init(s, &sbuf, peer, 22)?;
+                    bind_slack_channel(&mut req, K, 0, &info)?
+                } else {
+                    let mut req = w.recv_init(s, &mut rbuf, peer, 22)?;
+                    bind_slack_channel(&mut req, K, 0, &info)?
+                };
+                for rep in 0..=self.reps() {
+                    if me == 1 {
+                        for _ in 0..K {
+                            ch.start()?;
+                        }
+                    }
+                    self.sync()?;
+                    let t0 = std::time::Instant::now();
+                    for i in 0..iters {
+                        if me == 0 {
+                            if i >= K as u64 {
+                                ch.wait()?;
+                            }
+                            ch.start()?;
+                        } else {
+                            if in_place {
+                                ch.wait_in_place()?;
+                                // Read one word of every cache line: the data reaches this
+                                // core, as a receiving copy would bring it.
+                                let got = ch.arrived::<u64>()?;
+                                let mut acc = 0u64;
+                                for line in got.chunks(8) {
+                                    acc ^= line[0];
+                                }
+                                std::hint::black_box(acc);
+                            } else {
+                                ch.wait()?;
+                            }
+                            if i + (K as u64) < iters {
+                                ch.start()?;
+                            }
+                        }
+                    }
+                    while ch.is_active() {
+                        ch.wait()?;
+                    }
+                    if rep > 0 {
+                        per.push(t0.elapsed().as_secs_f64() / iters as f64 * 1e6);
+                    }
+                }
+                unbind_channel(&mut ch)?;
+                Ok(())
+            })?;
+            if me == 0 {
+                let st = stats(per);
+                let extra = format!(",\"mb_per_s\":{:.1},\"slack\":{K}", n as f64 / st.median);
+                let name = if in_place {
+                    "channel_bw_inplace"
+                } else {
+                    "channel_bw"
+                };
+                self.emit(name, n, iters, st, &extra);
+            }
         }
         Ok(())
     }

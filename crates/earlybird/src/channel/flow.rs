@@ -11,7 +11,6 @@
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::channel::{full, posted, ChannelMem, Word};
-use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Engine};
 use crate::p2p::Status;
 use crate::sys::lend::Lent;
@@ -360,18 +359,6 @@ impl ChannelEnd {
         self.unbound = true;
         self.fd = None;
         self.lock.set(self.lock.get().saturating_sub(1));
-    }
-
-    /// Whether the partner has unbound or dropped its end.
-    pub(crate) fn partner_left(&self) -> bool {
-        self.partner_gone().is_some()
-    }
-
-    pub(crate) fn blocked_unbind(&self) -> Blocked {
-        Blocked {
-            what: BlockedIn::Wait,
-            ..self.blocked
-        }
     }
 }
 

@@ -69,10 +69,12 @@
 //! - **Zero copy**: [`Request::next_slot_mut`] and [`Request::start_filled`] let a sender
 //!   write the next slot in place, [`Request::wait_in_place`] and [`Request::arrived`] let a
 //!   receiver read it there. The slots are in memory both ends map, processes or threads.
-//! - **Unbinding** marks the end gone and waits until the partner's end is gone too; the
-//!   multiple form marks all first, so any order works. Dropping a bound channel without
-//!   unbinding marks it gone as well; the partner's waits then fail instead of hanging.
-//!   `request_free` on a channel is MPI_ERR_REQUEST.
+//! - **Unbinding** is collective over the pair in that both ends unbind, but neither waits
+//!   for the other (a waiting unbind would deadlock two ends that unbind their two channels
+//!   in opposite orders): the end leaves, its memory goes when both ends have left, and the
+//!   partner's later starts and waits fail with MPI_ERR_REQUEST instead of hanging. The
+//!   nonblocking forms are therefore complete when made. Dropping a bound channel without
+//!   unbinding leaves the same way. `request_free` on a channel is MPI_ERR_REQUEST.
 //! - While a channel bound from a request exists, that request cannot start (they share its
 //!   buffer); it is usable again once the channel is unbound or dropped.
 //!
@@ -701,25 +703,22 @@ fn unbind_end(ch: &Request<'_>, what: &str) -> Result<Rc<RefCell<ChannelEnd>>> {
     Ok(end)
 }
 
-/// An unbind in progress: complete when the partner has left too.
+/// An unbind: complete as soon as made, since an end's leaving needs nothing from its
+/// partner (see the module doc).
 #[derive(Debug)]
-struct Unbinding(Vec<Rc<RefCell<ChannelEnd>>>);
+struct Unbinding;
 
 impl Steps for Unbinding {
     fn advance(&mut self, _eng: &mut Engine) -> Option<Result<Status>> {
-        self.0.retain(|e| !e.borrow().partner_left());
-        self.0.is_empty().then(|| Ok(Status::empty()))
+        Some(Ok(Status::empty()))
     }
     fn blocked(&self) -> Blocked {
-        self.0.first().map_or(
-            Blocked {
-                what: BlockedIn::Wait,
-                peer: -3,
-                tag: 0,
-                ctx: 0,
-            },
-            |e| e.borrow().blocked_unbind(),
-        )
+        Blocked {
+            what: BlockedIn::Wait,
+            peer: -3,
+            tag: 0,
+            ctx: 0,
+        }
     }
     fn abandon(&mut self, _eng: &mut Engine) {}
 }
@@ -741,14 +740,15 @@ fn iunbind_many<'s>(chs: &mut [Request<'s>], what: &str) -> Result<Request<'s>> 
             e.borrow_mut().leave(1);
             c.consume();
         }
-        let ch = &chs[0];
-        Ok(Request::unbinding(ch, Box::new(Unbinding(ends))))
+        Ok(Request::unbinding(&chs[0], Box::new(Unbinding)))
     })();
     crate::comm::errhandler::apply(&errh, what, r)
 }
 
-/// MPI_Unbind_channel: unbind a channel (collective over the pair): its end leaves, then
-/// the call waits until the partner's end has left too. The request becomes null.
+/// MPI_Unbind_channel: unbind a channel (collective over the pair: both ends unbind). This
+/// end leaves at once and the request becomes null; the partner's later starts and waits on
+/// its end fail with MPI_ERR_REQUEST. Neither end waits for the other, so each side may
+/// unbind its channels in any order.
 /// MPI_ERR_REQUEST for a request that is not a channel, or one with starts outstanding.
 pub fn unbind_channel(ch: &mut Request<'_>) -> Result<()> {
     iunbind_many(std::slice::from_mut(ch), "unbind_channel")?
@@ -761,8 +761,7 @@ pub fn iunbind_channel<'s>(ch: &mut Request<'s>) -> Result<Request<'s>> {
     iunbind_many(std::slice::from_mut(ch), "iunbind_channel")
 }
 
-/// MPI_Unbind_channels: unbind several channels; all leave first, so the order does not
-/// matter.
+/// MPI_Unbind_channels: unbind several channels, in any order.
 pub fn unbind_channels(chs: &mut [Request<'_>]) -> Result<()> {
     if chs.is_empty() {
         return Ok(());

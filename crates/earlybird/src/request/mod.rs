@@ -399,13 +399,17 @@ impl<'s> Request<'s> {
     pub fn buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
         let lent = match &self.plan {
             None => return Err(Error::new(ErrorClass::Request, "buffer_mut on a nonpersistent request")),
+            // A channel touches its buffer only inside calls on the request itself (a start
+            // or flush reads a send's window, a wait writes a receive's), so the buffer may be
+            // handed out between those calls even with starts outstanding: the circular
+            // buffer's model, where window j+1 is filled while j is in flight.
+            Some(Plan::Channel(c)) if self.writable => c.borrow().buf.clone(),
             Some(_) if self.is_active() => {
                 return Err(Error::new(ErrorClass::Request, "buffer_mut on an active persistent request (wait for it first)"))
             }
             Some(Plan::Send { buf, .. }) if self.writable => buf.clone(),
             Some(Plan::Recv { buf, .. }) => buf.clone(),
             Some(Plan::Coll { recv, .. }) => recv.clone(),
-            Some(Plan::Channel(c)) if self.writable => c.borrow().buf.clone(),
             Some(Plan::Bundle) => {
                 return Err(Error::new(ErrorClass::Request, "buffer_mut on a bundle (use bundle_member_mut to reach a member)"))
             }
