@@ -7,6 +7,8 @@
 #   ROUNDS=5 bench/compare.sh
 #   bench/compare.sh halo2d     # instead: the 4-rank 2-D halo exchange (bench/halo2d.c
 #                               # against `earlybird-bench halo2d`), same rounds and output
+#   bench/compare.sh channel    # instead: bound channels (earlybird-bench channel) against
+#                               # the anchors' persistent ping-pong and 64 KiB bandwidth
 #   bench/compare.sh coll       # instead: collectives (bench-ref coll.c against
 #                               # `earlybird-bench coll`), 2 ranks, plus earlybird at 4 and 8
 #
@@ -36,6 +38,26 @@ if [ "${1:-}" = halo2d ]; then
                 >> "$OUT/eb_halo2d.txt"; then
             echo "earlybird-bench halo2d failed (not there yet?); its column stays empty"
         fi
+    done
+    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    exit 0
+fi
+
+if [ "${1:-}" = channel ]; then
+    # Bound channels (seed 000): earlybird-bench channel against the anchors' persistent
+    # ping-pong (8 B) and windowed bandwidth (64 KiB), with the floor of the same binary.
+    make -s -C "$REF/mpi" pingpong_persist.mpich pingpong_persist.openmpi bw.mpich bw.openmpi >/dev/null
+    MPICH="mpiexec.mpich -n 2 -bind-to core"
+    OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader"
+    EB="$ROOT/target/release/ebrun -n 2 $ROOT/target/release/earlybird-bench"
+    for k in $(seq 1 "$ROUNDS"); do
+        echo "round $k: load $(cut -d' ' -f1-3 /proc/loadavg)"
+        $EB floor >> "$OUT/eb_floor.txt"
+        $MPICH "$REF/mpi/pingpong_persist.mpich" -s 8 >> "$OUT/mpich_pingpong_persist.txt" 2>&1
+        $OMPI "$REF/mpi/pingpong_persist.openmpi" -s 8 >> "$OUT/openmpi_pingpong_persist.txt" 2>&1
+        $MPICH "$REF/mpi/bw.mpich" -s 64k >> "$OUT/mpich_bw.txt" 2>&1
+        $OMPI "$REF/mpi/bw.openmpi" -s 64k >> "$OUT/openmpi_bw.txt" 2>&1
+        $EB channel >> "$OUT/eb_channel.txt"
     done
     python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
     exit 0

@@ -41,6 +41,36 @@ if any(halo):
         print(f"| halo2d (4 ranks, per exchange) | {size} | us | {fmt(e)} | {fmt(m)} | {fmt(o)} | {ratio} |")
     sys.exit(0)
 
+chan = out / "eb_channel.txt"
+if chan.exists():
+    # bench/compare.sh channel: seed 000's bound channels against the anchors' persistent
+    # ping-pong (8 B) and windowed bandwidth (64 KiB), and the floor of the same binary.
+    fl = eb(out / "eb_floor.txt", "median_us").get(8)
+    rows = {}
+    for line in chan.read_text().splitlines():
+        if line.startswith("{"):
+            j = json.loads(line)
+            key = "mb_per_s" if "mb_per_s" in j else "median_us"
+            rows.setdefault((j["bench"], j["bytes"]), []).append(j[key])
+    pp = [ref(out / f"{i}_pingpong_persist.txt").get(8) for i in ("mpich", "openmpi")]
+    bw = [ref(out / f"{i}_bw.txt").get(65536) for i in ("mpich", "openmpi")]
+    if fl:
+        print(f"floor (earlybird-bench floor, one shared line, half round trip): {fl*1000:.1f} ns\n")
+    print("| benchmark | bytes | unit | earlybird | MPICH | Open MPI | earlybird / better anchor | earlybird / floor |")
+    print("|---|---|---|---|---|---|---|---|")
+    fmt = lambda x: "-" if x is None else (f"{x:.3f}" if x < 100 else f"{x:.0f}")
+    for (name, size), v in sorted(rows.items()):
+        e = statistics.median(v)
+        if name == "channel_pingpong":
+            a, unit, best = pp, "us", min([x for x in pp if x], default=None)
+            fr = f"{e / fl:.2f}" if fl else "-"
+        else:
+            a, unit, best = bw, "MB/s", max([x for x in bw if x], default=None)
+            fr = "-"
+        ratio = f"{e / best:.2f}" if best else "-"
+        print(f"| {name} | {size} | {unit} | {fmt(e)} | {fmt(a[0])} | {fmt(a[1])} | {ratio} | {fr} |")
+    sys.exit(0)
+
 def by_bench(path, parse):
     """{(bench, bytes, ranks): [per-launch medians]} of one output file."""
     vals = {}

@@ -57,6 +57,8 @@ pub(crate) struct ChannelEnd {
     pub(crate) blocked: Blocked,
 }
 
+/// Polls of a wait before it also progresses the engine (and may yield its core).
+const SPIN_FIRST: u32 = 1024;
 /// Polls of a waiting channel between looks at whether the partner went away.
 const GONE_CHECK_EVERY: u32 = 4096;
 
@@ -312,6 +314,14 @@ impl ChannelEnd {
             return Ok(Status::empty());
         }
         if !self.ready_now() {
+            // A short tight spin on the word first: the partner is usually a line transfer
+            // away, and a progress pass between polls would only delay seeing it.
+            for _ in 0..SPIN_FIRST {
+                std::hint::spin_loop();
+                if self.ready_now() {
+                    return Ok(self.complete(in_place));
+                }
+            }
             let mut polls = 0u32;
             eng.wait_for(self.blocked, |_| {
                 polls = polls.wrapping_add(1);
