@@ -853,6 +853,29 @@ fn unbind_orders(u: &Universe) -> Result<()> {
     })
 }
 
+/// Unbinding at once after a blocking bind, on both ends, many times: the receive end's
+/// unbind must not close the channel's memory before the send end has mapped it (the send
+/// end's bind completes only when it has).
+fn unbind_right_after_bind(u: &Universe) -> Result<()> {
+    let w = u.world();
+    w.set_errhandler(ErrHandler::Return);
+    let Some(p) = partner(w) else { return Ok(()) };
+    let sender = w.rank() % 2 == 0;
+    let mut x = [0i64; 2];
+    scope(|s| -> Result<()> {
+        let mut req = if sender {
+            w.send_init(s, &mut x, p, 85)?
+        } else {
+            w.recv_init(s, &mut x, p, 85)?
+        };
+        for _ in 0..300 {
+            let mut ch = bind_channel(&mut req, &Info::new())?;
+            unbind_channel(&mut ch)?;
+        }
+        Ok(())
+    })
+}
+
 // ---- 10. bundles -------------------------------------------------------------------------------
 
 /// A bundle of a bound channel, a persistent send/receive of the partner on another tag (the
@@ -953,5 +976,6 @@ scenarios! {
     split_and_merge [2, 3, 4];
     errors [2, 3, 4];
     unbind_orders [2, 3, 4];
+    unbind_right_after_bind [2, 3, 4];
     bundle_of_all [2, 3, 4];
 }
