@@ -367,7 +367,10 @@ impl ChannelEnd {
         };
         self.mem.word(w).store(how, Ordering::Release);
         self.unbound = true;
-        self.fd = None;
+        // Not before the sender has mapped the segment: a receive end unbound right after
+        // its bind returned would take the memory away from the sender's bind still opening
+        // it (the unbind keeps this end until the partner leaves, which it does mapped).
+        self.release_fd();
         self.lock.set(self.lock.get().saturating_sub(1));
     }
 }
