@@ -26,6 +26,7 @@ use crate::sys::lend::Lent;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
+
 use std::rc::Rc;
 
 /// Context of bind offers (above every communicator's: contexts are 2 x pair < 8192).
@@ -134,12 +135,15 @@ pub(crate) struct RecvBind {
 #[derive(Debug)]
 pub(crate) struct Accepted {
     pub mem: ChannelMem,
-    pub fd: OwnedFd,
+    /// Held open until the sender has mapped the segment through it.
+    pub _fd: OwnedFd,
     pub partner: u32,
     pub tag: i32,
     pub partner_bytes: usize,
     /// Units per receive start.
     pub per: u64,
+    /// The offer's id (a failure of the sender to map comes back with it).
+    pub offer_id: u64,
 }
 
 /// What a send bind got.
@@ -151,9 +155,20 @@ pub(crate) struct Mapped {
     pub per: u64,
 }
 
+/// A send end waiting for its reply.
+#[derive(Debug)]
+pub(crate) struct SendBind {
+    pub dest: u32,
+    pub id: u64,
+    pub result: Option<Result<Mapped>>,
+    /// Its `Binding` was dropped: map the reply anyway and leave at once.
+    pub orphan: bool,
+}
+
 /// A channel layer's state per endpoint, kept in the engine.
 #[derive(Default)]
 struct Table {
+    sends: Vec<Rc<RefCell<SendBind>>>,
     /// Offers not matched yet, in arrival order.
     offers: Vec<Offer>,
     /// Per sender: the latest call all of whose offers to this endpoint have arrived.
@@ -201,13 +216,54 @@ fn take_bytes(eng: &mut Engine, pat: &Pattern) -> Option<Result<(u32, Vec<u8>)>>
     Some(eng.take(op).map(|_| (src, v)))
 }
 
-/// Post an offer for a send end; returns its id.
-pub(crate) fn offer(eng: &mut Engine, dest: u32, mut o: Offer) -> Result<u64> {
+/// Post an offer for a send end; its replies are taken by [`progress`].
+pub(crate) fn offer(eng: &mut Engine, dest: u32, mut o: Offer) -> Result<Rc<RefCell<SendBind>>> {
     let t = table(eng);
     t.next_id += 1;
     o.id = t.next_id;
     send_bytes(eng, dest, OFFER_CTX, 0, &o.encode())?;
-    Ok(o.id)
+    let sb = Rc::new(RefCell::new(SendBind {
+        dest,
+        id: o.id,
+        result: None,
+        orphan: false,
+    }));
+    table(eng).sends.push(sb.clone());
+    Ok(sb)
+}
+
+/// The tag of a sender's "could not map" note for offer `id` (negative: apart from replies).
+fn map_failed_tag(id: u64) -> i32 {
+    -reply_tag(id) - 1
+}
+
+/// Whether the sender of an accepted offer has mapped the channel (`Some(Ok)`), failed to
+/// (`Some(Err)`), or not yet answered (`None`).
+pub(crate) fn mapped(eng: &mut Engine, a: &Accepted) -> Option<Result<()>> {
+    if a.mem
+        .word(crate::fabric::channel::Word::Mapped)
+        .load(std::sync::atomic::Ordering::Acquire)
+        != 0
+    {
+        return Some(Ok(()));
+    }
+    let pat = Pattern {
+        ctx: REPLY_CTX,
+        src: Some(a.partner),
+        tag: Some(map_failed_tag(a.offer_id)),
+    };
+    let (_, b) = match take_bytes(eng, &pat)? {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(Err(Error::new(
+        ErrorClass::Other,
+        format!(
+            "the sender (rank {}) could not map the channel's memory: {}",
+            a.partner,
+            String::from_utf8_lossy(&b)
+        ),
+    )))
 }
 
 /// Register a pending receive bind.
@@ -233,7 +289,20 @@ pub(crate) fn poll_reply(eng: &mut Engine, dest: u32, id: u64) -> Option<Result<
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
-    Some(decode_reply(&b))
+    let r = decode_reply(&b);
+    if let Err(e) = &r {
+        if e.class() == ErrorClass::Other && b.first() == Some(&1) {
+            // Accepted, but this end could not map the memory: tell the receiver.
+            let _ = send_bytes(
+                eng,
+                dest,
+                REPLY_CTX,
+                map_failed_tag(id),
+                e.detail().as_bytes(),
+            );
+        }
+    }
+    Some(r)
 }
 
 fn decode_reply(b: &[u8]) -> Result<Mapped> {
@@ -367,11 +436,12 @@ fn accept(eng: &mut Engine, o: &Offer, rb: &mut RecvBind) {
             rb.result = Some(
                 send_bytes(eng, o.src, REPLY_CTX, reply_tag(o.id), &v).map(|()| Accepted {
                     mem,
-                    fd,
+                    _fd: fd,
                     partner: o.src,
                     tag: o.tag,
                     partner_bytes: o.bytes as usize,
                     per: b,
+                    offer_id: o.id,
                 }),
             );
         }
@@ -402,6 +472,29 @@ pub(crate) fn progress(eng: &mut Engine) -> Result<()> {
             t.complete_call.insert(src, o.call);
         }
         t.offers.push(o);
+    }
+    if !table(eng).sends.is_empty() {
+        let sends = table(eng).sends.clone();
+        for sb in &sends {
+            let (dest, id) = {
+                let b = sb.borrow();
+                (b.dest, b.id)
+            };
+            let Some(r) = poll_reply(eng, dest, id) else {
+                continue;
+            };
+            table(eng).sends.retain(|x| !Rc::ptr_eq(x, sb));
+            let mut b = sb.borrow_mut();
+            if b.orphan {
+                if let Ok(m) = &r {
+                    m.mem
+                        .word(crate::fabric::channel::Word::SenderGone)
+                        .store(2, std::sync::atomic::Ordering::Release);
+                }
+            } else {
+                b.result = Some(r);
+            }
+        }
     }
     if table(eng).pending.is_empty() {
         return Ok(());

@@ -15,7 +15,6 @@ use crate::p2p::engine::{Blocked, Engine};
 use crate::p2p::Status;
 use crate::sys::lend::Lent;
 use std::cell::Cell;
-use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
@@ -48,8 +47,6 @@ pub(crate) struct ChannelEnd {
     pub(crate) next_unit: u64,
     /// The partner and the tag, as completions report them.
     pub(crate) status: Status,
-    /// The receiver keeps the segment's descriptor open until the sender has mapped it.
-    pub(crate) fd: Option<OwnedFd>,
     /// Held while the channel exists: the request it was bound from cannot start meanwhile.
     pub(crate) lock: Rc<Cell<u32>>,
     /// Whether the last completed receive's data was left in its slots (in-place waits).
@@ -121,14 +118,6 @@ impl ChannelEnd {
                 self.status.source, self.status.tag
             ),
         ))
-    }
-
-    /// Once the sender has mapped the segment the receiver closes its descriptor.
-    #[inline(always)]
-    fn release_fd(&mut self) {
-        if self.fd.is_some() && self.mem.word(Word::Mapped).load(Ordering::Acquire) != 0 {
-            self.fd = None;
-        }
     }
 
     /// MPI_Start: a send copies (or, `filled`, publishes) its data, a receive posts.
@@ -265,7 +254,6 @@ impl ChannelEnd {
             self.mem.state(v).store(posted(v), Ordering::Release);
         }
         self.started = r + 1;
-        self.release_fd();
         Ok(())
     }
 
@@ -367,10 +355,6 @@ impl ChannelEnd {
         };
         self.mem.word(w).store(how, Ordering::Release);
         self.unbound = true;
-        // Not before the sender has mapped the segment: a receive end unbound right after
-        // its bind returned would take the memory away from the sender's bind still opening
-        // it (the unbind keeps this end until the partner leaves, which it does mapped).
-        self.release_fd();
         self.lock.set(self.lock.get().saturating_sub(1));
     }
 }

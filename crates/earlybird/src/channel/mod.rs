@@ -91,7 +91,7 @@ use crate::info::Info;
 use crate::p2p::engine::{Blocked, Engine, SendMode};
 use crate::p2p::Status;
 use crate::request::{ChannelSource, Plan, Request, Steps};
-use bind::{Accepted, Mapped, Offer, RecvBind};
+use bind::{Accepted, Mapped, Offer, RecvBind, SendBind};
 use flow::{ChannelEnd, Role};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -213,8 +213,9 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// The side of a bind in progress.
 #[derive(Debug)]
 enum Side {
-    Send { dest: u32, id: u64 },
-    Recv(Rc<RefCell<RecvBind>>),
+    Send(Rc<RefCell<SendBind>>),
+    /// A receive bind, and once matched what it got, until the sender has mapped it.
+    Recv(Rc<RefCell<RecvBind>>, Option<Accepted>),
 }
 
 /// A bind in progress (MPI_Ibind_channel, MPI_Ibind_slack_channel): complete it with
@@ -276,25 +277,24 @@ impl<'s> Binding<'s> {
                     elem: buf.elem() as u32,
                     contiguous: buf.is_contiguous(),
                 };
-                let id = bind::offer(&mut e, *peer as u32, o)?;
-                Side::Send {
-                    dest: *peer as u32,
-                    id,
-                }
+                Side::Send(bind::offer(&mut e, *peer as u32, o)?)
             }
-            Plan::Recv { pat: Some(p), buf } => Side::Recv(bind::post(
-                &mut e,
-                RecvBind {
-                    pat: *p,
-                    slack,
-                    bytes: spec.bytes,
-                    sig: buf.sig(),
-                    elem: buf.elem(),
-                    contiguous: buf.is_contiguous(),
-                    blocking,
-                    result: None,
-                },
-            )),
+            Plan::Recv { pat: Some(p), buf } => Side::Recv(
+                bind::post(
+                    &mut e,
+                    RecvBind {
+                        pat: *p,
+                        slack,
+                        bytes: spec.bytes,
+                        sig: buf.sig(),
+                        elem: buf.elem(),
+                        contiguous: buf.is_contiguous(),
+                        blocking,
+                        result: None,
+                    },
+                ),
+                None,
+            ),
             _ => unreachable!("checked by end_spec"),
         };
         drop(e);
@@ -312,15 +312,38 @@ impl<'s> Binding<'s> {
             return Ok(true);
         }
         bind::progress(eng)?;
-        let got: Option<Result<(ChannelEnd, Status)>> = match &self.side {
-            Side::Send { dest, id } => {
-                bind::poll_reply(eng, *dest, *id).map(|r| r.map(|m| self.send_end(m)))
+        let got: Option<Result<(ChannelEnd, Status)>> = match &mut self.side {
+            Side::Send(sb) => {
+                let r = sb.borrow_mut().result.take();
+                r.map(|r| r.map(|m| self.send_end(m)))
             }
-            Side::Recv(rb) => rb
-                .borrow_mut()
-                .result
-                .take()
-                .map(|r| r.map(|a| self.recv_end(a))),
+            Side::Recv(rb, acc) => {
+                if acc.is_none() {
+                    match rb.borrow_mut().result.take() {
+                        Some(Ok(a)) => *acc = Some(a),
+                        Some(Err(e)) => {
+                            self.result = Some(Err(e));
+                            return Ok(true);
+                        }
+                        None => {}
+                    }
+                }
+                // Bound once the sender has mapped the memory (then the descriptor closes):
+                // the receive end may be unbound or dropped at once after its bind.
+                match acc.as_ref().map(|a| bind::mapped(eng, a)) {
+                    Some(Some(Ok(()))) => {
+                        let a = acc.take().expect("accepted");
+                        let r = Ok(self.recv_end(a));
+                        self.result = Some(r);
+                        return Ok(true);
+                    }
+                    Some(Some(Err(e))) => {
+                        self.result = Some(Err(e));
+                        return Ok(true);
+                    }
+                    _ => None,
+                }
+            }
         };
         match got {
             None => Ok(false),
@@ -342,7 +365,6 @@ impl<'s> Binding<'s> {
         &self,
         mem: crate::fabric::channel::ChannelMem,
         per: u64,
-        fd: Option<std::os::fd::OwnedFd>,
         partner: u32,
         tag: i32,
         bytes: usize,
@@ -371,7 +393,6 @@ impl<'s> Binding<'s> {
             completed: 0,
             next_unit: 0,
             status,
-            fd,
             lock: self.src.lock.clone(),
             unbound: false,
             blocked: Blocked {
@@ -386,7 +407,7 @@ impl<'s> Binding<'s> {
             Plan::Send { peer, tag, .. } => (*peer as u32, *tag),
             _ => unreachable!(),
         };
-        let end = self.make_end(m.mem, m.per, None, dest, tag, self.spec.bytes);
+        let end = self.make_end(m.mem, m.per, dest, tag, self.spec.bytes);
         let st = Status {
             bytes: m.partner_bytes,
             ..end.status
@@ -395,7 +416,7 @@ impl<'s> Binding<'s> {
     }
 
     fn recv_end(&self, a: Accepted) -> (ChannelEnd, Status) {
-        let end = self.make_end(a.mem, a.per, Some(a.fd), a.partner, a.tag, self.spec.bytes);
+        let end = self.make_end(a.mem, a.per, a.partner, a.tag, self.spec.bytes);
         let st = Status {
             bytes: a.partner_bytes,
             ..end.status
@@ -467,9 +488,23 @@ impl<'s> Binding<'s> {
 
 impl Drop for Binding<'_> {
     fn drop(&mut self) {
-        if let (Side::Recv(rb), None) = (&self.side, &self.result) {
-            if let Ok(mut e) = self.src.eng.try_borrow_mut() {
+        if self.result.is_some() {
+            return;
+        }
+        let Ok(mut e) = self.src.eng.try_borrow_mut() else {
+            return;
+        };
+        match &mut self.side {
+            // The offer is out: the reply, when it comes, is mapped and the end marked gone,
+            // so the receiver is not left waiting.
+            Side::Send(sb) => sb.borrow_mut().orphan = true,
+            Side::Recv(rb, acc) => {
                 bind::withdraw(&mut e, rb);
+                if let Some(a) = acc.take() {
+                    a.mem
+                        .word(crate::fabric::channel::Word::ReceiverGone)
+                        .store(2, std::sync::atomic::Ordering::Release);
+                }
             }
         }
     }
