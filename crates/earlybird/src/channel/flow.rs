@@ -358,7 +358,9 @@ impl ChannelEnd {
         };
         self.mem.word(w).store(how, Ordering::Release);
         self.unbound = true;
-        self.fd = None;
+        // Not before the sender has mapped the segment: an unbind right after the bind may
+        // come first (the descriptor then closes with this end).
+        self.release_fd();
         self.lock.set(self.lock.get().saturating_sub(1));
     }
 
