@@ -14,18 +14,15 @@
 //!   rank 0 spends one credit per start. `--mode sync` binds from `ssend_init`: a send waits
 //!   for its receive, and no credits are sent (except on the in-place path, see below).
 //! * The copy path (the default) is the seed's own model: the sender writes window j of its
-//!   circular buffer, then starts j; the receiver's wait copies message j into window j of
-//!   its circular buffer. In this Rust API the whole circular buffer is lent to the channel,
-//!   and `Request::buffer_mut` hands it out only while the end has no start outstanding (a
-//!   synchronous send copies its window when its receive is posted, possibly after the
-//!   start). So each side runs in rounds of K: the sender fills all K windows, starts K and
-//!   waits for the K; the receiver starts K, waits for the K, then reads the K windows.
-//! * `--in-place` streams without rounds or copies: the sender fills the next slot through
-//!   `next_slot_mut` and publishes it with `start_filled`, keeping up to K sends outstanding;
-//!   the receiver keeps K receives started, reads each message in its slot with
-//!   `wait_in_place`/`arrived`, then restarts. A slot can be handed out only once its receive
-//!   is posted, in either mode, so the ready mode spends credits as above, and the
-//!   synchronous mode retries `next_slot_mut` until the receive is posted.
+//!   circular buffer (through `Request::buffer_mut`, which a channel hands out between its
+//!   calls even with starts outstanding), then starts j, keeping up to K starts outstanding;
+//!   the receiver keeps K receives started, and its wait j copies message j into window j of
+//!   its circular buffer, which it reads before starting receive j + K.
+//! * `--in-place` streams without copies: the sender fills the next slot through
+//!   `next_slot_mut` and publishes it with `start_filled`; the receiver reads each message in
+//!   its slot with `wait_in_place`/`arrived`, then restarts. A slot can be handed out only
+//!   once its receive is posted: the ready mode spends credits as above, and in synchronous
+//!   mode `next_slot_mut` waits for it.
 //!
 //! `tests/channel_pipeline.rs` includes this file as a module and runs [`run`] as thread and
 //! process jobs, and runs the built example under `ebrun -n 2`.
@@ -34,7 +31,7 @@ use earlybird::{
     bind_slack_channel, scope, unbind_channel, Comm, ErrHandler, ErrorClass, Info, Request, Result,
 };
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Slackness: starts outstanding at most on each end, and windows per circular buffer.
 pub const K: u32 = 5;
@@ -44,8 +41,6 @@ pub const COUNT: usize = 1024;
 const TAG: i32 = 11;
 /// The tag of the credit messages (ready mode).
 const CREDIT: i32 = 12;
-/// How long the synchronous in-place sender retries a slot whose receive is not posted.
-const SLOT_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Element `k` of message `j`.
 #[inline]
@@ -159,7 +154,7 @@ pub fn run(world: &Comm, config: Config) -> Result<Option<Outcome>> {
     if rank > 1 {
         return Ok(None);
     }
-    // Errors come back as values (the synchronous in-place sender retries a refused slot).
+    // Errors come back as values, for the summary line.
     world.set_errhandler(ErrHandler::Return);
     let mut ring = vec![0.0f64; K as usize * COUNT];
     scope(|s| -> Result<Option<Outcome>> {
@@ -223,52 +218,49 @@ fn give_credits(world: &Comm, n: u64) -> Result<()> {
     world.send(&[n], 0, CREDIT)
 }
 
-/// Copy path, sender: rounds of K windows written, K starts, K waits.
+/// Copy path, sender: window j of the circular buffer written, then start j, with up to K
+/// starts outstanding (the channel reads window j at start j, or, in synchronous mode, when
+/// its receive is posted: window j is not written again before start j + K, which waits for
+/// start j first).
 fn send_copy(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
     let mut credits = Credits { left: 0 };
-    let mut j = 0u64;
-    while j < c.starts {
-        let m = (c.starts - j).min(K as u64);
-        let buf = ch.buffer_mut::<f64>()?;
-        for i in j..j + m {
-            for (k, v) in buf[window(i)].iter_mut().enumerate() {
-                *v = value(i, k);
-            }
-        }
-        for _ in 0..m {
-            if c.mode == Mode::Ready {
-                credits.take(world)?;
-            }
-            ch.start()?;
-        }
-        for _ in 0..m {
+    for j in 0..c.starts {
+        if j >= K as u64 {
             ch.wait()?;
         }
-        j += m;
+        for (k, v) in ch.buffer_mut::<f64>()?[window(j)].iter_mut().enumerate() {
+            *v = value(j, k);
+        }
+        if c.mode == Mode::Ready {
+            credits.take(world)?;
+        }
+        ch.start()?;
+    }
+    while ch.is_active() {
+        ch.wait()?;
     }
     Ok(())
 }
 
-/// Copy path, receiver: rounds of K starts, K waits (each copies its message into its
-/// window), then the K windows checked.
+/// Copy path, receiver: K receives kept started; wait j copies message j into window j,
+/// which is read before receive j + K (the next to use it) is started.
 fn recv_copy(world: &Comm, ch: &mut Request<'_>, c: Config, o: &mut Outcome) -> Result<()> {
-    let mut j = 0u64;
-    while j < c.starts {
-        let m = (c.starts - j).min(K as u64);
-        for _ in 0..m {
+    let first = c.starts.min(K as u64);
+    for _ in 0..first {
+        ch.start()?;
+    }
+    if c.mode == Mode::Ready && first > 0 {
+        give_credits(world, first)?;
+    }
+    for j in 0..c.starts {
+        ch.wait()?;
+        o.check(j, &ch.buffer_mut::<f64>()?[window(j)]);
+        if j + (K as u64) < c.starts {
             ch.start()?;
+            if c.mode == Mode::Ready {
+                give_credits(world, 1)?;
+            }
         }
-        if c.mode == Mode::Ready {
-            give_credits(world, m)?;
-        }
-        for _ in 0..m {
-            ch.wait()?;
-        }
-        let buf = ch.buffer_mut::<f64>()?;
-        for i in j..j + m {
-            o.check(i, &buf[window(i)]);
-        }
-        j += m;
     }
     Ok(())
 }
@@ -284,7 +276,9 @@ fn send_in_place(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
         if c.mode == Mode::Ready {
             credits.take(world)?;
         }
-        let slot = next_slot(ch, c.mode)?;
+        // Ready mode: a credit says its receive is posted. Synchronous mode: this waits
+        // for it.
+        let slot = ch.next_slot_mut::<f64>()?;
         for (k, v) in slot.iter_mut().enumerate() {
             *v = value(j, k);
         }
@@ -294,25 +288,6 @@ fn send_in_place(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
         ch.wait()?;
     }
     Ok(())
-}
-
-/// The next send slot. In ready mode a credit says its receive is posted; in synchronous
-/// mode the slot is asked for again until it is (`next_slot_mut` does not wait).
-fn next_slot<'a>(ch: &'a mut Request<'_>, mode: Mode) -> Result<&'a mut [f64]> {
-    if mode == Mode::Sync {
-        let since = Instant::now();
-        // A borrow-checker-friendly retry: probe, then take the slot once it is free.
-        loop {
-            match ch.next_slot_mut::<f64>() {
-                Ok(_) => break,
-                Err(e) if e.class() == ErrorClass::Request && since.elapsed() < SLOT_PATIENCE => {
-                    std::thread::yield_now()
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    ch.next_slot_mut::<f64>()
 }
 
 /// In-place path, receiver: K receives kept started; each message read in its slot, then

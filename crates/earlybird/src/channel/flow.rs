@@ -213,6 +213,34 @@ impl ChannelEnd {
         }
     }
 
+    /// Synchronous mode: wait until the receive of the next send is posted (and every
+    /// earlier send written), so that its slot may be filled in place. Nothing in ready mode,
+    /// where [`next_slot`](Self::next_slot) says at once whether it is.
+    pub(crate) fn wait_posted(&mut self, eng: &mut Engine) -> Result<()> {
+        if self.ready || self.role != Role::Send {
+            return Ok(());
+        }
+        self.check_room()?;
+        let first = self.started * self.per;
+        let last = first + self.per - 1;
+        let mut polls = 0u32;
+        eng.wait_for(self.blocked, |_| {
+            self.flush();
+            if self.next_unit == first
+                && self.mem.state(last).load(Ordering::Acquire) == posted(last)
+            {
+                return Some(Ok(()));
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(GONE_CHECK_EVERY) {
+                if let Some(e) = self.partner_gone() {
+                    return Some(Err(e));
+                }
+            }
+            None
+        })?
+    }
+
     /// The units of the next send, to fill in place before [`start_send`](Self::start_send)
     /// with `filled`. Its receive must be posted already, and no earlier send pending.
     pub(crate) fn next_slot(&mut self) -> Result<&mut [u8]> {

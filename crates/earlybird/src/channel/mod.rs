@@ -77,6 +77,11 @@
 //!   unbinding leaves the same way. `request_free` on a channel is MPI_ERR_REQUEST.
 //! - While a channel bound from a request exists, that request cannot start (they share its
 //!   buffer); it is usable again once the channel is unbound or dropped.
+//! - **The buffer between calls**: a channel touches its buffer only inside calls on it (a
+//!   send's window is read at its start, or, when its receive was not posted yet in
+//!   synchronous mode, by the call that writes it; a receive's window is written by its
+//!   wait), so `Request::buffer_mut` hands the buffer out between those calls even with starts
+//!   outstanding: write window j before starting j, read window j after waiting for j.
 //!
 //! # Standard section(s)
 //! None: seed 000 (`MPI_Bind_channel` and the rest), on MPI 4.1 §3.9 persistent requests.

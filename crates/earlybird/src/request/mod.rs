@@ -956,10 +956,13 @@ impl<'s> Request<'s> {
 
     /// The next slot of a channel's send end, to fill in place and send with
     /// [`start_filled`](Self::start_filled): zero copy (seed 000's early binding taken to the
-    /// end). Its receive must be posted already (MPI_ERR_REQUEST otherwise: the receiver may
-    /// still be reading the slot), and `T` must view the message's bytes whole (MPI_ERR_TYPE).
+    /// end). On a ready-mode channel its receive must be posted already (MPI_ERR_REQUEST
+    /// otherwise: the receiver may still be reading the slot); on a synchronous one this
+    /// waits for it, as a synchronous send would. `T` must view the message's bytes whole
+    /// (MPI_ERR_TYPE).
     pub fn next_slot_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
         let errh = self.errh.clone();
+        let eng = self.eng.clone();
         let r = self.chan_mut("next_slot_mut").and_then(|c| {
             if c.role != crate::channel::flow::Role::Send {
                 return Err(Error::new(
@@ -967,6 +970,7 @@ impl<'s> Request<'s> {
                     "next_slot_mut on the receive end of a channel (use wait_in_place and arrived)",
                 ));
             }
+            c.wait_posted(&mut eng.borrow_mut())?;
             let bytes = c.next_slot()?;
             let n = bytes.len();
             crate::sys::plain::cast_bytes_mut(bytes).ok_or_else(|| {
