@@ -110,6 +110,9 @@ impl ChannelShape {
 pub struct ChannelMem {
     seg: Segment,
     shape: ChannelShape,
+    /// `units - 1` when `units` is a power of two: the slot of a unit without a division on
+    /// the start and wait paths.
+    mask: Option<u64>,
 }
 
 impl ChannelMem {
@@ -123,7 +126,7 @@ impl ChannelMem {
             .map(PathBuf::from)
             .unwrap_or_else(|| "/dev/shm".into());
         let (seg, fd) = Segment::create_unlinked(&dir, shape.total_bytes())?;
-        Ok((ChannelMem { seg, shape }, fd))
+        Ok((ChannelMem::new(seg, shape), fd))
     }
 
     /// The sending end: map the segment the receiver `pid` holds open as `fd`.
@@ -146,7 +149,24 @@ impl ChannelMem {
             ));
         }
         let seg = Segment::map_fd(file.as_raw_fd(), shape.total_bytes())?;
-        Ok(ChannelMem { seg, shape })
+        Ok(ChannelMem::new(seg, shape))
+    }
+
+    fn new(seg: Segment, shape: ChannelShape) -> ChannelMem {
+        let mask = shape
+            .units
+            .is_power_of_two()
+            .then_some(shape.units as u64 - 1);
+        ChannelMem { seg, shape, mask }
+    }
+
+    /// The slot of unit `u`.
+    #[inline(always)]
+    fn slot(&self, u: u64) -> usize {
+        match self.mask {
+            Some(m) => (u & m) as usize,
+            None => (u % self.shape.units as u64) as usize,
+        }
     }
 
     pub fn shape(&self) -> ChannelShape {
@@ -165,14 +185,14 @@ impl ChannelMem {
     /// The state word of the slot of unit `u`.
     #[inline(always)]
     pub fn state(&self, u: u64) -> &AtomicU64 {
-        let slot = (u % self.shape.units as u64) as usize;
+        let slot = self.slot(u);
         // SAFETY: slot < units, so the line lies inside the segment; 128-aligned; only ever
         // accessed as an atomic (zero-filled at creation).
         unsafe { &*(self.seg.base().add((HEADER_LINES + slot) * LINE) as *const AtomicU64) }
     }
 
     fn data_ptr(&self, u: u64, n: usize) -> *mut u8 {
-        let slot = (u % self.shape.units as u64) as usize;
+        let slot = self.slot(u);
         assert!(
             n >= 1 && slot + n <= self.shape.units as usize && (n == 1 || !self.shape.inline),
             "channel units {u}+{n} of {:?}",
