@@ -170,6 +170,12 @@ impl ChannelEnd {
             ));
         }
         if filled {
+            // Every unit must be posted (next_slot_mut checked it when it handed them out).
+            if (first..first + self.per)
+                .any(|v| self.mem.state(v).load(Ordering::Acquire) != posted(v))
+            {
+                return Err(Error::new(ErrorClass::Request, "start_filled of a send whose receives are not all posted (fill the slot through next_slot_mut first)"));
+            }
             for v in first..first + self.per {
                 self.mem.state(v).store(full(v), Ordering::Release);
             }

@@ -742,7 +742,7 @@ impl<'s> Request<'s> {
     /// receive still unmatched.
     pub fn free(mut self) -> Result<()> {
         if let Some(Plan::Channel(_)) = self.plan {
-            let e = Error::new(ErrorClass::Request, "request_free on a bound channel (unbind it with unbind_channel: the unbind is collective over the pair)");
+            let e = Error::new(ErrorClass::Request, "request_free on a bound channel is erroneous: channels end with unbind_channel (collective over the pair); this end is dropped as if unbound without one, and its partner's calls will say so");
             return apply(&self.errh, "request_free", Err(e));
         }
         if self.plan.is_some() && self.is_active() {
