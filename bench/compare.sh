@@ -23,6 +23,11 @@ mkdir -p "$OUT"
 
 cargo build --release --workspace >/dev/null
 
+# Two ranks, one per core, as bench-ref launches them.
+MPICH="mpiexec.mpich -n 2 -bind-to core"
+OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader"
+EB="$ROOT/target/release/ebrun -n 2 $ROOT/target/release/earlybird-bench"
+
 if [ "${1:-}" = halo2d ]; then
     # 4 ranks on this machine's cores (two per core on 2 cores): each library binds them
     # round robin to cores, as earlybird-bench pins rank r to CPU r % ncpus.
@@ -47,9 +52,6 @@ if [ "${1:-}" = channel ]; then
     # Bound channels (seed 000): earlybird-bench channel against the anchors' persistent
     # ping-pong (8 B) and windowed bandwidth (64 KiB), with the floor of the same binary.
     make -s -C "$REF/mpi" pingpong_persist.mpich pingpong_persist.openmpi bw.mpich bw.openmpi >/dev/null
-    MPICH="mpiexec.mpich -n 2 -bind-to core"
-    OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader"
-    EB="$ROOT/target/release/ebrun -n 2 $ROOT/target/release/earlybird-bench"
     for k in $(seq 1 "$ROUNDS"); do
         echo "round $k: load $(cut -d' ' -f1-3 /proc/loadavg)"
         $EB floor >> "$OUT/eb_floor.txt"
@@ -84,9 +86,6 @@ fi
 make -s -C "$REF/mpi" pingpong.mpich pingpong.openmpi pingpong_persist.mpich pingpong_persist.openmpi \
     bw.mpich bw.openmpi msgrate.mpich msgrate.openmpi >/dev/null
 
-MPICH="mpiexec.mpich -n 2 -bind-to core"
-OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mca pml ob1 --mca btl self,vader"
-EB="$ROOT/target/release/ebrun -n 2 $ROOT/target/release/earlybird-bench"
 
 for k in $(seq 1 "$ROUNDS"); do
     echo "round $k: load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -11,13 +11,11 @@ mod common;
 #[allow(dead_code)]
 mod pipeline;
 
-use common::{ebrun_path, shm_entries, JobOutput};
+use common::JobOutput;
 use earlybird::{
     bind_slack_channel, scope, unbind_channel, ErrHandler, ErrorClass, Info, Result, Universe,
 };
 use pipeline::{Config, Mode, COUNT, K};
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
 scenarios! {
     ready_copy [2];
@@ -160,38 +158,8 @@ fn copy_path_limits(u: &Universe) -> Result<()> {
     })
 }
 
-/// `target/<profile>/examples/channel_pipeline`, which `cargo test` builds beside the tests
-/// (unless it is told to build only some test targets).
-fn example_path() -> std::path::PathBuf {
-    let p = ebrun_path()
-        .with_file_name("examples")
-        .join("channel_pipeline");
-    assert!(
-        p.exists(),
-        "{} not found: `cargo test -p earlybird` builds it, `--test channel_pipeline` alone does not (run `cargo build -p earlybird --example channel_pipeline` first)",
-        p.display()
-    );
-    p
-}
-
 fn run_example(n: u32, args: &[&str]) -> JobOutput {
-    let before = shm_entries();
-    let start = Instant::now();
-    let out = Command::new(ebrun_path())
-        .args(["-n", &n.to_string(), "--timeout", "60"])
-        .arg(example_path())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("start ebrun");
-    let out = JobOutput {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    };
-    common::assert_no_new_shm(&before, &out);
-    out
+    common::run_example("channel_pipeline", n, args)
 }
 
 /// The example as a user runs it, on both paths: one summary line, from rank 1.

@@ -9,10 +9,8 @@ mod common;
 #[allow(dead_code)]
 mod heat2d;
 
-use common::{assert_err, ebrun_path, shm_entries, JobOutput};
+use common::{assert_err, JobOutput};
 use earlybird::{scope, split_views, Datatype, ErrHandler, ErrorClass, Result, Universe};
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
 scenarios! {
     heat2d_matches_serial [1, 2, 3, 4, 8];
@@ -112,36 +110,8 @@ fn split_view_misuse(u: &Universe) -> Result<()> {
     Ok(())
 }
 
-/// `target/<profile>/examples/heat2d`, which `cargo test` builds beside the tests (unless
-/// it is told to build only some test targets).
-fn example_path() -> std::path::PathBuf {
-    let p = ebrun_path().with_file_name("examples").join("heat2d");
-    assert!(
-        p.exists(),
-        "{} not found: `cargo test -p earlybird` builds it, `--test heat2d` alone does not (run `cargo build -p earlybird --example heat2d` first)",
-        p.display()
-    );
-    p
-}
-
 fn run_example(n: u32, args: &[&str]) -> JobOutput {
-    let before = shm_entries();
-    let start = Instant::now();
-    let out = Command::new(ebrun_path())
-        .args(["-n", &n.to_string(), "--timeout", "60"])
-        .arg(example_path())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("start ebrun");
-    let out = JobOutput {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    };
-    common::assert_no_new_shm(&before, &out);
-    out
+    common::run_example("heat2d", n, args)
 }
 
 /// The example as a user runs it: 4 processes, a 2 x 2 grid of 32 x 32 blocks, 40 steps.

@@ -229,22 +229,10 @@ impl ChannelEnd {
         self.check_room()?;
         let first = self.started * self.per;
         let last = first + self.per - 1;
-        let mut polls = 0u32;
-        eng.wait_for(self.blocked, |_| {
-            self.flush();
-            if self.next_unit == first
-                && self.mem.state(last).load(Ordering::Acquire) == posted(last)
-            {
-                return Some(Ok(()));
-            }
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(GONE_CHECK_EVERY) {
-                if let Some(e) = self.partner_gone() {
-                    return Some(Err(e));
-                }
-            }
-            None
-        })?
+        self.wait_until(eng, |c| {
+            c.flush();
+            c.next_unit == first && c.mem.state(last).load(Ordering::Acquire) == posted(last)
+        })
     }
 
     /// The units of the next send, to fill in place before [`start_send`](Self::start_send)
@@ -335,30 +323,42 @@ impl ChannelEnd {
         if self.outstanding() == 0 {
             return Ok(Status::empty());
         }
-        if !self.ready_now() {
-            // A short tight spin on the word first: the partner is usually a line transfer
-            // away, and a progress pass between polls would only delay seeing it.
-            for _ in 0..SPIN_FIRST {
-                std::hint::spin_loop();
-                if self.ready_now() {
-                    return Ok(self.complete(in_place));
+        self.wait_until(eng, ChannelEnd::ready_now)?;
+        Ok(self.complete(in_place))
+    }
+
+    /// Block until `done` holds: a short tight spin on the word first (the partner is usually
+    /// a line transfer away, and a progress pass between polls would only delay seeing it),
+    /// then the engine's wait, which progresses and yields, and looks now and then whether
+    /// the partner went away (an error then, not a hang).
+    #[inline(always)]
+    fn wait_until(
+        &mut self,
+        eng: &mut Engine,
+        mut done: impl FnMut(&mut Self) -> bool,
+    ) -> Result<()> {
+        if done(self) {
+            return Ok(());
+        }
+        for _ in 0..SPIN_FIRST {
+            std::hint::spin_loop();
+            if done(self) {
+                return Ok(());
+            }
+        }
+        let mut polls = 0u32;
+        eng.wait_for(self.blocked, |_| {
+            if done(self) {
+                return Some(Ok(()));
+            }
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(GONE_CHECK_EVERY) {
+                if let Some(e) = self.partner_gone() {
+                    return Some(Err(e));
                 }
             }
-            let mut polls = 0u32;
-            eng.wait_for(self.blocked, |_| {
-                polls = polls.wrapping_add(1);
-                if self.ready_now() {
-                    return Some(Ok(()));
-                }
-                if polls.is_multiple_of(GONE_CHECK_EVERY) {
-                    if let Some(e) = self.partner_gone() {
-                        return Some(Err(e));
-                    }
-                }
-                None
-            })??;
-        }
-        Ok(self.complete(in_place))
+            None
+        })?
     }
 
     /// The data of the last completed receive, left in its slots by an in-place wait.

@@ -480,13 +480,10 @@ impl<'s> Binding<'s> {
         match self.result.take() {
             Some(Ok((end, _))) => Ok(Request::from_channel(&self.src, end)),
             Some(Err(e)) => Err(e),
-            None => {
-                self.result = None;
-                Err(Error::new(
-                    ErrorClass::Request,
-                    "into_channel before the bind completed (wait for it or test it first)",
-                ))
-            }
+            None => Err(Error::new(
+                ErrorClass::Request,
+                "into_channel before the bind completed (wait for it or test it first)",
+            )),
         }
     }
 }

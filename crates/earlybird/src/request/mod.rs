@@ -461,7 +461,7 @@ impl<'s> Request<'s> {
         };
         if let Plan::Channel(_) = plan {
             // A channel may have up to K starts outstanding: it keeps its own count.
-            self.chan_mut("start")?.start(false)?;
+            chan_of(&mut self.plan, "start")?.start(false)?;
             self.state = State::Chan;
             return Ok(());
         }
@@ -505,8 +505,7 @@ impl<'s> Request<'s> {
             State::Steps(s) => s.advance(eng)?,
             State::Coll => coll_sched(&self.plan).borrow_mut().advance(eng)?,
             State::Chan => {
-                let c = chan(&self.plan);
-                let mut c = c.borrow_mut();
+                let c = chan(&mut self.plan);
                 if !c.ready_now() {
                     return None;
                 }
@@ -597,9 +596,8 @@ impl<'s> Request<'s> {
                 }
             }
             State::Chan => {
-                let eng = self.eng.clone();
-                let c = self.chan_mut("wait")?;
-                let r = c.wait(&mut eng.borrow_mut(), false);
+                let c = chan(&mut self.plan);
+                let r = c.wait(&mut self.eng.borrow_mut(), false);
                 if c.outstanding() > 0 {
                     self.state = State::Chan;
                 }
@@ -671,8 +669,7 @@ impl<'s> Request<'s> {
             )),
             State::Done(r) => r.clone().map(Some),
             State::Chan => {
-                let c = chan(&self.plan);
-                let mut c = c.borrow_mut();
+                let c = chan(&mut self.plan);
                 Ok(c.ready_now().then_some(c.status))
             }
             State::Bundle => {
@@ -918,24 +915,6 @@ impl<'s> Request<'s> {
         self.state = State::Consumed;
     }
 
-    /// The channel end of a bound channel's request, reached without a run-time borrow (the
-    /// request is its only owner while the channel is bound).
-    fn chan_mut(&mut self, what: &str) -> Result<&mut ChannelEnd> {
-        match &mut self.plan {
-            Some(Plan::Channel(c)) => match Rc::get_mut(c) {
-                Some(c) => Ok(c.get_mut()),
-                None => Err(Error::new(
-                    ErrorClass::Request,
-                    format!("{what} on a channel that has been unbound"),
-                )),
-            },
-            _ => Err(Error::new(
-                ErrorClass::Request,
-                format!("{what} on a request that is not a bound channel"),
-            )),
-        }
-    }
-
     /// The partner of a bound channel (seed 000): its rank in the communicator of the
     /// request bound, and its tag; `bytes` is what this end moves per start.
     pub fn channel_status(&self) -> Result<Status> {
@@ -962,8 +941,8 @@ impl<'s> Request<'s> {
     /// (MPI_ERR_TYPE).
     pub fn next_slot_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
         let errh = self.errh.clone();
-        let eng = self.eng.clone();
-        let r = self.chan_mut("next_slot_mut").and_then(|c| {
+        let eng = &self.eng;
+        let r = chan_of(&mut self.plan, "next_slot_mut").and_then(|c| {
             if c.role != crate::channel::flow::Role::Send {
                 return Err(Error::new(
                     ErrorClass::Request,
@@ -973,15 +952,7 @@ impl<'s> Request<'s> {
             c.wait_posted(&mut eng.borrow_mut())?;
             let bytes = c.next_slot()?;
             let n = bytes.len();
-            crate::sys::plain::cast_bytes_mut(bytes).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Type,
-                    format!(
-                        "a slot of {n} bytes cannot be viewed as [{}]",
-                        std::any::type_name::<T>()
-                    ),
-                )
-            })
+            crate::sys::plain::cast_bytes_mut(bytes).ok_or_else(|| slot_type_error::<T>(n))
         });
         apply(&errh, "next_slot_mut", r)
     }
@@ -989,7 +960,7 @@ impl<'s> Request<'s> {
     /// MPI_Start of a channel's send end whose slot was filled in place through
     /// [`next_slot_mut`](Self::next_slot_mut): publishes it without copying.
     pub fn start_filled(&mut self) -> Result<()> {
-        let r = self.chan_mut("start_filled").and_then(|c| c.start(true));
+        let r = chan_of(&mut self.plan, "start_filled").and_then(|c| c.start(true));
         if r.is_ok() {
             self.state = State::Chan;
         }
@@ -999,8 +970,8 @@ impl<'s> Request<'s> {
     /// MPI_Wait on a channel's receive end that leaves the data in its slot, to read in place
     /// with [`arrived`](Self::arrived) (zero copy) until this end's next start.
     pub fn wait_in_place(&mut self) -> Result<Status> {
-        let eng = self.eng.clone();
-        let r = self.chan_mut("wait_in_place").map(|c| {
+        let eng = &self.eng;
+        let r = chan_of(&mut self.plan, "wait_in_place").map(|c| {
             let r = c.wait(&mut eng.borrow_mut(), true);
             (r, c.outstanding())
         });
@@ -1024,18 +995,10 @@ impl<'s> Request<'s> {
     /// again by a later start; MPI_ERR_TYPE when `T` cannot view the bytes whole.
     pub fn arrived<T: crate::Equivalence>(&mut self) -> Result<&[T]> {
         let errh = self.errh.clone();
-        let r = self.chan_mut("arrived").and_then(|c| {
+        let r = chan_of(&mut self.plan, "arrived").and_then(|c| {
             let bytes = c.arrived()?;
             let n = bytes.len();
-            crate::sys::plain::cast_bytes(bytes).ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Type,
-                    format!(
-                        "a slot of {n} bytes cannot be viewed as [{}]",
-                        std::any::type_name::<T>()
-                    ),
-                )
-            })
+            crate::sys::plain::cast_bytes(bytes).ok_or_else(|| slot_type_error::<T>(n))
         });
         apply(&errh, "arrived", r)
     }
@@ -1392,7 +1355,7 @@ impl Request<'_> {
         match &mut self.state {
             State::Op(op, _) => e.is_done(*op),
             State::Done(_) => true,
-            State::Chan => chan(&self.plan).borrow_mut().ready_now(),
+            State::Chan => chan(&mut self.plan).ready_now(),
             State::Bundle => self
                 .members
                 .as_mut()
@@ -1404,12 +1367,39 @@ impl Request<'_> {
     }
 }
 
-/// The channel end of a channel request's plan.
-fn chan(plan: &Option<Plan>) -> Rc<RefCell<ChannelEnd>> {
+/// The channel end of a channel request's plan, reached without a run-time borrow: the
+/// request is its only owner (`channel_end` lends it out only for the length of a call).
+fn chan_end(plan: &mut Option<Plan>) -> Option<&mut ChannelEnd> {
     match plan {
-        Some(Plan::Channel(c)) => c.clone(),
-        _ => unreachable!("State::Chan without a channel plan"),
+        Some(Plan::Channel(c)) => Rc::get_mut(c).map(RefCell::get_mut),
+        _ => None,
     }
+}
+
+/// [`chan_end`] for call `what`: MPI_ERR_REQUEST on a request that is not a bound channel.
+fn chan_of<'p>(plan: &'p mut Option<Plan>, what: &str) -> Result<&'p mut ChannelEnd> {
+    chan_end(plan).ok_or_else(|| {
+        Error::new(
+            ErrorClass::Request,
+            format!("{what} on a request that is not a bound channel"),
+        )
+    })
+}
+
+/// [`chan_end`] of a request in `State::Chan`.
+fn chan(plan: &mut Option<Plan>) -> &mut ChannelEnd {
+    chan_end(plan).expect("State::Chan on a channel plan that only the request holds")
+}
+
+/// A channel slot of `n` bytes that `[T]` cannot view.
+fn slot_type_error<T>(n: usize) -> Error {
+    Error::new(
+        ErrorClass::Type,
+        format!(
+            "a slot of {n} bytes cannot be viewed as [{}]",
+            std::any::type_name::<T>()
+        ),
+    )
 }
 
 /// A bundle's result from its members' results: the empty status, or MPI_ERR_IN_STATUS

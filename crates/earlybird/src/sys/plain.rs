@@ -60,17 +60,21 @@ pub fn as_bytes_mut<T: Plain>(s: &mut [T]) -> Option<&mut [u8]> {
     Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), len) })
 }
 
+/// `size_of::<T>()` if `b` can be viewed as a slice of `T`: `T` gapless and not zero-sized,
+/// `b` a whole number of aligned `T`s.
+fn castable<T: Plain>(b: &[u8]) -> Option<usize> {
+    let size = std::mem::size_of::<T>();
+    (T::GAPLESS
+        && size != 0
+        && b.len().is_multiple_of(size)
+        && (b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()))
+    .then_some(size)
+}
+
 /// View bytes as a slice of a gapless type: `None` if `T` has padding, or the bytes are not a
 /// whole number of `T` or not aligned for it.
 pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
-    let size = std::mem::size_of::<T>();
-    if !T::GAPLESS
-        || size == 0
-        || !b.len().is_multiple_of(size)
-        || !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
-    {
-        return None;
-    }
+    let size = castable::<T>(b)?;
     // SAFETY: the bytes are initialised (they are a `&mut [u8]`), aligned and a whole number
     // of `T`, and any bytes are a valid gapless plain `T`; the view borrows `b` exclusively.
     Some(unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr().cast::<T>(), b.len() / size) })
@@ -78,14 +82,7 @@ pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
 
 /// View bytes as a shared slice of a gapless type, on the terms of [`cast_bytes_mut`].
 pub fn cast_bytes<T: Plain>(b: &[u8]) -> Option<&[T]> {
-    let size = std::mem::size_of::<T>();
-    if !T::GAPLESS
-        || size == 0
-        || !b.len().is_multiple_of(size)
-        || !(b.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>())
-    {
-        return None;
-    }
+    let size = castable::<T>(b)?;
     // SAFETY: the bytes are initialised, aligned and a whole number of `T`, and any bytes are
     // a valid gapless plain `T`; the view borrows `b`.
     Some(unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<T>(), b.len() / size) })

@@ -423,3 +423,37 @@ pub fn each_algorithm(
     }
     Ok(())
 }
+
+/// `target/<profile>/examples/<name>`, which `cargo test` builds beside the tests (unless it
+/// is told to build only some test targets).
+pub fn example_path(name: &str) -> PathBuf {
+    let p = ebrun_path().with_file_name("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} not found: `cargo test -p earlybird` builds it, `--test {name}` alone does not (run `cargo build -p earlybird --example {name}` first)",
+        p.display()
+    );
+    p
+}
+
+/// Run example `name` under `ebrun -n n --timeout 60` with `args`, checking that it leaves
+/// nothing behind in the shared-memory directory.
+pub fn run_example(name: &str, n: u32, args: &[&str]) -> JobOutput {
+    let before = shm_entries();
+    let start = Instant::now();
+    let out = Command::new(ebrun_path())
+        .args(["-n", &n.to_string(), "--timeout", "60"])
+        .arg(example_path(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("start ebrun");
+    let out = JobOutput {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    };
+    assert_no_new_shm(&before, &out);
+    out
+}
