@@ -89,12 +89,12 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         }
 
         impl ::earlybird::Equivalence for #name {
-            const SIG: u16 = {
-                let s: &[u16] = &[#(<#types as ::earlybird::Equivalence>::SIG),*];
-                let mut acc = if s.is_empty() { 0 } else { s[0] };
+            const SIG: ::earlybird::Sig = {
+                let s: &[::earlybird::Sig] = &[#(<#types as ::earlybird::Equivalence>::SIG),*];
+                let mut acc = if s.is_empty() { ::earlybird::Sig::MIXED } else { s[0] };
                 let mut i = 1;
                 while i < #n {
-                    acc = ::earlybird::datatype::sig_join(acc, s[i]);
+                    acc = acc.join(s[i]);
                     i += 1;
                 }
                 acc

@@ -34,6 +34,7 @@ pub mod fabric;
 pub mod info;
 pub mod p2p;
 pub mod request;
+pub mod status;
 pub mod sys;
 pub mod threads;
 
@@ -50,7 +51,7 @@ pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{
-    split_views, BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Typed, TypedMut,
+    split_views, BasicType, Buffer, BufferMut, Datatype, Equivalence, Order, Sig, Typed, TypedMut,
     ValueIndex, ViewOf,
 };
 pub use error::{
@@ -84,7 +85,6 @@ static PROCESS_INIT: AtomicBool = AtomicBool::new(false);
 pub struct Universe {
     eng: EngineRef,
     world: Comm,
-    processes: bool,
     done: bool,
 }
 
@@ -92,7 +92,7 @@ impl std::fmt::Debug for Universe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Universe")
             .field("world", &self.world)
-            .field("processes", &self.processes)
+            .field("processes", &self.is_process_job())
             .finish()
     }
 }
@@ -116,12 +116,11 @@ pub fn init() -> Result<Universe> {
 
 impl Universe {
     pub(crate) fn from_placement(p: bootstrap::Placement) -> Universe {
-        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank)));
+        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)));
         let world = Comm::world(eng.clone());
         Universe {
             eng,
             world,
-            processes: p.processes,
             done: false,
         }
     }
@@ -133,7 +132,7 @@ impl Universe {
 
     /// Whether the ranks of this job are processes (`ebrun`, singleton) rather than threads.
     pub fn is_process_job(&self) -> bool {
-        self.processes
+        !self.eng.borrow().ranks_are_threads()
     }
 
     /// MPI_Buffer_attach: `bytes` of buffer space for buffered sends (each takes its length

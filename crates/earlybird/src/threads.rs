@@ -18,19 +18,7 @@
 use crate::bootstrap::{anonymous_job, Placement};
 use crate::error::{Error, ErrorClass, Result};
 use crate::Universe;
-use std::cell::Cell;
 use std::time::{Duration, Instant};
-
-thread_local! {
-    /// Set in the threads of a thread job: there, errors-are-fatal ends the job by unwinding
-    /// the rank (the job is these threads, not the process hosting them).
-    static IN_THREAD_JOB: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the calling thread is a rank of a thread job.
-pub(crate) fn in_thread_job() -> bool {
-    IN_THREAD_JOB.with(|c| c.get())
-}
 
 /// A thread job under construction.
 #[derive(Clone, Debug)]
@@ -74,7 +62,6 @@ impl Job {
                     std::thread::Builder::new()
                         .name(format!("earlybird-rank-{rank}"))
                         .spawn_scoped(s, move || {
-                            IN_THREAD_JOB.with(|c| c.set(true));
                             let u = Universe::from_placement(Placement {
                                 rank,
                                 job: job.clone(),

@@ -49,7 +49,11 @@ fn layouts_follow_the_rust_structs() {
         (28, (0, 32), "Particle".into())
     );
     const { assert!(!<Particle as Plain>::GAPLESS) };
-    assert_eq!(<Particle as Equivalence>::SIG, 0, "mixed double and int");
+    assert_eq!(
+        <Particle as Equivalence>::SIG,
+        earlybird::Sig::MIXED,
+        "mixed double and int"
+    );
     let q = Datatype::of::<Pair>();
     assert_eq!((q.size(), q.extent(), q.block_count()), (8, 8, 1));
     const { assert!(<Pair as Plain>::GAPLESS) };

@@ -13,15 +13,14 @@
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::shm::{JobSegment, JobShape};
 use crate::sys::segment::{self, Segment};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 pub const ENV_RANK: &str = "EARLYBIRD_RANK";
 pub const ENV_SIZE: &str = "EARLYBIRD_SIZE";
 pub const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
 pub const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
-/// Directory in which the launcher creates (and at once unlinks) the segment.
-pub const ENV_SHM_DIR: &str = "EARLYBIRD_SHM_DIR";
+pub use crate::sys::segment::ENV_SHM_DIR;
 
 /// How this rank joined its job.
 #[derive(Debug, Clone)]
@@ -44,9 +43,7 @@ impl LaunchedJob {
     pub fn create(nranks: u32, dir: Option<&Path>) -> Result<LaunchedJob> {
         let dir: PathBuf = match dir {
             Some(d) => d.to_path_buf(),
-            None => std::env::var_os(ENV_SHM_DIR)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| "/dev/shm".into()),
+            None => segment::shm_dir(),
         };
         let shape = JobShape::for_ranks(nranks);
         let bytes = shape.total_bytes();
@@ -61,7 +58,7 @@ impl LaunchedJob {
                 ),
             )
         })?;
-        segment::set_inheritable(fd.as_raw_fd()).map_err(|e| {
+        segment::set_inheritable(fd.as_fd()).map_err(|e| {
             Error::new(
                 ErrorClass::Other,
                 format!("cannot pass the segment to ranks: {e}"),
@@ -112,20 +109,27 @@ pub fn from_environment() -> Result<Placement> {
             ));
         }
     }
-    let len = segment::fd_len(fd).map_err(|e| {
+    let owned = segment::adopt_inherited(fd).map_err(|e| {
         Error::new(
             ErrorClass::Other,
             format!("segment descriptor {fd} from the launcher: {e}"),
         )
     })?;
-    let seg = Segment::map_fd(fd, len).map_err(|e| {
+    let len = segment::fd_len(owned.as_fd()).map_err(|e| {
+        Error::new(
+            ErrorClass::Other,
+            format!("segment descriptor {fd} from the launcher: {e}"),
+        )
+    })?;
+    let seg = Segment::map_fd(owned.as_fd(), len).map_err(|e| {
         Error::new(
             ErrorClass::Other,
             format!("cannot map the job segment (fd {fd}): {e}"),
         )
     })?;
-    // Our own children (if the program starts any) must not keep the job alive.
-    segment::set_cloexec(fd);
+    // The mapping keeps the segment; closing the descriptor here also keeps our own
+    // children (if the program starts any) from holding the job alive.
+    drop(owned);
     let job = JobSegment::attach(seg).map_err(|e| Error::new(ErrorClass::Other, e))?;
     if job.nranks() != size || rank >= size {
         return Err(Error::new(

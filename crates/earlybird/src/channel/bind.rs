@@ -23,6 +23,7 @@ use crate::fabric::channel::{ChannelMem, ChannelShape, INLINE_BYTES};
 use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
 use crate::sys::lend::Lent;
+use crate::sys::sig::Sig;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -48,7 +49,7 @@ pub(crate) struct Offer {
     pub tag: i32,
     pub slack: u32,
     pub bytes: u64,
-    pub sig: u16,
+    pub sig: Sig,
     pub elem: u32,
     pub contiguous: bool,
 }
@@ -65,7 +66,7 @@ impl Offer {
         v.extend(self.tag.to_le_bytes());
         v.extend(self.slack.to_le_bytes());
         v.extend(self.bytes.to_le_bytes());
-        v.extend(self.sig.to_le_bytes());
+        v.extend(self.sig.to_wire().to_le_bytes());
         v.extend(self.elem.to_le_bytes());
         v.push(self.contiguous as u8);
         v
@@ -84,7 +85,7 @@ impl Offer {
             tag: r.u32()? as i32,
             slack: r.u32()?,
             bytes: r.u64()?,
-            sig: r.u16()?,
+            sig: Sig::from_wire(r.u16()?),
             elem: r.u32()?,
             contiguous: r.u8()? != 0,
         })
@@ -124,7 +125,7 @@ pub(crate) struct RecvBind {
     pub pat: Pattern,
     pub slack: u32,
     pub bytes: usize,
-    pub sig: u16,
+    pub sig: Sig,
     pub elem: usize,
     pub contiguous: bool,
     pub blocking: bool,
@@ -196,12 +197,7 @@ pub(crate) fn new_call(eng: &mut Engine) -> u64 {
 fn send_bytes(eng: &mut Engine, peer: u32, ctx: u32, tag: i32, bytes: &[u8]) -> Result<()> {
     let lent = Lent::of(bytes);
     if let Started::Op(op) = eng.send_start(peer as i32, ctx, tag, lent, SendMode::Standard)? {
-        let blocked = crate::p2p::engine::Blocked {
-            what: crate::fabric::shm::BlockedIn::Send,
-            peer: peer as i32,
-            tag,
-            ctx,
-        };
+        let blocked = crate::p2p::engine::Blocked::send(peer as i32, tag, ctx);
         eng.wait(op, blocked)?;
     }
     Ok(())
@@ -362,15 +358,15 @@ fn fit(o: &Offer, rb: &RecvBind) -> Result<(usize, u64, u64)> {
             ),
         ));
     }
-    if o.sig != 0 && rb.sig != 0 && o.sig != rb.sig {
+    if !o.sig.is_mixed() && !rb.sig.is_mixed() && o.sig != rb.sig {
         return Err(Error::new(
             ErrorClass::Type,
             format!(
                 "the ends of a channel (rank {} tag {}) have different datatypes: the sender sends {}, the receiver takes {}",
                 o.src,
                 o.tag,
-                crate::datatype::sig_name(o.sig),
-                crate::datatype::sig_name(rb.sig)
+                o.sig,
+                rb.sig
             ),
         ));
     }

@@ -91,7 +91,6 @@ pub(crate) mod bind;
 pub(crate) mod flow;
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::shm::BlockedIn;
 use crate::info::Info;
 use crate::p2p::engine::{Blocked, Engine, SendMode};
 use crate::p2p::Status;
@@ -152,21 +151,11 @@ fn end_spec(
                     format!("{what}: a send to PROC_NULL has no partner to bind to"),
                 ));
             }
-            let b = Blocked {
-                what: BlockedIn::Send,
-                peer: *peer,
-                tag: *tag,
-                ctx: *ctx,
-            };
+            let b = Blocked::send(*peer, *tag, *ctx);
             (Role::Send, buf, *mode != SendMode::Synchronous, b)
         }
         Plan::Recv { pat: Some(p), buf } => {
-            let b = Blocked {
-                what: BlockedIn::Recv,
-                peer: p.src.map_or(-1, |s| s as i32),
-                tag: p.tag.unwrap_or(-1),
-                ctx: p.ctx,
-            };
+            let b = Blocked::recv_matching(p);
             (Role::Recv, buf, true, b)
         }
         _ => {
@@ -400,10 +389,7 @@ impl<'s> Binding<'s> {
             status,
             lock: self.src.lock.clone(),
             unbound: false,
-            blocked: Blocked {
-                peer: partner as i32,
-                ..self.spec.blocked
-            },
+            blocked: self.spec.blocked.with_peer(partner as i32),
         }
     }
 
@@ -447,10 +433,7 @@ impl<'s> Binding<'s> {
     /// MPI_Wait on a bind: block until bound; the status names the partner.
     pub fn wait(&mut self) -> Result<Status> {
         let eng = self.src.eng.clone();
-        let blocked = Blocked {
-            what: BlockedIn::Wait,
-            ..self.spec.blocked
-        };
+        let blocked = self.spec.blocked.as_wait();
         let r = eng
             .borrow_mut()
             .wait_for(blocked, |e| match self.advance(e) {
@@ -750,12 +733,7 @@ impl Steps for Unbinding {
         Some(Ok(Status::empty()))
     }
     fn blocked(&self) -> Blocked {
-        Blocked {
-            what: BlockedIn::Wait,
-            peer: -3,
-            tag: 0,
-            ctx: 0,
-        }
+        Blocked::wait()
     }
     fn abandon(&mut self, _eng: &mut Engine) {}
 }

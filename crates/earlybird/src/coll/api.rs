@@ -100,7 +100,7 @@ pub(crate) struct Repeat {
     count: usize,
     root: i32,
     op: Option<(usize, usize)>,
-    elem: (usize, u16),
+    elem: (usize, crate::datatype::Sig),
 }
 
 impl Repeat {

@@ -145,7 +145,7 @@ impl Coll {
 pub(crate) struct Elem {
     pub(crate) size: usize,
     padded: Option<Datatype>,
-    pub(crate) sig: u16,
+    pub(crate) sig: crate::datatype::Sig,
 }
 
 impl Elem {

@@ -11,49 +11,12 @@
 //! operations), §6.9.7 (MPI_Reduce_local, MPI_Op_commutative).
 #![forbid(unsafe_code)]
 
-use crate::datatype::{Equivalence, ValueIndex};
+pub use crate::datatype::reduce::Predefined;
+use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::lend::Lent;
 use std::any::Any;
 use std::rc::Rc;
-
-/// The predefined operations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Predefined {
-    Max,
-    Min,
-    Sum,
-    Prod,
-    Land,
-    Band,
-    Lor,
-    Bor,
-    Lxor,
-    Bxor,
-    Minloc,
-    Maxloc,
-}
-
-impl Predefined {
-    /// The MPI name (`MPI_SUM`, ...).
-    pub fn mpi_name(self) -> &'static str {
-        use Predefined::*;
-        match self {
-            Max => "MPI_MAX",
-            Min => "MPI_MIN",
-            Sum => "MPI_SUM",
-            Prod => "MPI_PROD",
-            Land => "MPI_LAND",
-            Band => "MPI_BAND",
-            Lor => "MPI_LOR",
-            Bor => "MPI_BOR",
-            Lxor => "MPI_LXOR",
-            Bxor => "MPI_BXOR",
-            Minloc => "MPI_MINLOC",
-            Maxloc => "MPI_MAXLOC",
-        }
-    }
-}
 
 /// A reduction operation (MPI_Op): one of the predefined ones, or a user operation.
 ///
@@ -259,116 +222,10 @@ pub fn reduce_local<T: Equivalence>(input: &[T], inout: &mut [T], op: &Op) -> Re
     Ok(())
 }
 
-// ---- kernels of the predefined operations ---------------------------------------------------
-
-/// Integers: every predefined operation but MINLOC/MAXLOC. Sums and products wrap, as C's
-/// unsigned arithmetic does (signed overflow is undefined in C; here it wraps too).
-pub(crate) fn reduce_int<T: IntLike>(op: Predefined, a: &[T], b: &mut [T]) -> bool {
-    use Predefined::*;
-    let z = T::default();
-    let l = |v: bool| if v { T::ONE } else { z };
-    macro_rules! each {
-        ($f:expr) => {{
-            for (x, y) in a.iter().zip(b.iter_mut()) {
-                *y = $f(*x, *y);
-            }
-        }};
-    }
-    match op {
-        Sum => each!(|x: T, y: T| x.wadd(y)),
-        Prod => each!(|x: T, y: T| x.wmul(y)),
-        Max => each!(|x: T, y: T| if x > y { x } else { y }),
-        Min => each!(|x: T, y: T| if x < y { x } else { y }),
-        Land => each!(|x: T, y: T| l(x != z && y != z)),
-        Lor => each!(|x: T, y: T| l(x != z || y != z)),
-        Lxor => each!(|x: T, y: T| l((x != z) != (y != z))),
-        Band => each!(|x: T, y: T| x & y),
-        Bor => each!(|x: T, y: T| x | y),
-        Bxor => each!(|x: T, y: T| x ^ y),
-        Minloc | Maxloc => return false,
-    }
-    true
-}
-
-/// Floating point: sum, product, min and max.
-pub(crate) fn reduce_float<T>(op: Predefined, a: &[T], b: &mut [T]) -> bool
-where
-    T: Copy + PartialOrd + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
-{
-    use Predefined::*;
-    match op {
-        Sum => a.iter().zip(b.iter_mut()).for_each(|(x, y)| *y = *x + *y),
-        Prod => a.iter().zip(b.iter_mut()).for_each(|(x, y)| *y = *x * *y),
-        Max => a
-            .iter()
-            .zip(b.iter_mut())
-            .for_each(|(x, y)| *y = if *x > *y { *x } else { *y }),
-        Min => a
-            .iter()
-            .zip(b.iter_mut())
-            .for_each(|(x, y)| *y = if *x < *y { *x } else { *y }),
-        _ => return false,
-    }
-    true
-}
-
-/// MINLOC and MAXLOC on value-index pairs: the extreme value, and on a tie the lower index.
-pub(crate) fn reduce_pair<V: Copy + PartialOrd>(
-    op: Predefined,
-    a: &[ValueIndex<V>],
-    b: &mut [ValueIndex<V>],
-) -> bool {
-    let max = match op {
-        Predefined::Minloc => false,
-        Predefined::Maxloc => true,
-        _ => return false,
-    };
-    for (x, y) in a.iter().zip(b.iter_mut()) {
-        let better = if max {
-            x.value > y.value
-        } else {
-            x.value < y.value
-        };
-        if better {
-            *y = *x;
-        } else if x.value == y.value && x.index < y.index {
-            y.index = x.index;
-        }
-    }
-    true
-}
-
-/// The integer operations the kernels need.
-pub(crate) trait IntLike:
-    Copy
-    + Default
-    + PartialOrd
-    + std::ops::BitAnd<Output = Self>
-    + std::ops::BitOr<Output = Self>
-    + std::ops::BitXor<Output = Self>
-{
-    const ONE: Self;
-    fn wadd(self, o: Self) -> Self;
-    fn wmul(self, o: Self) -> Self;
-}
-
-macro_rules! int_like {
-    ($($t:ty),*) => {
-        $(impl IntLike for $t {
-            const ONE: Self = 1;
-            #[inline(always)]
-            fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
-            #[inline(always)]
-            fn wmul(self, o: Self) -> Self { self.wrapping_mul(o) }
-        })*
-    };
-}
-
-int_like!(i8, i16, i32, i64, u8, u16, u32, u64, isize, usize);
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datatype::ValueIndex;
 
     #[test]
     fn predefined_kernels_follow_mpi() {

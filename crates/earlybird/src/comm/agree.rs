@@ -37,7 +37,6 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::shm::BlockedIn;
 use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started, CTX_WORDS};
 use crate::p2p::matching::Pattern;
 use crate::p2p::Status;
@@ -116,12 +115,7 @@ pub(crate) fn no_pair(what: &str, n: usize) -> Error {
 }
 
 pub(crate) fn blocked(ctx: u32, tag: i32) -> Blocked {
-    Blocked {
-        what: BlockedIn::Wait,
-        peer: -3,
-        tag,
-        ctx,
-    }
+    Blocked::collective(tag, ctx)
 }
 
 /// One all-to-all exchange of equal-length byte strings among `parts` (endpoints, the

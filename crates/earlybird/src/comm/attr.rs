@@ -339,9 +339,8 @@ impl Comm {
             Predef::Host => Rc::new(PROC_NULL),
             Predef::Io => Rc::new(ANY_SOURCE),
             Predef::WtimeIsGlobal => {
-                let job = self.eng.borrow().size();
-                let launched = std::env::var_os(crate::bootstrap::ENV_RANK).is_some();
-                Rc::new(job == 1 || !launched)
+                let e = self.eng.borrow();
+                Rc::new(e.size() == 1 || e.ranks_are_threads())
             }
             Predef::UniverseSize => Rc::new(self.eng.borrow().size() as i32),
             Predef::AppNum => Rc::new(0i32),

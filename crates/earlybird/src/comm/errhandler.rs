@@ -178,9 +178,15 @@ fn end_job(
     status: i32,
 ) -> ! {
     use std::io::Write;
-    let (rank, job) = match eng.try_borrow() {
-        Ok(e) => (e.rank() as i32, Some(e.job().clone())),
-        Err(_) => (-1, None),
+    // The endpoint is never borrowed here (calls drop their borrow before applying the
+    // handler); if it were, a process exit is the safe reading of an unknown job.
+    let (rank, job, threads) = match eng.try_borrow() {
+        Ok(e) => (
+            e.rank() as i32,
+            Some(e.job().clone()),
+            e.ranks_are_threads(),
+        ),
+        Err(_) => (-1, None, false),
     };
     let line = text(rank);
     // When another rank or the launcher ended the job, it has said why; leave quietly.
@@ -195,7 +201,7 @@ fn end_job(
     if let Some(job) = job {
         job.abort(rank, code);
     }
-    if crate::threads::in_thread_job() {
+    if threads {
         // The job is this process's rank threads, not the process: unwind this rank
         // (Job::run aborts the job and re-raises the panic to its caller).
         std::panic::panic_any(line);

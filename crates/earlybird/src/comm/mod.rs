@@ -445,15 +445,7 @@ impl Comm {
     ) -> Result<()> {
         let mut e = self.eng.borrow_mut();
         if let crate::p2p::engine::Started::Op(op) = e.send_start(peer, ctx, tag, buf, mode)? {
-            e.wait_blocking(
-                op,
-                Blocked {
-                    what: BlockedIn::Send,
-                    peer,
-                    tag,
-                    ctx,
-                },
-            )?;
+            e.wait_blocking(op, Blocked::send(peer, tag, ctx))?;
         }
         Ok(())
     }
@@ -490,15 +482,7 @@ impl Comm {
             let lent = buf.lent_mut()?;
             let mut e = self.eng.borrow_mut();
             let op = e.recv_start(pat, lent);
-            e.wait_blocking(
-                op,
-                Blocked {
-                    what: BlockedIn::Recv,
-                    peer: src,
-                    tag,
-                    ctx: self.ctx,
-                },
-            )
+            e.wait_blocking(op, Blocked::recv(src, tag, self.ctx))
         })();
         self.ret("recv", fix_status(&self.map, r))
     }
@@ -793,12 +777,7 @@ impl Comm {
             let Some(pat) = self.pattern(src, tag)? else {
                 return Ok(Status::proc_null());
             };
-            let blocked = Blocked {
-                what: BlockedIn::Probe,
-                peer: src,
-                tag,
-                ctx: self.ctx,
-            };
+            let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx);
             self.eng
                 .borrow_mut()
                 .wait_for(blocked, |e| e.iprobe(&pat))
@@ -845,12 +824,7 @@ impl Comm {
                     Status::proc_null(),
                 ));
             };
-            let blocked = Blocked {
-                what: BlockedIn::Probe,
-                peer: src,
-                tag,
-                ctx: self.ctx,
-            };
+            let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx);
             let m = self
                 .eng
                 .borrow_mut()
@@ -879,17 +853,10 @@ impl Message {
                 Err(e)
             }
             (Some(m), Ok(lent)) => {
+                let env = m.envelope();
                 let mut e = comm.eng.borrow_mut();
                 let op = e.mrecv_start(m, lent);
-                e.wait_blocking(
-                    op,
-                    Blocked {
-                        what: BlockedIn::Recv,
-                        peer: -3,
-                        tag: 0,
-                        ctx: comm.ctx,
-                    },
-                )
+                e.wait_blocking(op, Blocked::recv(env.src as i32, env.tag, env.ctx))
             }
         };
         comm.ret("mrecv", fix_status(&comm.map, r))
@@ -907,12 +874,6 @@ impl Message {
             Err(e) => return self.comm.clone().ret("imrecv", Err(e)),
         };
         let comm = self.comm.clone();
-        let blocked = Blocked {
-            what: BlockedIn::Recv,
-            peer: -3,
-            tag: 0,
-            ctx: comm.ctx,
-        };
         match self.m.take() {
             None => Request::nonblocking(
                 &comm.eng,
@@ -924,6 +885,8 @@ impl Message {
                 &comm.shared,
             ),
             Some(m) => {
+                let env = m.envelope();
+                let blocked = Blocked::recv(env.src as i32, env.tag, env.ctx);
                 let op = comm.eng.borrow_mut().mrecv_start(m, lent);
                 Ok(
                     Request::from_op(&comm.eng, &s.ops, op, blocked, &comm.shared)

@@ -2,7 +2,7 @@
 //! [`Equivalence`] type, or a view of a slice through a derived datatype.
 #![forbid(unsafe_code)]
 
-use super::{Datatype, Equivalence};
+use super::{Datatype, Equivalence, Sig};
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::lend::{Lent, Part};
 use crate::sys::plain::{as_bytes, as_bytes_mut};
@@ -328,7 +328,7 @@ pub fn split_views<'b, T: Equivalence>(
         )?;
         parts.push((p, i >= sends.len()));
     }
-    let sigs: Vec<u16> = sends.iter().chain(recvs).map(|v| v.2.sig_code()).collect();
+    let sigs: Vec<Sig> = sends.iter().chain(recvs).map(|v| v.2.sig_code()).collect();
     let size = std::mem::size_of::<T>();
     let mut lents = Lent::split(buf, parts)
         .map_err(|o| {

@@ -39,7 +39,7 @@ struct Builder {
     ebounds: Option<(isize, isize)>,
     true_bounds: Option<(isize, isize)>,
     align: usize,
-    sig_code: Option<u16>,
+    sig_code: Option<super::Sig>,
 }
 
 /// Widen `acc` to take in `(lo, hi)`.
@@ -123,7 +123,7 @@ impl Builder {
             .ok_or_else(|| overflow(what))?;
         self.sig_code = Some(match self.sig_code {
             None => t.0.sig_code,
-            Some(c) => super::sig_join(c, t.0.sig_code),
+            Some(c) => c.join(t.0.sig_code),
         });
         if let ([(d, l)], [(b, k)]) = (&t.0.blocks[..], &t.0.sig[..]) {
             if *l as isize == ext {
@@ -187,7 +187,7 @@ impl Builder {
             true_ub,
             align: self.align,
             explicit,
-            sig_code: self.sig_code.unwrap_or(0),
+            sig_code: self.sig_code.unwrap_or(super::Sig::MIXED),
             committed: Cell::new(false),
             name: RefCell::new(String::new()),
         }))

@@ -20,6 +20,7 @@
 
 pub(crate) mod buffer;
 mod constructors;
+pub mod reduce;
 
 pub use buffer::{split_views, Buffer, BufferMut, Typed, TypedMut, ViewOf};
 pub use constructors::Order;
@@ -146,10 +147,10 @@ impl BasicType {
     /// The signature code a message of this type carries: kind above, size in the low byte;
     /// 0 (never checked) for bytes (MPI_BYTE, and the unsigned 8-bit types, which are Rust's
     /// raw bytes), packed data, long double and the pair types, which are structs.
-    pub const fn sig(self) -> u16 {
+    pub const fn sig(self) -> Sig {
         match self.kind() {
-            Kind::Raw => 0,
-            k => ((k as u16) << 8) | self.size() as u16,
+            Kind::Raw => Sig::MIXED,
+            k => Sig::basic(k as u8, self.size() as u8),
         }
     }
 
@@ -210,36 +211,15 @@ impl BasicType {
     }
 }
 
-/// A readable name for a signature code (for error messages).
-pub(crate) fn sig_name(sig: u16) -> String {
-    let size = sig & 0xff;
-    let kind = match sig >> 8 {
-        1 => "signed integer",
-        2 => "unsigned integer",
-        3 => "floating point",
-        4 => "complex",
-        5 => "bool",
-        _ => "bytes",
-    };
-    format!("{size}-byte {kind}")
-}
-
-/// Combine the signature codes of two parts of a message: equal codes stay, else mixed (0).
-pub const fn sig_join(a: u16, b: u16) -> u16 {
-    if a == b {
-        a
-    } else {
-        0
-    }
-}
+pub use crate::sys::sig::Sig;
 
 /// A Rust type with an MPI datatype. Implemented for the primitives that have MPI
 /// counterparts (see [`BasicType`]), for arrays of them, and by `#[derive(Equivalence)]`
 /// (crate `earlybird-derive`) for `#[repr(C)]` structs.
 pub trait Equivalence: Plain {
-    /// The signature code of a message of this type ([`BasicType::sig`] when every basic
-    /// element is of one type, else 0).
-    const SIG: u16;
+    /// The signature of a message of this type ([`BasicType::sig`] when every basic
+    /// element is of one type, else [`Sig::MIXED`]).
+    const SIG: Sig;
 
     /// The committed datatype of one value.
     fn datatype() -> Datatype;
@@ -247,7 +227,7 @@ pub trait Equivalence: Plain {
     /// `b[i] = a[i] op b[i]` for a predefined operation MPI allows on this type; `false`
     /// (and nothing written) when it does not allow it. Called with empty slices to ask.
     #[doc(hidden)]
-    fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool
+    fn reduce_predefined(op: reduce::Predefined, a: &[Self], b: &mut [Self]) -> bool
     where
         Self: Sized,
     {
@@ -259,11 +239,11 @@ pub trait Equivalence: Plain {
 macro_rules! equivalence {
     ($kernel:ident: $($t:ty => $d:ident),* $(,)?) => {
         $(impl Equivalence for $t {
-            const SIG: u16 = BasicType::$d.sig();
+            const SIG: Sig = BasicType::$d.sig();
             fn datatype() -> Datatype { Datatype::basic(BasicType::$d) }
             #[inline]
-            fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
-                crate::coll::op::$kernel(op, a, b)
+            fn reduce_predefined(op: reduce::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+                reduce::$kernel(op, a, b)
             }
         })*
     };
@@ -282,7 +262,7 @@ equivalence! { reduce_float: f32 => Float, f64 => Double }
 equivalence! { reduce_int: isize => Int64, usize => Uint64 }
 
 impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
-    const SIG: u16 = T::SIG;
+    const SIG: Sig = T::SIG;
     fn datatype() -> Datatype {
         let d = Datatype::contiguous(N, &T::datatype()).expect("an array is a contiguous type");
         d.commit()
@@ -290,7 +270,7 @@ impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
         d
     }
     #[inline]
-    fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+    fn reduce_predefined(op: reduce::Predefined, a: &[Self], b: &mut [Self]) -> bool {
         T::reduce_predefined(op, a.as_flattened(), b.as_flattened_mut())
     }
 }
@@ -300,11 +280,11 @@ pub use crate::sys::plain::ValueIndex;
 macro_rules! equivalence_pair {
     ($($v:ty => $d:ident),*) => {
         $(impl Equivalence for ValueIndex<$v> {
-            const SIG: u16 = BasicType::$d.sig();
+            const SIG: Sig = BasicType::$d.sig();
             fn datatype() -> Datatype { Datatype::basic(BasicType::$d) }
             #[inline]
-            fn reduce_predefined(op: crate::coll::op::Predefined, a: &[Self], b: &mut [Self]) -> bool {
-                crate::coll::op::reduce_pair(op, a, b)
+            fn reduce_predefined(op: reduce::Predefined, a: &[Self], b: &mut [Self]) -> bool {
+                reduce::reduce_pair(op, a, b)
             }
         })*
     };
@@ -333,7 +313,7 @@ struct Inner {
     /// Whether lb and ub were set explicitly (resized, subarray, or built of such), like
     /// MPI's lb/ub markers.
     explicit: bool,
-    sig_code: u16,
+    sig_code: Sig,
     committed: Cell<bool>,
     name: RefCell<String>,
 }
@@ -492,7 +472,7 @@ impl Datatype {
     }
 
     /// The signature code of messages of this type (see [`BasicType::sig`]).
-    pub(crate) fn sig_code(&self) -> u16 {
+    pub(crate) fn sig_code(&self) -> Sig {
         self.0.sig_code
     }
 

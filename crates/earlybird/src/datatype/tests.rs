@@ -156,9 +156,9 @@ fn huge_contiguous_types_stay_one_block() {
 
 #[test]
 fn unsigned_bytes_are_never_signature_checked() {
-    assert_eq!(<u8 as Equivalence>::SIG, 0);
-    assert_eq!(Datatype::of::<u8>().sig_code(), 0);
-    assert_ne!(Datatype::of::<i8>().sig_code(), 0);
+    assert_eq!(<u8 as Equivalence>::SIG, Sig::MIXED);
+    assert_eq!(Datatype::of::<u8>().sig_code(), Sig::MIXED);
+    assert_ne!(Datatype::of::<i8>().sig_code(), Sig::MIXED);
     assert_eq!(BasicType::CFloatComplex.align(), 4);
     assert_eq!(BasicType::LongDouble.align(), 16);
 }

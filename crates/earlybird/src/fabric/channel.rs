@@ -27,8 +27,7 @@
 
 use crate::sys::segment::Segment;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::AtomicU64;
 
 const LINE: usize = 128;
@@ -122,10 +121,8 @@ impl ChannelMem {
         if !shape.valid() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "channel shape"));
         }
-        let dir: PathBuf = std::env::var_os(crate::bootstrap::ENV_SHM_DIR)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| "/dev/shm".into());
-        let (seg, fd) = Segment::create_unlinked(&dir, shape.total_bytes())?;
+        let (seg, fd) =
+            Segment::create_unlinked(&crate::sys::segment::shm_dir(), shape.total_bytes())?;
         Ok((ChannelMem::new(seg, shape), fd))
     }
 
@@ -138,7 +135,7 @@ impl ChannelMem {
             .read(true)
             .write(true)
             .open(format!("/proc/{pid}/fd/{fd}"))?;
-        let len = crate::sys::segment::fd_len(file.as_raw_fd())?;
+        let len = crate::sys::segment::fd_len(file.as_fd())?;
         if len < shape.total_bytes() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -148,7 +145,7 @@ impl ChannelMem {
                 ),
             ));
         }
-        let seg = Segment::map_fd(file.as_raw_fd(), shape.total_bytes())?;
+        let seg = Segment::map_fd(file.as_fd(), shape.total_bytes())?;
         Ok(ChannelMem::new(seg, shape))
     }
 
@@ -244,6 +241,7 @@ impl ChannelMem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
     use std::sync::atomic::Ordering;
 
     #[test]

@@ -27,6 +27,7 @@
 //! Vyukov's bounded queue) so the consumer polls the very line it will read.
 
 use super::sync::{AtomicU64, Ordering, UnsafeCell};
+use crate::sys::copy::copy_small;
 use bytemuck::{Pod, Zeroable};
 
 /// Bytes of payload carried inside the frame itself.
@@ -255,19 +256,6 @@ impl Producer {
     #[inline(always)]
     pub fn try_push(&mut self, frame: &Frame, payload: &[u8]) -> bool {
         self.try_push_with(frame, payload.len(), |dst| copy_small(dst, payload))
-    }
-}
-
-/// Copy `src` into the front of `dst`, with the common small sizes as plain moves instead
-/// of a call to `memcpy` (8 bytes is the typical small message).
-#[inline(always)]
-pub fn copy_small(dst: &mut [u8], src: &[u8]) {
-    match src.len() {
-        8 => dst[..8].copy_from_slice(&src[..8]),
-        4 => dst[..4].copy_from_slice(&src[..4]),
-        16 => dst[..16].copy_from_slice(&src[..16]),
-        0 => {}
-        n => dst[..n].copy_from_slice(src),
     }
 }
 

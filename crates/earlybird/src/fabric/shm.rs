@@ -22,6 +22,8 @@ const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 512;
 const FLOOR_LINE_OFFSET: usize = 256;
 const RANK_SLOT_BYTES: usize = 128;
+/// The peer word of a rank slot when its wait is on no particular peer.
+const NO_PEER: i32 = i32::MIN;
 
 #[repr(C, align(128))]
 struct JobHeader {
@@ -269,10 +271,11 @@ impl JobSegment {
         self.slot(rank).pid.load(Ordering::Acquire)
     }
 
-    /// Publish what `rank` is blocked in (Nothing clears it).
-    pub fn set_blocked(&self, rank: u32, what: BlockedIn, peer: i32, tag: i32, ctx: u32) {
+    /// Publish what `rank` is blocked in (Nothing clears it), and on which peer (`None`:
+    /// no particular one).
+    pub fn set_blocked(&self, rank: u32, what: BlockedIn, peer: Option<i32>, tag: i32, ctx: u32) {
         let s = self.slot(rank);
-        s.peer.store(peer, Ordering::Relaxed);
+        s.peer.store(peer.unwrap_or(NO_PEER), Ordering::Relaxed);
         s.tag.store(tag, Ordering::Relaxed);
         s.ctx.store(ctx, Ordering::Relaxed);
         s.blocked.store(what as u32, Ordering::Release);
@@ -288,7 +291,7 @@ impl JobSegment {
         let ctx = s.ctx.load(Ordering::Relaxed);
         let peer_s = match peer {
             -1 => "ANY_SOURCE".to_string(),
-            -3 => "-".to_string(),
+            NO_PEER => "-".to_string(),
             p => p.to_string(),
         };
         let tag_s = if tag == -1 {

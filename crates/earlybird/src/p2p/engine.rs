@@ -32,6 +32,7 @@ use crate::fabric::ring::{Consumer, Frame, Producer, INLINE_BYTES};
 use crate::fabric::shm::{BlockedIn, JobSegment};
 use crate::sys::layout::Segment;
 use crate::sys::lend::{Lent, Remote};
+use crate::sys::sig::Sig;
 use std::collections::VecDeque;
 
 const K_EAGER: u8 = 1;
@@ -99,18 +100,18 @@ enum Held {
         data: [u8; INLINE_BYTES],
         len: u8,
         sync_op: Option<u64>,
-        sig: u16,
+        sig: Sig,
     },
     Eager {
         data: Vec<u8>,
         sync_op: Option<u64>,
-        sig: u16,
+        sig: Sig,
     },
     Rndv {
         sender_op: u64,
         remote: Remote,
         len: usize,
-        sig: u16,
+        sig: Sig,
     },
 }
 
@@ -208,6 +209,9 @@ pub struct Engine {
     inputs: Vec<Option<Consumer>>,
     core: Core,
     finalized: bool,
+    /// Whether the job's ranks are threads of this process (a thread job) rather than
+    /// processes (launched by ebrun, or a singleton): the one place this fact is kept.
+    ranks_are_threads: bool,
     /// Context pairs in use by communicators of this endpoint: bit p set = pair p (contexts
     /// 2p and 2p+1) taken. Pair 0 is WORLD's.
     ctx_used: [u64; CTX_WORDS],
@@ -229,8 +233,9 @@ pub enum Started {
 }
 
 impl Engine {
-    /// The engine of endpoint `me` of `job`.
-    pub fn new(job: JobSegment, me: u32) -> Engine {
+    /// The engine of endpoint `me` of `job`, whose ranks are threads of this process when
+    /// `ranks_are_threads`.
+    pub fn new(job: JobSegment, me: u32, ranks_are_threads: bool) -> Engine {
         let n = job.nranks();
         let mut inputs = Vec::with_capacity(n as usize);
         let mut outs = Vec::with_capacity(n as usize);
@@ -282,6 +287,7 @@ impl Engine {
                 bsends: Vec::new(),
             },
             finalized: false,
+            ranks_are_threads,
             ctx_used: {
                 let mut m = [0u64; CTX_WORDS];
                 m[0] = 1;
@@ -301,6 +307,11 @@ impl Engine {
 
     pub fn job(&self) -> &JobSegment {
         &self.core.job
+    }
+
+    /// Whether the job's ranks are threads of this process (a thread job).
+    pub fn ranks_are_threads(&self) -> bool {
+        self.ranks_are_threads
     }
 
     /// The context pairs this endpoint has free (bit set = free), for agreeing on a new
@@ -517,12 +528,7 @@ impl Engine {
             if recv {
                 self.core.cancel(op);
             }
-            let blocked = Blocked {
-                what: BlockedIn::Wait,
-                peer: -3,
-                tag: 0,
-                ctx: 0,
-            };
+            let blocked = Blocked::wait();
             let mut w = Waiter::new(self.core.spin_budget, blocked);
             while !self.is_done(op) {
                 if !self.progress() && w.idle(&self.core.job, self.core.me).is_err() {
@@ -659,12 +665,7 @@ impl Engine {
         };
         let mut w = Waiter::new(
             self.core.spin_budget,
-            Blocked {
-                what: BlockedIn::BufferDetach,
-                peer: -3,
-                tag: 0,
-                ctx: 0,
-            },
+            Blocked::in_call(BlockedIn::BufferDetach),
         );
         loop {
             self.core.reap_bsends();
@@ -721,15 +722,7 @@ impl Engine {
         }
         let n = self.size();
         let me = self.core.me;
-        let mut w = Waiter::new(
-            self.core.spin_budget,
-            Blocked {
-                what: BlockedIn::Finalize,
-                peer: -3,
-                tag: 0,
-                ctx: 0,
-            },
-        );
+        let mut w = Waiter::new(self.core.spin_budget, Blocked::in_call(BlockedIn::Finalize));
         while self.core.pending_frames > 0 {
             if !self.progress() {
                 w.idle(&self.core.job, me)?;
@@ -858,7 +851,7 @@ impl Core {
                 kind: K_EAGER,
                 ctx,
                 tag,
-                reserved: buf.sig(),
+                reserved: buf.sig().to_wire(),
                 ..Frame::default()
             };
             let started = if sync {
@@ -884,7 +877,7 @@ impl Core {
                 kind: K_RTS,
                 ctx,
                 tag,
-                reserved: buf.sig(),
+                reserved: buf.sig().to_wire(),
                 b: buf.addr(),
                 ..Frame::default()
             };
@@ -1110,7 +1103,7 @@ impl Core {
                     tag: f.tag,
                 };
                 let sync_op = (f.flags & F_SYNC != 0).then_some(f.a);
-                let sig = f.reserved;
+                let sig = Sig::from_wire(f.reserved);
                 if let Some(op) = self.matcher.take_posted(&env) {
                     self.deliver_eager(op, env, payload, sync_op, sig);
                 } else {
@@ -1153,7 +1146,7 @@ impl Core {
                     sender_op: f.a,
                     remote,
                     len,
-                    sig: f.reserved,
+                    sig: Sig::from_wire(f.reserved),
                 };
                 if let Some(op) = self.matcher.take_posted(&env) {
                     self.deliver_held(op, env, held);
@@ -1222,7 +1215,7 @@ impl Core {
         env: Envelope,
         payload: &[u8],
         sync_op: Option<u64>,
-        sig: u16,
+        sig: Sig,
     ) {
         if env.src != self.me {
             self.credit[env.src as usize] += flow_cost(payload.len());
@@ -1243,7 +1236,7 @@ impl Core {
         let len = payload.len();
         let cap = buf.packed_len();
         buf.unpack_from(&payload[..len.min(cap)]);
-        if len <= cap && (sig == buf.sig() || buf.sig() == 0) {
+        if len <= cap && (sig == buf.sig() || buf.sig().is_mixed()) {
             s.done = true;
             s.status = Status {
                 source: env.src as i32,
@@ -1313,15 +1306,15 @@ impl Core {
 
     /// Complete receive `op` of a `len`-byte message into a buffer taking `cap` bytes:
     /// truncation, then a type mismatch (`sent` and `want` are the signature codes of the
-    /// message and of the receive buffer, see [`type_mismatch`]), are errors.
+    /// message and of the receive buffer, see [`Sig::mismatch`]), are errors.
     fn finish_recv(
         &mut self,
         op: OpId,
         env: Envelope,
         len: usize,
         cap: usize,
-        sent: u16,
-        want: u16,
+        sent: Sig,
+        want: Sig,
     ) {
         let mut st = Status {
             source: env.src as i32,
@@ -1336,7 +1329,7 @@ impl Core {
                 format!("message of {len} bytes from rank {} (tag {}) truncated to the receive buffer of {cap} bytes", env.src, env.tag),
             ))
         } else {
-            type_mismatch(sent, want, len).map(|why| {
+            sent.mismatch(want, len).map(|why| {
                 Error::new(
                     ErrorClass::Type,
                     format!(
@@ -1361,30 +1354,6 @@ impl Core {
     }
 }
 
-/// Whether a message of `len` bytes whose elements are the basic type `sent` may be received
-/// into a buffer of basic type `want` (signature codes: size in the low byte, kind above; 0
-/// for mixed, byte or packed data, which is not checked). `Some(reason)` when it may not:
-/// different basic types, or a length that ends inside an element of the receive type.
-fn type_mismatch(sent: u16, want: u16, len: usize) -> Option<String> {
-    if want == 0 {
-        return None;
-    }
-    if sent != 0 && sent != want {
-        return Some(format!(
-            "sent as {} but received as {} (type signatures differ)",
-            crate::datatype::sig_name(sent),
-            crate::datatype::sig_name(want)
-        ));
-    }
-    let size = (want & 0xff) as usize;
-    (size > 0 && !len.is_multiple_of(size)).then(|| {
-        format!(
-            "{len} bytes are not a whole number of {} ({size} bytes each)",
-            crate::datatype::sig_name(want)
-        )
-    })
-}
-
 /// What one eager message counts against the flow limit: its payload, and at least a frame's
 /// worth, so that a flood of empty messages is bounded too (each costs the receiver an entry
 /// in its unexpected queue).
@@ -1393,13 +1362,95 @@ fn flow_cost(len: usize) -> u64 {
     len.max(64) as u64
 }
 
-/// What a wait reports to the launcher once it becomes long.
+/// What a wait reports to the launcher once it becomes long: the kind of call, and the
+/// peer, tag and context it waits on when there is one.
 #[derive(Clone, Copy, Debug)]
 pub struct Blocked {
-    pub what: BlockedIn,
-    pub peer: i32,
-    pub tag: i32,
-    pub ctx: u32,
+    what: BlockedIn,
+    /// The peer (endpoint or rank, ANY_SOURCE for a wildcard receive); `None` when the
+    /// wait is not on one peer (a wait on several requests, finalize, ...).
+    peer: Option<i32>,
+    tag: i32,
+    ctx: u32,
+}
+
+impl Blocked {
+    /// A wait in a send to `peer`.
+    pub const fn send(peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked::on(BlockedIn::Send, peer, tag, ctx)
+    }
+
+    /// A wait in a receive from `peer` (ANY_SOURCE and ANY_TAG allowed).
+    pub const fn recv(peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked::on(BlockedIn::Recv, peer, tag, ctx)
+    }
+
+    /// A wait in a receive matching `pat` (endpoints; wildcards as ANY_SOURCE / ANY_TAG).
+    pub fn recv_matching(pat: &Pattern) -> Blocked {
+        Blocked::recv(
+            pat.src.map_or(crate::ANY_SOURCE, |s| s as i32),
+            pat.tag.unwrap_or(crate::ANY_TAG),
+            pat.ctx,
+        )
+    }
+
+    /// A wait in `what` on `peer`, `tag`, `ctx`.
+    pub const fn on(what: BlockedIn, peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked {
+            what,
+            peer: Some(peer),
+            tag,
+            ctx,
+        }
+    }
+
+    /// A wait in `what` on no particular peer (finalize, buffer detach, a wait on several
+    /// requests).
+    pub const fn in_call(what: BlockedIn) -> Blocked {
+        Blocked {
+            what,
+            peer: None,
+            tag: 0,
+            ctx: 0,
+        }
+    }
+
+    /// A wait on a collective operation's messages on `ctx` with `tag`, from whichever
+    /// peer comes next.
+    pub const fn collective(tag: i32, ctx: u32) -> Blocked {
+        Blocked {
+            what: BlockedIn::Wait,
+            peer: None,
+            tag,
+            ctx,
+        }
+    }
+
+    /// A wait on requests with nothing more to say.
+    pub const fn wait() -> Blocked {
+        Blocked::in_call(BlockedIn::Wait)
+    }
+
+    /// The same peer, tag and context, reported as a wait on a request.
+    pub const fn as_wait(self) -> Blocked {
+        Blocked {
+            what: BlockedIn::Wait,
+            ..self
+        }
+    }
+
+    /// The same wait, on `peer`.
+    pub const fn with_peer(self, peer: i32) -> Blocked {
+        Blocked {
+            peer: Some(peer),
+            ..self
+        }
+    }
+
+    /// What kind of call waits.
+    pub const fn what(&self) -> BlockedIn {
+        self.what
+    }
 }
 
 /// Backoff for waits: spin first (latency), then yield the core (8 ranks on 2 cores must
@@ -1503,7 +1554,7 @@ impl Waiter {
     #[inline]
     fn finish(&mut self, job: &JobSegment, me: u32) {
         if self.published {
-            job.set_blocked(me, BlockedIn::Nothing, -3, 0, 0);
+            job.set_blocked(me, BlockedIn::Nothing, None, 0, 0);
             self.published = false;
         }
     }
@@ -1516,7 +1567,7 @@ mod tests {
 
     fn pair() -> (Engine, Engine) {
         let job = anonymous_job(2).unwrap();
-        (Engine::new(job.clone(), 0), Engine::new(job, 1))
+        (Engine::new(job.clone(), 0, true), Engine::new(job, 1, true))
     }
 
     fn pat(src: Option<u32>, tag: Option<i32>) -> Pattern {

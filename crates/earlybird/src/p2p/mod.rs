@@ -9,16 +9,8 @@
 
 pub(crate) mod engine;
 pub mod matching;
-mod status;
 
-pub use status::Status;
-
-/// Wildcard source of a receive or probe (MPI_ANY_SOURCE).
-pub const ANY_SOURCE: i32 = -1;
-/// Wildcard tag of a receive or probe (MPI_ANY_TAG).
-pub const ANY_TAG: i32 = -1;
-/// The null process: sends to it and receives from it complete at once (MPI_PROC_NULL).
-pub const PROC_NULL: i32 = -2;
+pub use crate::status::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL};
 /// Largest tag a program may use (the MPI_TAG_UB attribute).
 pub const TAG_UB: i32 = i32::MAX;
 /// Bytes of bookkeeping each buffered send takes from the attached buffer (MPI_BSEND_OVERHEAD).

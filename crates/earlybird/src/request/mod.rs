@@ -68,34 +68,14 @@ pub(crate) enum Plan {
 impl Plan {
     fn blocked(&self) -> Blocked {
         match *self {
-            Plan::Send { peer, ctx, tag, .. } => Blocked {
-                what: BlockedIn::Send,
-                peer,
-                tag,
-                ctx,
-            },
+            Plan::Send { peer, ctx, tag, .. } => Blocked::send(peer, tag, ctx),
             Plan::Recv { pat, .. } => match pat {
-                Some(p) => Blocked {
-                    what: BlockedIn::Recv,
-                    peer: p.src.map_or(-1, |s| s as i32),
-                    tag: p.tag.unwrap_or(-1),
-                    ctx: p.ctx,
-                },
-                None => Blocked {
-                    what: BlockedIn::Recv,
-                    peer: crate::PROC_NULL,
-                    tag: -1,
-                    ctx: 0,
-                },
+                Some(p) => Blocked::recv_matching(&p),
+                None => Blocked::recv(crate::PROC_NULL, crate::ANY_TAG, 0),
             },
             Plan::Coll { ref sched, .. } => sched.borrow().blocked(),
             Plan::Channel(ref c) => c.borrow().blocked,
-            Plan::Bundle => Blocked {
-                what: BlockedIn::Wait,
-                peer: -3,
-                tag: 0,
-                ctx: 0,
-            },
+            Plan::Bundle => Blocked::wait(),
         }
     }
 
@@ -793,7 +773,7 @@ impl<'s> Request<'s> {
                 eprintln!("earlybird: request dropped while its endpoint is in use; aborting");
                 std::process::abort();
             };
-            if matches!(blocked.what, BlockedIn::Recv) {
+            if matches!(blocked.what(), BlockedIn::Recv) {
                 eng.cancel(op);
             }
             let r = if self.bound == Some(op) {
@@ -1430,20 +1410,12 @@ fn coll_sched(plan: &Option<Plan>) -> Rc<RefCell<Schedule>> {
 fn first_blocked(reqs: &[Request<'_>]) -> Blocked {
     reqs.iter()
         .find_map(|r| match r.state {
-            State::Op(_, b) => Some(Blocked {
-                what: BlockedIn::Wait,
-                ..b
-            }),
+            State::Op(_, b) => Some(b.as_wait()),
             State::Steps(ref s) => Some(s.blocked()),
             State::Coll | State::Chan => r.plan.as_ref().map(Plan::blocked),
             _ => None,
         })
-        .unwrap_or(Blocked {
-            what: BlockedIn::Wait,
-            peer: -3,
-            tag: 0,
-            ctx: 0,
-        })
+        .unwrap_or(Blocked::wait())
 }
 
 /// A scope's bookkeeping: its id, with which every operation that may touch a buffer

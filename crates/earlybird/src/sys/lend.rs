@@ -9,6 +9,7 @@
 
 use super::layout::{Layout, Segment};
 use super::plain::Plain;
+use super::sig::Sig;
 use std::io;
 use std::rc::Rc;
 
@@ -25,9 +26,9 @@ pub struct Lent {
     /// alone, so that whole-buffer byte views are sound (false for a laid-out part of a split
     /// buffer, see [`Lent::split`]).
     gapless: bool,
-    /// The basic type the message is made of when it is made of one (0: mixed or unknown); a
-    /// receive compares it with the sender's.
-    sig: u16,
+    /// The basic type the message is made of when it is made of one; a receive compares it
+    /// with the sender's.
+    sig: Sig,
     /// Bytes of one element of the buffer's type (its extent), 1 when unknown: the unit of a
     /// bound channel's address increment.
     elem: u32,
@@ -127,7 +128,7 @@ impl Lent {
         len: 0,
         layout: None,
         gapless: true,
-        sig: 0,
+        sig: Sig::MIXED,
         elem: 1,
     };
 
@@ -177,7 +178,7 @@ impl Lent {
             len,
             layout: Some(Rc::new(layout)),
             gapless,
-            sig: 0,
+            sig: Sig::MIXED,
             elem: 1,
         })
     }
@@ -236,7 +237,7 @@ impl Lent {
                     len: r.len(),
                     layout: None,
                     gapless: T::GAPLESS,
-                    sig: 0,
+                    sig: Sig::MIXED,
                     elem: 1,
                 },
                 Part::Laid(l) => Lent {
@@ -244,7 +245,7 @@ impl Lent {
                     len,
                     layout: Some(Rc::new(l)),
                     gapless: false,
-                    sig: 0,
+                    sig: Sig::MIXED,
                     elem: 1,
                 },
             })
@@ -361,9 +362,9 @@ impl Lent {
         }
     }
 
-    /// The same buffer, tagged with the basic type its message is made of (0: mixed).
+    /// The same buffer, tagged with the basic type its message is made of.
     #[inline(always)]
-    pub(crate) fn with_sig(mut self, sig: u16) -> Lent {
+    pub(crate) fn with_sig(mut self, sig: Sig) -> Lent {
         self.sig = sig;
         self
     }
@@ -380,7 +381,7 @@ impl Lent {
         self.elem as usize
     }
 
-    pub fn sig(&self) -> u16 {
+    pub fn sig(&self) -> Sig {
         self.sig
     }
 
@@ -435,7 +436,7 @@ impl Lent {
                 // was made from a `&[u8]`), and `dst.len() <= len` (callers pack at most
                 // `packed_len()`); the slice does not escape.
                 let src = unsafe { std::slice::from_raw_parts(self.ptr, dst.len()) };
-                crate::fabric::ring::copy_small(dst, src);
+                super::copy::copy_small(dst, src);
             }
             Some(l) => l.pieces(dst.len(), |b, p, n| {
                 // SAFETY: the layout was checked to lie within `0..len` of the lent buffer,
@@ -461,7 +462,7 @@ impl Lent {
                 // SAFETY: the buffer is alive and lent for writing to this operation alone
                 // (crate invariant); `n <= len`; the slice does not escape.
                 let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr, n) };
-                crate::fabric::ring::copy_small(dst, &src[..n]);
+                super::copy::copy_small(dst, &src[..n]);
             }
             Some(l) => l.pieces(src.len(), |b, p, n| {
                 // SAFETY: the piece lies within the lent buffer (checked at construction),

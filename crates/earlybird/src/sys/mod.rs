@@ -4,8 +4,10 @@
 //! This layer and `fabric` are the only places with `unsafe`; each block says why it holds.
 
 pub mod cma;
+pub(crate) mod copy;
 pub mod layout;
 pub mod lend;
 pub mod plain;
 pub mod process;
 pub mod segment;
+pub mod sig;

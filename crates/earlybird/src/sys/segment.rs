@@ -8,9 +8,19 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+
+/// Directory in which segments are created (and at once unlinked); `/dev/shm` by default.
+pub const ENV_SHM_DIR: &str = "EARLYBIRD_SHM_DIR";
+
+/// The directory segments go in: `$EARLYBIRD_SHM_DIR`, else `/dev/shm`.
+pub fn shm_dir() -> PathBuf {
+    std::env::var_os(ENV_SHM_DIR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/dev/shm".into())
+}
 
 /// A mapping of shared memory, zero-filled when created. Unmapped on drop.
 #[derive(Debug)]
@@ -57,13 +67,13 @@ impl Segment {
             Some(fd) => fd,
             None => create_then_unlink(dir)?,
         };
-        reserve(fd.as_raw_fd(), len)?;
-        let seg = Segment::map_fd(fd.as_raw_fd(), len)?;
+        reserve(fd.as_fd(), len)?;
+        let seg = Segment::map_fd(fd.as_fd(), len)?;
         Ok((seg, fd))
     }
 
-    /// Map `len` bytes of an inherited segment descriptor.
-    pub fn map_fd(fd: RawFd, len: usize) -> io::Result<Segment> {
+    /// Map `len` bytes of a segment's descriptor.
+    pub fn map_fd(fd: BorrowedFd<'_>, len: usize) -> io::Result<Segment> {
         // SAFETY: (1) null hint, so no existing mapping is replaced; (2) the kernel checks
         // that fd is a mappable file; (3) the result is checked against MAP_FAILED.
         let p = unsafe {
@@ -72,7 +82,7 @@ impl Segment {
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                fd,
+                fd.as_raw_fd(),
                 0,
             )
         };
@@ -158,9 +168,9 @@ fn create_then_unlink(dir: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Reserve `len` bytes of backing store so that later page faults cannot SIGBUS.
-fn reserve(fd: RawFd, len: usize) -> io::Result<()> {
-    // SAFETY: plain syscall on a descriptor we own.
-    let rc = unsafe { libc::fallocate(fd, 0, 0, len as libc::off_t) };
+fn reserve(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor that is open for the borrow's duration.
+    let rc = unsafe { libc::fallocate(fd.as_raw_fd(), 0, 0, len as libc::off_t) };
     if rc != 0 {
         // fallocate returns the error number directly on some libcs, -1 + errno on glibc.
         let e = io::Error::last_os_error();
@@ -169,40 +179,64 @@ fn reserve(fd: RawFd, len: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// File size of an inherited segment descriptor.
-pub fn fd_len(fd: RawFd) -> io::Result<usize> {
+/// File size of a segment's descriptor.
+pub fn fd_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
     // SAFETY: stat is plain data; fstat fills it or fails.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: st is a valid out-pointer for the duration of the call.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+    // SAFETY: st is a valid out-pointer for the duration of the call; fd is open for the
+    // borrow's duration.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(st.st_size as usize)
 }
 
 /// Clear FD_CLOEXEC so that children started by `Command` inherit the descriptor.
-pub fn set_inheritable(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor the caller owns; flags are read then written back.
+pub fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_cloexec_flag(fd, false)
+}
+
+/// Set FD_CLOEXEC on an inherited descriptor so our own children do not keep it.
+pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_cloexec_flag(fd, true)
+}
+
+fn set_cloexec_flag(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: fcntl F_GETFD on a descriptor open for the borrow's duration reads its flags.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     if flags < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
+    let flags = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    // SAFETY: as above; F_SETFD writes the descriptor flags back.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// Set FD_CLOEXEC on an inherited descriptor so our own children do not keep it.
-pub fn set_cloexec(fd: RawFd) {
-    // SAFETY: fcntl on a descriptor the caller owns.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        if flags >= 0 {
-            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
-        }
+/// Take ownership of the descriptor number `fd` that the launcher passed to this process
+/// (its number comes from the environment). `Err` if no such descriptor is open.
+///
+/// It must be called once per inherited descriptor: nothing else in the process owns it
+/// (earlybird's launcher hands each rank exactly one, named in its environment, and
+/// `init` runs once per process).
+pub fn adopt_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_GETFD only asks whether the number names an open descriptor.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("descriptor {fd} is not open in this process"),
+        ));
     }
+    // SAFETY: the descriptor is open (checked) and was handed to this process by its
+    // launcher for this purpose alone, so no other owner exists (see the doc above).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]
@@ -215,8 +249,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (seg, fd) = Segment::create_unlinked(&dir, 1 << 16).unwrap();
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-        assert_eq!(fd_len(fd.as_raw_fd()).unwrap(), 1 << 16);
-        let again = Segment::map_fd(fd.as_raw_fd(), 1 << 16).unwrap();
+        assert_eq!(fd_len(fd.as_fd()).unwrap(), 1 << 16);
+        let again = Segment::map_fd(fd.as_fd(), 1 << 16).unwrap();
         // SAFETY: both mappings are 64 KiB of the same file; offset 100 is inside.
         unsafe {
             *seg.base().add(100) = 42;

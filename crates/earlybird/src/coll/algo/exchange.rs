@@ -5,6 +5,7 @@
 use super::super::sched::Sink;
 use super::super::Args;
 use crate::sys::lend::Lent;
+use crate::sys::sig::Sig;
 
 /// The block received from rank `i`: alltoallw's receive view of it, else the (v form's)
 /// receive block.
@@ -57,7 +58,7 @@ pub(super) fn outgoing(a: &Args, s: &mut dyn Sink, n: usize) -> Vec<Lent> {
 }
 
 /// Bytes `off..off + len` of the scratch buffer `buf` as a message of signature `sig`.
-pub(super) fn packed(buf: &Lent, off: usize, len: usize, sig: u16) -> Lent {
+pub(super) fn packed(buf: &Lent, off: usize, len: usize, sig: Sig) -> Lent {
     buf.sub(off, len, None)
         .expect("a run inside its scratch")
         .with_sig(sig)

@@ -1,5 +1,15 @@
+//! The status of a completed operation (MPI_Status), and the rank and tag values it can
+//! hold besides real ones: a base type, beside [`error`](crate::error), which carries a
+//! status in the errors of receives.
 #![forbid(unsafe_code)]
 use crate::error::ErrorClass;
+
+/// Wildcard source of a receive or probe (MPI_ANY_SOURCE).
+pub const ANY_SOURCE: i32 = -1;
+/// Wildcard tag of a receive or probe (MPI_ANY_TAG).
+pub const ANY_TAG: i32 = -1;
+/// The null process: sends to it and receives from it complete at once (MPI_PROC_NULL).
+pub const PROC_NULL: i32 = -2;
 
 /// What a completed receive (or probe) reports: MPI_Status.
 ///
@@ -25,8 +35,8 @@ impl Status {
     /// null and inactive requests.
     pub const fn empty() -> Status {
         Status {
-            source: super::ANY_SOURCE,
-            tag: super::ANY_TAG,
+            source: ANY_SOURCE,
+            tag: ANY_TAG,
             bytes: 0,
             cancelled: false,
             error: ErrorClass::Success,
@@ -35,8 +45,8 @@ impl Status {
 
     pub(crate) const fn proc_null() -> Status {
         Status {
-            source: super::PROC_NULL,
-            tag: super::ANY_TAG,
+            source: PROC_NULL,
+            tag: ANY_TAG,
             bytes: 0,
             cancelled: false,
             error: ErrorClass::Success,
