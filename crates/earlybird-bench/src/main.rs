@@ -117,7 +117,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         eprintln!("earlybird-bench: needs 2 ranks (ebrun -n 2 or --threads 2)");
         std::process::exit(2);
     }
-    earlybird::sys::process::pin_to_cpu(w.rank() as usize % earlybird::sys::process::cpus());
+    earlybird::launch::pin_to_cpu(w.rank() as usize % earlybird::launch::cpus());
     let b = Bench { w: &w, o, mode };
     match o.bench.as_str() {
         "floor" => b.floor()?,
@@ -445,7 +445,7 @@ impl Bench<'_> {
                 let mut chans = earlybird::bind_channels(&mut pair, &[])?;
                 let rin = chans.pop().expect("receive channel");
                 let sout = chans.pop().expect("send channel");
-                let (mut sout, mut rin): (Request, Request) = (sout, rin);
+                let (mut sout, mut rin) = (sout, rin);
                 for rep in 0..=self.reps() {
                     rin.start()?;
                     self.sync()?;

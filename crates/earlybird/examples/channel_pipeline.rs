@@ -28,7 +28,7 @@
 //! process jobs, and runs the built example under `ebrun -n 2`.
 
 use earlybird::{
-    bind_slack_channel, scope, unbind_channel, Comm, ErrHandler, ErrorClass, Info, Request, Result,
+    bind_slack_channel, scope, unbind_channel, Channel, Comm, ErrHandler, ErrorClass, Info, Result,
 };
 use std::process::ExitCode;
 use std::time::Instant;
@@ -179,7 +179,7 @@ pub fn run(world: &Comm, config: Config) -> Result<Option<Outcome>> {
                 checked: 0,
                 mismatches: 0,
                 first_bad: None,
-                bytes_per_start: ch.channel_status()?.bytes(),
+                bytes_per_start: ch.partner().bytes(),
                 seconds: 0.0,
             };
             if config.in_place {
@@ -222,7 +222,7 @@ fn give_credits(world: &Comm, n: u64) -> Result<()> {
 /// starts outstanding (the channel reads window j at start j, or, in synchronous mode, when
 /// its receive is posted: window j is not written again before start j + K, which waits for
 /// start j first).
-fn send_copy(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
+fn send_copy(world: &Comm, ch: &mut Channel<'_>, c: Config) -> Result<()> {
     let mut credits = Credits { left: 0 };
     for j in 0..c.starts {
         if j >= K as u64 {
@@ -244,7 +244,7 @@ fn send_copy(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
 
 /// Copy path, receiver: K receives kept started; wait j copies message j into window j,
 /// which is read before receive j + K (the next to use it) is started.
-fn recv_copy(world: &Comm, ch: &mut Request<'_>, c: Config, o: &mut Outcome) -> Result<()> {
+fn recv_copy(world: &Comm, ch: &mut Channel<'_>, c: Config, o: &mut Outcome) -> Result<()> {
     let first = c.starts.min(K as u64);
     for _ in 0..first {
         ch.start()?;
@@ -267,7 +267,7 @@ fn recv_copy(world: &Comm, ch: &mut Request<'_>, c: Config, o: &mut Outcome) -> 
 
 /// In-place path, sender: each message written in its slot and published, up to K sends
 /// outstanding.
-fn send_in_place(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
+fn send_in_place(world: &Comm, ch: &mut Channel<'_>, c: Config) -> Result<()> {
     let mut credits = Credits { left: 0 };
     for j in 0..c.starts {
         if j >= K as u64 {
@@ -292,7 +292,7 @@ fn send_in_place(world: &Comm, ch: &mut Request<'_>, c: Config) -> Result<()> {
 
 /// In-place path, receiver: K receives kept started; each message read in its slot, then
 /// its receive started again.
-fn recv_in_place(world: &Comm, ch: &mut Request<'_>, c: Config, o: &mut Outcome) -> Result<()> {
+fn recv_in_place(world: &Comm, ch: &mut Channel<'_>, c: Config, o: &mut Outcome) -> Result<()> {
     let first = c.starts.min(K as u64);
     for _ in 0..first {
         ch.start()?;

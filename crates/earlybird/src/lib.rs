@@ -20,28 +20,40 @@
 //! }
 //! ```
 //!
-//! Layers (see ARCHITECTURE in the README): [`sys`] → [`fabric`] → [`bootstrap`] → [`p2p`]
-//! → [`request`] → [`comm`] / [`datatype`] → this API. `unsafe` lives in `sys` and `fabric`
-//! only; every other module forbids it.
+//! Layers, bottom-up (see "Architecture" in the README, and `tests/layers.rs`, which checks
+//! them): `sys` → `fabric` → `bootstrap` → [`datatype`] → [`p2p`] → [`request`] → [`comm`]
+//! → [`coll`] → [`channel`] and the other extensions → this API. [`error`], [`status`] and
+//! [`info`] are base types every layer may use. `unsafe` lives in `sys` and `fabric` only;
+//! every other module forbids it.
 
-pub mod bootstrap;
+pub(crate) mod bootstrap;
 pub mod channel;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod error;
-pub mod fabric;
+pub(crate) mod fabric;
 pub mod info;
 pub mod p2p;
 pub mod request;
 pub mod status;
-pub mod sys;
+pub(crate) mod sys;
 pub mod threads;
+
+/// What the launcher (`ebrun`) and the benchmark binary need from inside the library:
+/// creating a job's segment, watching its ranks, signals and CPU affinity. Not an API for
+/// programs.
+#[doc(hidden)]
+pub mod launch {
+    pub use crate::bootstrap::{LaunchedJob, ENV_RANK, ENV_SHM_DIR};
+    pub use crate::fabric::job::{JobSegment, RankState};
+    pub use crate::sys::process::{cpus, pin_to_cpu, signal};
+}
 
 pub use channel::{
     bind_channel, bind_channels, bind_slack_channel, bind_slack_channels, ibind_channel,
     ibind_channels, ibind_slack_channel, ibind_slack_channels, iunbind_channel, iunbind_channels,
-    unbind_channel, unbind_channels, wait_bindings, Binding, ADDRESS_BASE_INCREMENT,
+    unbind_channel, unbind_channels, wait_bindings, Binding, Channel, ADDRESS_BASE_INCREMENT,
 };
 pub use coll::op::{reduce_local, Op, Predefined};
 pub use coll::{Coll, Dst, InPlace, Src, WSpec, IN_PLACE};
@@ -63,7 +75,7 @@ pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
 pub use request::{
     scope, start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some,
-    Request, Scope,
+    Bundle, Request, Scope,
 };
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;
@@ -111,18 +123,18 @@ pub fn init() -> Result<Universe> {
     }
     let placement = bootstrap::from_environment()
         .inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
-    Ok(Universe::from_placement(placement))
+    Universe::from_placement(placement)
 }
 
 impl Universe {
-    pub(crate) fn from_placement(p: bootstrap::Placement) -> Universe {
-        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)));
+    pub(crate) fn from_placement(p: bootstrap::Placement) -> Result<Universe> {
+        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)?));
         let world = Comm::world(eng.clone());
-        Universe {
+        Ok(Universe {
             eng,
             world,
             done: false,
-        }
+        })
     }
 
     /// MPI_COMM_WORLD.

@@ -62,12 +62,17 @@ impl Job {
                     std::thread::Builder::new()
                         .name(format!("earlybird-rank-{rank}"))
                         .spawn_scoped(s, move || {
-                            let u = Universe::from_placement(Placement {
+                            let placement = Placement {
                                 rank,
                                 job: job.clone(),
                                 processes: false,
-                            });
-                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(u)));
+                            };
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                match Universe::from_placement(placement) {
+                                    Ok(u) => f(u),
+                                    Err(e) => panic!("rank {rank}: cannot start: {e}"),
+                                }
+                            }));
                             if r.is_err() {
                                 job.abort(rank as i32, -1);
                             }

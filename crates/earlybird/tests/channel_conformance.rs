@@ -11,8 +11,8 @@ use common::check_eq;
 use earlybird::{
     bind_channel, bind_channels, bind_slack_channel, ibind_channel, ibind_channels,
     iunbind_channel, scope, start_all, unbind_channel, unbind_channels, wait_all, wait_bindings,
-    Comm, ErrHandler, ErrorClass, Info, Op, Request, Result, Universe, ADDRESS_BASE_INCREMENT,
-    ANY_SOURCE, ANY_TAG,
+    Bundle, Channel, Comm, ErrHandler, ErrorClass, Info, Op, Result, Universe,
+    ADDRESS_BASE_INCREMENT, ANY_SOURCE, ANY_TAG,
 };
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,7 @@ fn payload(ch: i64, round: i64, n: usize) -> Vec<i64> {
 /// One round over channels of both directions: start the receives, exchange GO, start the
 /// sends, wait for all. Send ends carry `payload(ids[i], round)`, checked at the receive end.
 fn exchange(
-    chs: &mut [Request<'_>],
+    chs: &mut [Channel<'_>],
     sends: &[bool],
     ids: &[i64],
     w: &Comm,
@@ -130,7 +130,7 @@ fn ibind_test_wait(u: &Universe) -> Result<()> {
             let ch = b.into_channel()?;
             ch
         };
-        let cs = ch.channel_status()?;
+        let cs = ch.partner();
         assert_eq!((cs.source(), cs.tag(), cs.bytes()), (p, TAG, 48));
         for round in 0..50 {
             exchange(std::slice::from_mut(&mut ch), &[sender], &[7], w, p, round)?;
@@ -192,7 +192,7 @@ fn many_channels(
             bind_channels(&mut reqs, &[])?
         };
         for (c, &i) in chs.iter().zip(order) {
-            let st = c.channel_status()?;
+            let st = c.partner();
             assert_eq!(
                 (st.source(), st.tag(), st.bytes()),
                 (p, MANY[i].2, 8 * (4 + i))
@@ -259,7 +259,7 @@ fn intercomm_channels(u: &Universe) -> Result<()> {
             let ids: Vec<i64> = if sender { vec![0, 1, 2] } else { vec![2, 1, 0] };
             let mut chs = bind_channels(&mut reqs, &[])?;
             for (ch, &id) in chs.iter().zip(&ids) {
-                let st = ch.channel_status()?;
+                let st = ch.partner();
                 let want = if id == 2 { ip } else { p };
                 assert_eq!((st.source(), st.tag()), (want, 21), "channel {id}");
             }
@@ -324,7 +324,7 @@ fn wildcard_bind(u: &Universe) -> Result<()> {
             } else {
                 bind_channel(&mut req, &Info::new())?
             };
-            let st = ch.channel_status()?;
+            let st = ch.partner();
             assert_eq!((st.source(), st.tag()), (p, stag), "case {i}");
             for round in 0..10 {
                 if sender {
@@ -449,7 +449,7 @@ fn slack_increment(u: &Universe) -> Result<()> {
                 info.set(ADDRESS_BASE_INCREMENT, "5")?;
             }
             let mut ch = bind_slack_channel(&mut req, K as u32, inc, &info)?;
-            assert_eq!(ch.channel_status()?.bytes(), C * 8);
+            assert_eq!(ch.partner().bytes(), C * 8);
             // One start at a time for two turns of the ring: after each receive, exactly the
             // windows filled so far hold data.
             for j in 0..2 * K {
@@ -549,7 +549,7 @@ fn split_and_merge(u: &Universe) -> Result<()> {
                 w.recv_init(s, x.as_mut_slice(), p, 60)?
             };
             let mut ch = bind_slack_channel(&mut req, slack, 0, &Info::new())?;
-            let st = ch.channel_status()?;
+            let st = ch.partner();
             assert_eq!(st.bytes(), x_len(sender, BIG, SMALL) * 8);
             for round in 0..40 {
                 if sender {
@@ -687,9 +687,6 @@ fn errors(u: &Universe) -> Result<()> {
         } else {
             w.recv_init(s, &mut x, p, 75)?
         };
-        // Unbind of a plain request.
-        let e = unbind_channel(&mut req).unwrap_err();
-        assert_eq!(e.class(), ErrorClass::Request, "{e}");
         let mut ch = bind_slack_channel(&mut req, 2, 0, &Info::new())?;
         // The request bound cannot start while the channel exists.
         assert_eq!(req.start().unwrap_err().class(), ErrorClass::Request);
@@ -752,7 +749,7 @@ fn errors(u: &Universe) -> Result<()> {
         } else {
             wait_go(w, p)?;
         }
-        let e = ch.free().unwrap_err();
+        let e = ch.into_request().free().unwrap_err();
         assert_eq!(e.class(), ErrorClass::Request, "{e}");
 
         // The partner dropping its channel without unbinding: a wait fails, not hangs.
@@ -880,7 +877,7 @@ fn unbind_right_after_bind(u: &Universe) -> Result<()> {
 
 /// A bundle of a bound channel, a persistent send/receive of the partner on another tag (the
 /// other direction), a persistent allreduce and a persistent barrier on world, started and
-/// waited 100 times as one; the data changed between starts through bundle_member_mut.
+/// waited 100 times as one; the data changed between starts through member_mut.
 fn bundle_of_all(u: &Universe) -> Result<()> {
     let w = u.world();
     let n = w.size() as i64;
@@ -906,27 +903,27 @@ fn bundle_of_all(u: &Universe) -> Result<()> {
                 )
             };
             let ch = bind_channel(&mut req, &Info::new())?;
-            members.push(ch);
+            members.push(ch.into());
             members.push(back);
         }
         let coll0 = members.len();
         members.push(w.allreduce_init(s, &mut asend, &mut arecv, &Op::SUM)?);
         members.push(w.barrier_init(s)?);
-        let mut b = Request::bundle(members)?;
+        let mut b = Bundle::new(members)?;
         for round in 0..100i64 {
-            b.bundle_member_mut(coll0)?
+            b.member_mut(coll0)?
                 .send_buffer_mut::<i64>()?
                 .copy_from_slice(&[me + round, 1, -round]);
             match pair {
                 Some(p) if sender => {
-                    b.bundle_member_mut(0)?
+                    b.member_mut(0)?
                         .buffer_mut::<i64>()?
                         .copy_from_slice(&payload(1, round, 8));
                     wait_go(w, p)?;
                     b.start()?;
                 }
                 Some(p) => {
-                    b.bundle_member_mut(1)?
+                    b.member_mut(1)?
                         .buffer_mut::<i64>()?
                         .copy_from_slice(&payload(2, round, 5));
                     b.start()?;
@@ -941,26 +938,28 @@ fn bundle_of_all(u: &Universe) -> Result<()> {
                 if sender {
                     check_eq(
                         "bundle back",
-                        b.bundle_member_mut(1)?.buffer_mut::<i64>()?,
+                        b.member_mut(1)?.buffer_mut::<i64>()?,
                         &payload(2, round, 5),
                     );
                 } else {
                     check_eq(
                         "bundle channel",
-                        b.bundle_member_mut(0)?.buffer_mut::<i64>()?,
+                        b.member_mut(0)?.buffer_mut::<i64>()?,
                         &payload(1, round, 8),
                     );
                 }
             }
             let sum: i64 = (0..n).map(|r| r + round).sum();
             assert_eq!(
-                b.bundle_member_mut(coll0)?.buffer_mut::<i64>()?,
+                b.member_mut(coll0)?.buffer_mut::<i64>()?,
                 &[sum, n, -round * n]
             );
         }
-        let mut members = b.into_members()?;
+        let mut members = b.into_members()?.into_iter();
         if pair.is_some() {
-            unbind_channel(&mut members[0])?;
+            let mut ch = Channel::try_from(members.next().expect("the channel member"))
+                .expect("member 0 is the channel");
+            unbind_channel(&mut ch)?;
         }
         Ok(())
     })

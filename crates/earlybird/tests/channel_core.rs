@@ -33,7 +33,7 @@ fn slack1_lock_step(u: &Universe) -> Result<()> {
             w.recv_init(s, &mut x, p, TAG)?
         };
         let mut ch = bind_channel(&mut req, &Info::new())?;
-        let st = ch.channel_status()?;
+        let st = ch.partner();
         assert_eq!(st.source(), p);
         assert_eq!(st.tag(), TAG);
         for i in 0..2000u64 {
@@ -129,7 +129,9 @@ fn circular_in_place(u: &Universe) -> Result<()> {
     })
 }
 
-/// Misuse: free of a channel, unbind of a plain request, more than K starts.
+/// Misuse: a request bound twice, a start of a request bound to a channel, more than K
+/// starts, free of a channel. (Unbinding a plain request does not compile: `unbind_channel`
+/// takes a `Channel`.)
 fn misuse(u: &Universe) -> Result<()> {
     let w = u.world();
     w.set_errhandler(ErrHandler::Return);
@@ -142,17 +144,17 @@ fn misuse(u: &Universe) -> Result<()> {
         } else {
             w.recv_init(s, &mut x, p, TAG)?
         };
-        let e = unbind_channel(&mut req).unwrap_err();
-        assert_eq!(e.class(), ErrorClass::Request, "{e}");
         let mut ch = bind_channel(&mut req, &Info::new())?;
         let e = req.start().unwrap_err();
         assert_eq!(e.class(), ErrorClass::Request, "{e}");
+        let e = bind_channel(&mut req, &Info::new()).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Request, "{e}");
+        assert!(e.to_string().contains("bound to a channel already"), "{e}");
         ch.start()?;
         let e = ch.start().unwrap_err();
         assert_eq!(e.class(), ErrorClass::Request, "{e}");
         ch.wait()?;
-        let ch2 = ch;
-        let e = ch2.free().unwrap_err();
+        let e = ch.into_request().free().unwrap_err();
         assert_eq!(e.class(), ErrorClass::Request, "{e}");
         Ok(())
     })

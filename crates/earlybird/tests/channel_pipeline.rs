@@ -46,7 +46,7 @@ fn unbind_right_after_bind(u: &Universe) -> Result<()> {
                 w.recv_init(s, &mut x, 0, 4)?
             };
             let mut ch = bind_slack_channel(&mut req, 2, 2, &Info::new())?;
-            assert_eq!(ch.channel_status()?.source(), 1 - rank, "bind {i}");
+            assert_eq!(ch.partner().source(), 1 - rank, "bind {i}");
             unbind_channel(&mut ch)?;
             assert!(ch.is_null());
             Ok(())

@@ -8,9 +8,9 @@
 use crate::cli::{self, Options};
 use crate::output::{Forwarders, Stream};
 use crate::signals::{self, Event};
-use earlybird::bootstrap::LaunchedJob;
 use earlybird::error::ErrorClass;
-use earlybird::fabric::shm::{JobSegment, RankState};
+use earlybird::launch::LaunchedJob;
+use earlybird::launch::{JobSegment, RankState};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};

@@ -44,7 +44,7 @@ pub fn watch(tx: Sender<Event>) -> std::io::Result<()> {
 /// Send `sig` to a process we started and have not reaped yet (so the pid cannot have been
 /// reused).
 pub fn send(pid: u32, sig: i32) {
-    earlybird::sys::process::signal(pid, sig);
+    earlybird::launch::signal(pid, sig);
 }
 
 /// "9 (SIGKILL)", or just the number for a signal without a name here (real-time ones).

@@ -69,7 +69,7 @@ fn rank_main(role: &str) {
             if rank == 1 {
                 wait_for_rank0();
                 std::thread::sleep(Duration::from_millis(300));
-                earlybird::sys::process::signal(std::process::id(), libc::SIGKILL);
+                earlybird::launch::signal(std::process::id(), libc::SIGKILL);
                 std::thread::sleep(Duration::from_secs(60));
             } else {
                 let _ = world.recv(&mut buf, 1, 5);
@@ -587,7 +587,7 @@ fn sigterm_to_ebrun_is_forwarded() {
     );
     let pids = dir.pids(2, Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(300));
-    earlybird::sys::process::signal(run.pid(), libc::SIGTERM);
+    earlybird::launch::signal(run.pid(), libc::SIGTERM);
     let t = Instant::now();
     let e = run.finish(Duration::from_secs(40));
     assert_code(&e, 128 + libc::SIGTERM);

@@ -11,7 +11,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::shm::{JobSegment, JobShape};
+use crate::fabric::job::{JobSegment, JobShape};
 use crate::sys::segment::{self, Segment};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
-//! One end of a bound channel: starts, waits and tests over the unit ring of
-//! [`ChannelMem`](crate::fabric::channel::ChannelMem).
+//! One end of a bound channel: starts, waits and tests over the unit ring of the channel's
+//! memory (`fabric::channel`, whose sides hold the posted/full protocol), and its
+//! [`Completion`], so that a channel is a request like any other.
 //!
 //! The receiver posts the units of a start (one store per unit); the sender checks that the
 //! first unit of its start is posted (ready mode: an error otherwise, nothing written) and
@@ -10,28 +11,31 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::channel::{full, posted, ChannelMem, Word};
-use crate::p2p::engine::{Blocked, Engine};
+use crate::fabric::channel::{Gone, RecvSide, SendSide, Word};
+use crate::p2p::engine::Engine;
+use crate::p2p::wait::Blocked;
 use crate::p2p::Status;
-use crate::sys::lend::Lent;
-use std::cell::Cell;
-use std::rc::Rc;
+use crate::request::completion::Completion;
+use crate::request::pt2pt::BufferSlot;
+use crate::sys::lend::{Loan, Unusable};
 use std::sync::atomic::Ordering;
 
-/// Which end of the channel this is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    Send,
-    Recv,
+/// Which end of the channel this is, with its side of the channel's memory.
+#[derive(Debug)]
+pub(crate) enum Side {
+    Send(SendSide),
+    Recv(RecvSide),
 }
 
 /// One end of a bound channel.
 #[derive(Debug)]
 pub(crate) struct ChannelEnd {
-    pub(crate) mem: ChannelMem,
-    pub(crate) role: Role,
-    /// The user's buffer, as the persistent request lent it (the whole circular buffer).
-    pub(crate) buf: Lent,
+    pub(crate) side: Side,
+    /// The user's buffer, lent to this end alone (the whole circular buffer) while it is
+    /// bound; given back to the request it was bound from when it leaves.
+    pub(crate) buf: Loan,
+    /// Where `buf` goes back (let go of when it has).
+    pub(crate) home: Option<BufferSlot>,
     /// Bytes this end moves per start.
     pub(crate) bytes: usize,
     /// Units per start on this end.
@@ -47,9 +51,7 @@ pub(crate) struct ChannelEnd {
     pub(crate) next_unit: u64,
     /// The partner and the tag, as completions report them.
     pub(crate) status: Status,
-    /// Held while the channel exists: the request it was bound from cannot start meanwhile.
-    pub(crate) lock: Rc<Cell<u32>>,
-    /// Whether the last completed receive's data was left in its slots (in-place waits).
+    /// Whether this end has left (unbound, or dropped).
     pub(crate) unbound: bool,
     pub(crate) blocked: Blocked,
 }
@@ -66,6 +68,11 @@ impl ChannelEnd {
         self.started - self.completed
     }
 
+    /// Whether this is a send end.
+    pub(crate) fn is_send(&self) -> bool {
+        matches!(self.side, Side::Send(_))
+    }
+
     /// The byte offset in the user's buffer of start `j`.
     #[inline(always)]
     fn window(&self, j: u64) -> usize {
@@ -77,7 +84,17 @@ impl ChannelEnd {
     }
 
     fn unit_bytes(&self) -> usize {
-        self.mem.shape().unit_bytes
+        match &self.side {
+            Side::Send(s) => s.mem().shape().unit_bytes,
+            Side::Recv(r) => r.mem().shape().unit_bytes,
+        }
+    }
+
+    fn units(&self) -> u64 {
+        match &self.side {
+            Side::Send(s) => s.mem().shape().units as u64,
+            Side::Recv(r) => r.mem().shape().units as u64,
+        }
     }
 
     fn check_room(&self) -> Result<()> {
@@ -102,13 +119,13 @@ impl ChannelEnd {
 
     /// The partner's unbind or drop, as an error (`None` while it is bound).
     fn partner_gone(&self) -> Option<Error> {
-        let w = match self.role {
-            Role::Send => Word::ReceiverGone,
-            Role::Recv => Word::SenderGone,
+        let word = match &self.side {
+            Side::Send(s) => s.mem().word(Word::ReceiverGone),
+            Side::Recv(r) => r.mem().word(Word::SenderGone),
         };
-        let how = match self.mem.word(w).load(Ordering::Acquire) {
+        let how = match word.load(Ordering::Acquire) {
             0 => return None,
-            1 => "unbound it",
+            w if w == Gone::Unbound as u64 => "unbound it",
             _ => "dropped it without unbinding",
         };
         Some(Error::new(
@@ -123,13 +140,13 @@ impl ChannelEnd {
     /// MPI_Start: a send copies (or, `filled`, publishes) its data, a receive posts.
     #[inline(always)]
     pub(crate) fn start(&mut self, filled: bool) -> Result<()> {
-        match self.role {
-            Role::Send => self.start_send(filled),
-            Role::Recv if filled => Err(Error::new(
+        match self.side {
+            Side::Send(_) => self.start_send(filled),
+            Side::Recv(_) if filled => Err(Error::new(
                 ErrorClass::Request,
                 "start_filled on the receive end of a channel",
             )),
-            Role::Recv => self.start_recv(),
+            Side::Recv(_) => self.start_recv(),
         }
     }
 
@@ -137,31 +154,46 @@ impl ChannelEnd {
 
     /// MPI_Start on a send end: copy the buffer's window into the posted units.
     #[inline(always)]
-    pub(crate) fn start_send(&mut self, filled: bool) -> Result<()> {
+    fn start_send(&mut self, filled: bool) -> Result<()> {
         self.check_room()?;
         let s = self.started;
         let first = s * self.per;
+        let win = self.window(s);
+        let n = self.bytes;
+        let per = self.per;
+        let Side::Send(side) = &mut self.side else {
+            unreachable!("a send end")
+        };
         if self.next_unit == first {
-            let st = self.mem.state(first).load(Ordering::Acquire);
-            if st != posted(first) {
-                if self.ready {
-                    return Err(self.not_posted(s));
-                }
-                if filled {
-                    return Err(Error::new(ErrorClass::Request, "start_filled of a send whose receive is not posted (fill a slot only once next_slot_mut has returned it)"));
-                }
-            } else if self.per == 1 {
+            if per == 1 {
                 // The common case: one posted unit, written here and now.
-                if !filled {
-                    let win = self.window(s);
-                    let n = self.bytes;
-                    let dst = self.mem.units_mut(first, 1);
-                    pack_window(&self.buf, win, &mut dst[..n]);
+                match side.fill(first, 1) {
+                    Some(mut f) => {
+                        if !filled {
+                            f.write(|dst| pack_window(&self.buf, win, &mut dst[..n]))
+                                .map_err(unusable)?;
+                        }
+                        f.publish();
+                        self.next_unit = first + 1;
+                        self.started = s + 1;
+                        return Ok(());
+                    }
+                    None if self.ready => return Err(self.not_posted(s)),
+                    None if filled => return Err(Error::new(ErrorClass::Request, "start_filled of a send whose receive is not posted (fill a slot only once next_slot_mut has returned it)")),
+                    None => {}
                 }
-                self.mem.state(first).store(full(first), Ordering::Release);
-                self.next_unit = first + 1;
+            } else if filled {
+                // Every unit must be posted (next_slot_mut checked it when it handed them
+                // out).
+                let Some(f) = side.fill(first, per as usize) else {
+                    return Err(Error::new(ErrorClass::Request, "start_filled of a send whose receives are not all posted (fill the slot through next_slot_mut first)"));
+                };
+                f.publish();
+                self.next_unit = first + per;
                 self.started = s + 1;
                 return Ok(());
+            } else if self.ready && !side.is_posted(first) {
+                return Err(self.not_posted(s));
             }
         } else if filled {
             return Err(Error::new(
@@ -169,21 +201,8 @@ impl ChannelEnd {
                 "start_filled while an earlier send still waits for its receive",
             ));
         }
-        if filled {
-            // Every unit must be posted (next_slot_mut checked it when it handed them out).
-            if (first..first + self.per)
-                .any(|v| self.mem.state(v).load(Ordering::Acquire) != posted(v))
-            {
-                return Err(Error::new(ErrorClass::Request, "start_filled of a send whose receives are not all posted (fill the slot through next_slot_mut first)"));
-            }
-            for v in first..first + self.per {
-                self.mem.state(v).store(full(v), Ordering::Release);
-            }
-            self.next_unit = first + self.per;
-        }
         self.started = s + 1;
-        self.flush();
-        Ok(())
+        self.flush().map_err(unusable)
     }
 
     #[cold]
@@ -201,42 +220,48 @@ impl ChannelEnd {
     }
 
     /// Write every unit of the started sends whose receive is posted, in order.
-    fn flush(&mut self) {
+    fn flush(&mut self) -> std::result::Result<(), Unusable> {
         let end = self.started * self.per;
         let ub = self.unit_bytes();
+        let n = ub.min(self.bytes);
         while self.next_unit < end {
             let v = self.next_unit;
-            if self.mem.state(v).load(Ordering::Acquire) != posted(v) {
-                break;
-            }
             let j = v / self.per;
             let off = self.window(j) + (v % self.per) as usize * ub;
-            let n = ub.min(self.bytes);
-            let dst = self.mem.units_mut(v, 1);
-            pack_window(&self.buf, off, &mut dst[..n]);
-            self.mem.state(v).store(full(v), Ordering::Release);
+            let Side::Send(side) = &mut self.side else {
+                unreachable!("a send end")
+            };
+            let Some(mut f) = side.fill(v, 1) else {
+                break;
+            };
+            f.write(|dst| pack_window(&self.buf, off, &mut dst[..n]))?;
+            f.publish();
             self.next_unit = v + 1;
         }
+        Ok(())
     }
 
     /// Synchronous mode: wait until the receive of the next send is posted (and every
     /// earlier send written), so that its slot may be filled in place. Nothing in ready mode,
     /// where [`next_slot`](Self::next_slot) says at once whether it is.
     pub(crate) fn wait_posted(&mut self, eng: &mut Engine) -> Result<()> {
-        if self.ready || self.role != Role::Send {
+        if self.ready || !self.is_send() {
             return Ok(());
         }
         self.check_room()?;
         let first = self.started * self.per;
         let last = first + self.per - 1;
         self.wait_until(eng, |c| {
-            c.flush();
-            c.next_unit == first && c.mem.state(last).load(Ordering::Acquire) == posted(last)
+            let _ = c.flush();
+            let Side::Send(side) = &c.side else {
+                unreachable!("a send end")
+            };
+            c.next_unit == first && side.is_posted(last)
         })
     }
 
-    /// The units of the next send, to fill in place before [`start_send`](Self::start_send)
-    /// with `filled`. Its receive must be posted already, and no earlier send pending.
+    /// The units of the next send, to fill in place before a start with `filled`. Its
+    /// receive must be posted already, and no earlier send pending.
     pub(crate) fn next_slot(&mut self) -> Result<&mut [u8]> {
         self.check_room()?;
         let first = self.started * self.per;
@@ -246,34 +271,47 @@ impl ChannelEnd {
                 "next_slot_mut while an earlier send still waits for its receive",
             ));
         }
-        for v in first..first + self.per {
-            if self.mem.state(v).load(Ordering::Acquire) != posted(v) {
-                if let Some(e) = self.partner_gone() {
-                    return Err(e);
-                }
-                return Err(Error::new(
+        let (n, per, started, source, tag) = (
+            self.bytes,
+            self.per as usize,
+            self.started,
+            self.status.source,
+            self.status.tag,
+        );
+        let gone = self.partner_gone();
+        let Side::Send(side) = &mut self.side else {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "next_slot_mut on the receive end of a channel (use wait_in_place and arrived)",
+            ));
+        };
+        match side.fill(first, per) {
+            // The units stay posted, and this end's, until start_filled publishes them.
+            Some(f) => Ok(&mut f.into_bytes()[..n]),
+            None => Err(gone.unwrap_or_else(|| {
+                Error::new(
                     ErrorClass::Request,
                     format!(
-                        "next_slot_mut: the receive of send {} (rank {}, tag {}) is not posted yet, so its slot may still be read",
-                        self.started, self.status.source, self.status.tag
+                        "next_slot_mut: the receive of send {started} (rank {source}, tag {tag}) is not posted yet, so its slot may still be read"
                     ),
-                ));
-            }
+                )
+            })),
         }
-        let n = self.bytes;
-        Ok(&mut self.mem.units_mut(first, self.per as usize)[..n])
     }
 
     // ---- receiver -----------------------------------------------------------------------
 
     /// MPI_Start on a receive end: post its units.
     #[inline(always)]
-    pub(crate) fn start_recv(&mut self) -> Result<()> {
+    fn start_recv(&mut self) -> Result<()> {
         self.check_room()?;
         let r = self.started;
         let first = r * self.per;
+        let Side::Recv(side) = &mut self.side else {
+            unreachable!("a receive end")
+        };
         for v in first..first + self.per {
-            self.mem.state(v).store(posted(v), Ordering::Release);
+            side.post(v);
         }
         self.started = r + 1;
         Ok(())
@@ -286,19 +324,17 @@ impl ChannelEnd {
             return false;
         }
         let c = self.completed;
-        match self.role {
-            Role::Send => {
-                if self.next_unit < (c + 1) * self.per {
-                    self.flush();
+        let per = self.per;
+        match &self.side {
+            Side::Send(_) => {
+                if self.next_unit < (c + 1) * per {
+                    let _ = self.flush();
                 }
-                self.next_unit >= (c + 1) * self.per
+                self.next_unit >= (c + 1) * per
             }
-            Role::Recv => {
-                let last = (c + 1) * self.per - 1;
-                self.mem.state(last).load(Ordering::Acquire) == full(last)
-                    && (self.per == 1
-                        || (c * self.per..last)
-                            .all(|v| self.mem.state(v).load(Ordering::Acquire) == full(v)))
+            Side::Recv(side) => {
+                let last = (c + 1) * per - 1;
+                side.is_full(last) && (per == 1 || (c * per..last).all(|v| side.is_full(v)))
             }
         }
     }
@@ -306,15 +342,17 @@ impl ChannelEnd {
     /// Complete the oldest outstanding start, which [`ready_now`](Self::ready_now) said is
     /// complete: a receive copies its data out unless `in_place`.
     #[inline(always)]
-    pub(crate) fn complete(&mut self, in_place: bool) -> Status {
+    fn complete(&mut self, in_place: bool) -> Result<Status> {
         let c = self.completed;
-        if self.role == Role::Recv && !in_place {
+        if let (Side::Recv(side), false) = (&self.side, in_place) {
             let win = self.window(c);
-            let src = self.mem.units(c * self.per, self.per as usize);
-            unpack_window(&self.buf, win, &src[..self.bytes]);
+            let src = side
+                .read(c * self.per, self.per as usize)
+                .expect("ready_now saw the units full");
+            unpack_window(&self.buf, win, &src[..self.bytes]).map_err(unusable)?;
         }
         self.completed = c + 1;
-        self.status
+        Ok(self.status)
     }
 
     /// Wait for the oldest outstanding start (the empty status when none is).
@@ -324,7 +362,7 @@ impl ChannelEnd {
             return Ok(Status::empty());
         }
         self.wait_until(eng, ChannelEnd::ready_now)?;
-        Ok(self.complete(in_place))
+        self.complete(in_place)
     }
 
     /// Block until `done` holds: a short tight spin on the word first (the partner is usually
@@ -361,59 +399,174 @@ impl ChannelEnd {
         })?
     }
 
-    /// The data of the last completed receive, left in its slots by an in-place wait.
+    /// The data of the last completed receive, left in its slots by an in-place wait (and
+    /// still there after a plain wait, which also copied it out).
     pub(crate) fn arrived(&self) -> Result<&[u8]> {
-        if self.role != Role::Recv || self.completed == 0 {
+        let Side::Recv(side) = &self.side else {
             return Err(Error::new(
                 ErrorClass::Request,
-                "arrived: no receive of this channel has completed yet (or this is a send end)",
+                "arrived on the send end of a channel",
+            ));
+        };
+        if self.completed == 0 {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "arrived: no receive of this channel has completed yet",
             ));
         }
         let c = self.completed - 1;
         // Start c + units/per posts the same slots again: the sender may be writing them.
-        if self.started > c + self.mem.shape().units as u64 / self.per {
+        if self.started > c + self.units() / self.per {
             return Err(Error::new(
                 ErrorClass::Request,
                 "arrived: the slots of the last completed receive have been posted again by a later start",
             ));
         }
-        Ok(&self.mem.units(c * self.per, self.per as usize)[..self.bytes])
+        let src = side
+            .read(c * self.per, self.per as usize)
+            .expect("a completed receive's units stay full until posted again");
+        Ok(&src[..self.bytes])
     }
 
-    /// Mark this end gone (1: unbound, 2: dropped) for the partner to see, and free the
+    /// Leave the channel (`how`) for the partner to see, and give the buffer back to the
     /// request it was bound from.
-    pub(crate) fn leave(&mut self, how: u64) {
-        let w = match self.role {
-            Role::Send => Word::SenderGone,
-            Role::Recv => Word::ReceiverGone,
+    pub(crate) fn leave(&mut self, how: Gone) {
+        if self.unbound {
+            return;
+        }
+        let word = match &self.side {
+            Side::Send(s) => s.mem().word(Word::SenderGone),
+            Side::Recv(r) => r.mem().word(Word::ReceiverGone),
         };
-        self.mem.word(w).store(how, Ordering::Release);
+        word.store(how as u64, Ordering::Release);
         self.unbound = true;
-        self.lock.set(self.lock.get().saturating_sub(1));
+        if let Some(home) = self.home.take() {
+            *home.borrow_mut() = Some(std::mem::replace(&mut self.buf, Loan::EMPTY));
+        }
     }
+}
+
+impl Completion for ChannelEnd {
+    fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
+        let _ = eng;
+        ChannelEnd::start(self, false).map(|()| None)
+    }
+
+    fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        let _ = eng;
+        if !self.ready_now() {
+            return None;
+        }
+        Some(self.complete(false))
+    }
+
+    fn wait(&mut self, eng: &mut Engine) -> Result<Status> {
+        ChannelEnd::wait(self, eng, false)
+    }
+
+    fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        let _ = eng;
+        self.ready_now().then_some(Ok(self.status))
+    }
+
+    fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
+        let _ = eng;
+        Err(Error::new(
+            ErrorClass::Request,
+            "cancel of a bound channel (a channel's starts complete in order; unbind it instead)",
+        ))
+    }
+
+    fn blocked_in(&self) -> Blocked {
+        self.blocked
+    }
+
+    fn abandon(&mut self, eng: &mut Engine) {
+        let _ = eng;
+    }
+
+    fn is_active(&self) -> bool {
+        self.outstanding() > 0
+    }
+
+    fn is_persistent(&self) -> bool {
+        true
+    }
+
+    /// An unbound channel is a null request.
+    fn is_null(&self) -> bool {
+        self.unbound
+    }
+
+    /// Nothing in flight touches the user's buffer (a channel copies inside start and wait):
+    /// tell the partner this end is gone.
+    fn settle(&mut self, eng: &mut Engine) {
+        let _ = eng;
+        self.leave(Gone::Dropped);
+    }
+
+    fn free(&mut self, eng: &mut Engine) -> Result<()> {
+        let _ = eng;
+        Err(Error::new(ErrorClass::Request, "request_free on a bound channel is erroneous: channels end with unbind_channel (collective over the pair); this end is dropped as if unbound without one, and its partner's calls will say so"))
+    }
+
+    fn can_start(&self) -> bool {
+        !self.unbound && self.outstanding() < self.slack
+    }
+
+    /// A channel touches its buffer only inside calls on it (a start or flush reads a send's
+    /// window, a wait writes a receive's), so the buffer may be handed out between those
+    /// calls even with starts outstanding: the circular buffer's model, where window j+1 is
+    /// filled while j is in flight.
+    fn buffer(&mut self, send: bool) -> Result<&mut [u8]> {
+        if send && !self.is_send() {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                "send_buffer_mut on the receive end of a channel (use buffer_mut)",
+            ));
+        }
+        if self.unbound {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "buffer_mut on a channel that has been unbound (use the request it was bound from)",
+            ));
+        }
+        let writable = self.buf.is_writable();
+        self.buf.bytes_mut().ok_or_else(|| {
+            if !writable {
+                Error::new(ErrorClass::Buffer, "buffer_mut on a channel bound from a persistent send whose buffer was lent read-only (&[T]); lend it as &mut [T]")
+            } else {
+                Error::new(ErrorClass::Buffer, "buffer_mut on a buffer that cannot be handed out whole (its element type has padding, or it is a non-contiguous view)")
+            }
+        })
+    }
+}
+
+fn unusable(u: Unusable) -> Error {
+    Error::new(ErrorClass::Intern, format!("channel: {u}"))
 }
 
 /// Copy `dst.len()` message bytes of `buf` from byte `off` into `dst`.
 #[inline(always)]
-fn pack_window(buf: &Lent, off: usize, dst: &mut [u8]) {
+fn pack_window(buf: &Loan, off: usize, dst: &mut [u8]) -> std::result::Result<(), Unusable> {
     if off == 0 {
-        buf.pack_into(dst);
+        buf.pack_into(dst)
     } else {
         // A window of a circular buffer: contiguous (checked at bind).
         buf.sub(off, dst.len(), None)
             .expect("contiguous window")
-            .pack_into(dst);
+            .pack_into(dst)
     }
 }
 
 /// Copy `src` into `buf`'s message bytes from byte `off`.
 #[inline(always)]
-fn unpack_window(buf: &Lent, off: usize, src: &[u8]) {
+fn unpack_window(buf: &Loan, off: usize, src: &[u8]) -> std::result::Result<(), Unusable> {
     if off == 0 {
-        buf.unpack_from(src);
+        buf.unpack_from(src)
     } else {
         buf.sub(off, src.len(), None)
             .expect("contiguous window")
-            .unpack_from(src);
+            .unpack_from(src)
     }
 }

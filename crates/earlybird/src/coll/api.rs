@@ -1,18 +1,19 @@
-//! The collective calls on [`Comm`]: how a call becomes [`Args`], and the one driver that
-//! runs it blocking, nonblocking or persistent.
+//! The collective calls on [`Comm`]: how a call becomes [`Args`] and the views of its
+//! buffers ([`Call`]), and the one driver per mode (blocking, nonblocking, persistent) that
+//! lends the buffers and runs the chosen algorithm's steps.
 #![forbid(unsafe_code)]
 
 use super::op::{Op, Reducer};
 use super::registry::{self, Algorithm, Forced};
-use super::sched::{notify_error, Now, Record, Schedule, Wire};
+use super::sched::{notify_error, Block, Bound, Buf, Now, Persistent, Record, Schedule, Wire};
 use super::{check_len, check_root, Args, Coll, Elem};
 use crate::comm::agree::coll_tag;
 use crate::comm::Comm;
 use crate::datatype::Equivalence;
 use crate::error::Result;
-use crate::request::Steps;
+use crate::request::steps::Steps;
 use crate::request::{Request, Scope};
-use crate::sys::lend::Lent;
+use crate::sys::lend::{lending, Lending, Loan, Settle, View};
 use std::rc::Rc;
 
 /// MPI_IN_PLACE: see [`Src`].
@@ -78,14 +79,61 @@ impl<T: Equivalence> Src<'_, T> {
             Src::InPlace => None,
         }
     }
+}
 
-    /// The buffer, whole, and whether it may be handed back writable.
-    pub(crate) fn lend(self) -> (Option<Lent>, bool) {
-        match self {
-            Src::Slice(s) => (Some(Lent::of_elems(s)), false),
-            Src::SliceMut(s) => (Some(Lent::of_elems_mut(s)), true),
-            Src::InPlace => (None, false),
-        }
+/// The program's buffers of a collective call, as views, until the call lends them for its
+/// mode (for the call itself when blocking, for the scope otherwise).
+#[derive(Debug, Default)]
+pub(crate) struct CallBufs<'b> {
+    send: Option<View<'b>>,
+    /// Whether the send buffer was given as `&mut` (a persistent collective hands it back).
+    send_writable: bool,
+    recv: Option<View<'b>>,
+}
+
+impl<'b> CallBufs<'b> {
+    /// The receive buffer: `r`, whole (its bytes, padding included).
+    pub(crate) fn recv<T: Equivalence>(&mut self, r: &'b mut [T]) -> Block {
+        let bytes = std::mem::size_of_val(r);
+        self.recv = Some(View::write(r));
+        Block::whole(Buf::Recv, bytes)
+    }
+
+    /// The send buffer, whole (`None` in place).
+    pub(crate) fn send<T: Equivalence>(&mut self, s: Src<'b, T>) -> Option<Block> {
+        let (view, writable) = match s {
+            Src::Slice(x) => (View::read(x), false),
+            Src::SliceMut(x) => (View::write(x), true),
+            Src::InPlace => return None,
+        };
+        let bytes = view.len();
+        self.send = Some(view);
+        self.send_writable = writable;
+        Some(Block::whole(Buf::Send, bytes))
+    }
+
+    /// Bytes of the send buffer given (0 in place).
+    pub(crate) fn send_len(&self) -> usize {
+        self.send.as_ref().map_or(0, |v| v.len())
+    }
+
+    /// Lend the buffers for region `l`: `(send, recv)`.
+    fn lend<S: Settle>(self, l: &Lending<'b, '_, S>) -> (Option<Loan>, Option<Loan>) {
+        (
+            self.send.map(|v| Loan::new(v, l)),
+            self.recv.map(|v| Loan::new(v, l)),
+        )
+    }
+
+    /// Lend the buffers to a persistent request: the receive buffer, and the send buffer if
+    /// given as `&mut`, to the request alone, which hands them back between starts.
+    fn lend_persistent(self, s: &'b Scope<'b, '_>) -> (Option<Loan>, Option<Loan>) {
+        let w = self.send_writable;
+        let (send, recv) = self.lend(s);
+        (
+            send.map(|l| if w { l.exclusive() } else { l }),
+            recv.map(Loan::exclusive),
+        )
     }
 }
 
@@ -96,7 +144,7 @@ impl<T: Equivalence> Src<'_, T> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Repeat {
     send: Option<(u64, usize)>,
-    recv: (u64, usize),
+    recv: Option<(u64, usize)>,
     count: usize,
     root: i32,
     op: Option<(usize, usize)>,
@@ -115,10 +163,10 @@ impl Repeat {
             && a.dests.is_none()
     }
 
-    fn key(a: &Args, wire: &Wire) -> Repeat {
+    fn key(a: &Args, wire: &Wire, send: &Option<Loan>, recv: &Option<Loan>) -> Repeat {
         Repeat {
-            send: a.send.as_ref().map(|l| (l.addr(), l.len())),
-            recv: (a.recv.addr(), a.recv.len()),
+            send: send.as_ref().map(|l| (l.addr(), l.len())),
+            recv: recv.as_ref().map(|l| (l.addr(), l.len())),
             count: a.count,
             root: a.root,
             op: wire.reducer.as_ref().map(|r| r.identity()),
@@ -154,31 +202,23 @@ impl Tune {
     }
 }
 
-/// How a collective call runs.
-pub(crate) enum Mode<'s, 'e> {
-    Blocking,
-    Nonblocking(&'s Scope<'s, 'e>),
-    Persistent(&'s Scope<'s, 'e>),
-}
-
-/// A collective call, before it runs: its arguments (or the error they gave), and for
-/// reductions the reducer.
-pub(crate) struct Call {
+/// A collective call, before it runs: its arguments (or the error they gave), for
+/// reductions the reducer, and the program's buffers.
+pub(crate) struct Call<'b> {
     pub(crate) what: &'static str,
     pub(crate) args: Result<Args>,
     pub(crate) reducer: Option<Reducer>,
-    /// Whether the send buffer was lent writable (persistent collectives hand it back).
-    pub(crate) send_writable: bool,
+    pub(crate) bufs: CallBufs<'b>,
 }
 
-impl Call {
+impl<'b> Call<'b> {
     /// A call without an operation, from its checked arguments.
-    pub(crate) fn plain(what: &'static str, args: Result<Args>, send_writable: bool) -> Call {
+    pub(crate) fn plain(what: &'static str, args: Result<Args>, bufs: CallBufs<'b>) -> Call<'b> {
         Call {
             what,
             args,
             reducer: None,
-            send_writable,
+            bufs,
         }
     }
 
@@ -186,8 +226,8 @@ impl Call {
     pub(crate) fn reduction(
         what: &'static str,
         r: Result<(Args, Reducer)>,
-        send_writable: bool,
-    ) -> Call {
+        bufs: CallBufs<'b>,
+    ) -> Call<'b> {
         let (args, reducer) = match r {
             Ok((a, r)) => (Ok(a), Some(r)),
             Err(e) => (Err(e), None),
@@ -196,10 +236,52 @@ impl Call {
             what,
             args,
             reducer,
-            send_writable,
+            bufs,
         }
     }
 }
+
+/// The three entry points of a collective (blocking, nonblocking `i*`, persistent `*_init`),
+/// from one description: the blocking one's doc, the MPI name (`"Gather"`, `"gather"`), the
+/// generic parameters and arguments (buffers borrowed for `'b`), and the method that turns
+/// them into a [`Call`].
+macro_rules! collective {
+    (
+        $(#[$doc:meta])*
+        $blocking:ident, $nonblocking:ident, $persistent:ident ($mpi:literal, $lower:literal)
+        <$($g:ident: $b:path),*> ($($arg:ident: $t:ty),* $(,)?) => $build:ident($($e:expr),* $(,)?)
+    ) => {
+        $(#[$doc])*
+        pub fn $blocking<'b, $($g: $b),*>(&self, $($arg: $t),*) -> crate::Result<()> {
+            self.blocking(self.$build(stringify!($blocking), $($e),*))
+        }
+
+        #[doc = concat!("MPI_I", $lower, ": [`", stringify!($blocking), "`](Self::", stringify!($blocking),
+            ") started now and completed by wait or test; the buffers are borrowed for the scope `s`.")]
+        pub fn $nonblocking<'b, $($g: $b),*>(
+            &self,
+            s: &'b crate::request::Scope<'b, '_>,
+            $($arg: $t),*
+        ) -> crate::Result<crate::request::Request<'b>> {
+            self.started(self.$build(stringify!($nonblocking), $($e),*), s)
+        }
+
+        #[doc = concat!("MPI_", $mpi, "_init: a persistent [`", stringify!($blocking), "`](Self::",
+            stringify!($blocking), "), started with [`Request::start`](crate::Request::start); the ",
+            "algorithm and its steps are chosen here, and each start replays them. Between starts ",
+            "[`Request::buffer_mut`](crate::Request::buffer_mut) (and ",
+            "[`Request::send_buffer_mut`](crate::Request::send_buffer_mut) for a send buffer lent ",
+            "as `&mut`) hands the buffers back.")]
+        pub fn $persistent<'b, $($g: $b),*>(
+            &self,
+            s: &'b crate::request::Scope<'b, '_>,
+            $($arg: $t),*
+        ) -> crate::Result<crate::request::Request<'b>> {
+            self.inactive(self.$build(stringify!($persistent), $($e),*), s)
+        }
+    };
+}
+pub(crate) use collective;
 
 impl Comm {
     /// The algorithms forced for this communicator.
@@ -209,91 +291,122 @@ impl Comm {
             .clone()
     }
 
-    /// Run a collective call in `mode`: the one path of every collective.
-    pub(crate) fn collective<'s>(
-        &self,
-        call: Call,
-        mode: Mode<'s, '_>,
-    ) -> Result<Option<Request<'s>>> {
+    /// The checks every collective makes, and the call's wire (its number on this
+    /// communicator: every member takes one, whatever happens next).
+    fn begin(&self, what: &'static str, reducer: Option<Reducer>) -> Result<Wire> {
+        self.check_live()?;
+        self.check_intra(what)?;
+        let seq = self.next_seq();
+        Ok(Wire {
+            ctx: self.ctx.internal().raw(),
+            tag: coll_tag(seq, 0),
+            map: self.map.clone(),
+            reducer,
+            what,
+            notice_tag: coll_tag(seq, 1),
+            me: self.rank,
+            size: self.size,
+        })
+    }
+
+    /// A call's arguments and algorithm; on an error this rank takes no part, but says so:
+    /// the others' waits end with the error instead of waiting for it.
+    fn chosen(&self, args: Result<Args>, wire: &Wire) -> Result<(Args, &'static Algorithm)> {
+        match args.and_then(|a| registry::choose(&a, &self.forced()).map(|alg| (a, alg))) {
+            Ok(x) => Ok(x),
+            Err(err) => {
+                notify_error(&mut self.eng.borrow_mut(), wire, &err);
+                Err(err)
+            }
+        }
+    }
+
+    /// A blocking collective: its buffers lent for the call, its steps run as they come.
+    pub(super) fn blocking(&self, call: Call<'_>) -> Result<()> {
         let what = call.what;
         let r = (|| {
-            self.check_live()?;
-            self.check_intra(what)?;
-            let seq = self.next_seq();
-            let wire = Wire {
-                ctx: self.ctx + 1,
-                tag: coll_tag(seq, 0),
-                map: self.map.clone(),
-                reducer: call.reducer,
-                what,
-                notice_tag: coll_tag(seq, 1),
-                me: self.rank,
-                size: self.size,
-            };
-            if let (Mode::Blocking, Ok(a)) = (&mode, &call.args) {
+            let wire = self.begin(what, call.reducer)?;
+            let bufs = call.bufs;
+            if let Ok(a) = &call.args {
                 if Repeat::may_cache(a) {
-                    return self.blocking_repeat(a, wire);
+                    return lending((), |l| {
+                        let (send, recv) = bufs.lend(l);
+                        self.blocking_repeat(a, wire, send, recv)
+                    });
                 }
             }
-            let chosen = call
-                .args
-                .and_then(|a| registry::choose(&a, &self.forced()).map(|alg| (a, alg)));
-            let (args, alg) = match chosen {
-                Ok(x) => x,
-                Err(err) => {
-                    // Take no part, but say so: the others' waits end with this error
-                    // instead of waiting for us.
-                    notify_error(&mut self.eng.borrow_mut(), &wire, &err);
-                    return Err(err);
-                }
+            let (args, alg) = self.chosen(call.args, &wire)?;
+            lending((), |l| {
+                let (send, recv) = bufs.lend(l);
+                self.run_now(&args, alg, &wire, send, recv)
+            })
+        })();
+        self.ret(what, r)
+    }
+
+    /// A nonblocking collective: its buffers lent for the scope, its steps recorded and
+    /// advanced by test and wait.
+    pub(super) fn started<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        let what = call.what;
+        let r = (|| {
+            let wire = self.begin(what, call.reducer)?;
+            let (args, alg) = self.chosen(call.args, &wire)?;
+            let mut rec = Record::new(wire);
+            (alg.run)(&args, &mut rec);
+            let mut sched = rec.finish(s.inner().id());
+            let (send, recv) = call.bufs.lend(s);
+            sched.lend(send, recv);
+            s.inner().note_engine(&self.eng);
+            Ok(Request::steps(&self.eng, self.origin(), sched))
+        })();
+        self.ret(what, r)
+    }
+
+    /// A persistent collective: its buffers lent to the request for the scope, its algorithm
+    /// chosen (or tuned) and its steps recorded now, replayed at each start.
+    pub(super) fn inactive<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        let what = call.what;
+        let r = (|| {
+            let wire = self.begin(what, call.reducer)?;
+            let (args, alg) = self.chosen(call.args, &wire)?;
+            let (send, recv) = call.bufs.lend_persistent(s);
+            let recv = recv.unwrap_or(Loan::EMPTY);
+            let alg = if self.init_effort_tune() && Tune::safe(&args) {
+                let best = self.tune(&args, &wire, alg, &send, &recv)?;
+                registry::note_last(best.name);
+                best
+            } else {
+                alg
             };
-            match mode {
-                Mode::Blocking => self.run_now(&args, alg, &wire).map(|()| None),
-                Mode::Nonblocking(s) => {
-                    let mut rec = Record::new(wire);
-                    (alg.run)(&args, &mut rec);
-                    let sched = rec.finish(s.ops.id());
-                    Ok(Some(Request::steps(
-                        &self.eng,
-                        &s.ops,
-                        Box::new(sched),
-                        &self.shared,
-                    )))
-                }
-                Mode::Persistent(s) => {
-                    let alg = if self.init_effort_tune() && Tune::safe(&args) {
-                        let best = self.tune(&args, &wire, alg)?;
-                        registry::note_last(best.name);
-                        best
-                    } else {
-                        alg
-                    };
-                    let mut rec = Record::new(wire);
-                    (alg.run)(&args, &mut rec);
-                    let sched = rec.finish(s.ops.id());
-                    let send = if call.send_writable {
-                        args.send.clone()
-                    } else {
-                        None
-                    };
-                    Ok(Some(Request::coll_persistent(
-                        &self.eng,
-                        &s.ops,
-                        sched,
-                        args.recv.clone(),
-                        send,
-                        &self.shared,
-                    )))
-                }
-            }
+            let mut rec = Record::new(wire);
+            (alg.run)(&args, &mut rec);
+            let sched = rec.finish(s.inner().id());
+            s.inner().note_engine(&self.eng);
+            Ok(Request::ext(
+                &self.eng,
+                self.origin(),
+                Box::new(Persistent::new(sched, send, recv)),
+            ))
         })();
         self.ret(what, r)
     }
 
     /// Run `alg`'s steps for `args` as they come (a blocking call, nothing recorded).
-    fn run_now(&self, args: &Args, alg: &Algorithm, wire: &Wire) -> Result<()> {
+    fn run_now(
+        &self,
+        args: &Args,
+        alg: &Algorithm,
+        wire: &Wire,
+        send: Option<Loan>,
+        recv: Option<Loan>,
+    ) -> Result<()> {
         let mut e = self.eng.borrow_mut();
-        let mut now = Now::new(&mut e, wire);
+        let bound = Bound {
+            send,
+            recv,
+            scratch: Vec::new(),
+        };
+        let mut now = Now::new(&mut e, wire, bound);
         (alg.run)(args, &mut now);
         now.finish()
     }
@@ -301,11 +414,18 @@ impl Comm {
     /// A blocking call that may repeat the previous one of its kind on this communicator:
     /// when it repeats it for the second time in a row (same algorithm, buffers, counts, root
     /// and operation), its steps are recorded and kept, and from then on each repeat replays
-    /// them as a persistent collective's start does, under the new call's tags. Whether a
-    /// call is a repeat is local (buffer addresses differ between ranks), which is harmless:
-    /// every call takes its sequence number either way, and replayed steps are the steps.
-    fn blocking_repeat(&self, args: &Args, wire: Wire) -> Result<Option<Request<'static>>> {
-        let key = Repeat::key(args, &wire);
+    /// them, with this call's buffers, as a persistent collective's start does, under the new
+    /// call's tags. Whether a call is a repeat is local (buffer addresses differ between
+    /// ranks), which is harmless: every call takes its sequence number either way, and
+    /// replayed steps are the steps.
+    fn blocking_repeat(
+        &self,
+        args: &Args,
+        wire: Wire,
+        send: Option<Loan>,
+        recv: Option<Loan>,
+    ) -> Result<()> {
+        let key = Repeat::key(args, &wire, &send, &recv);
         let mut cache = self.shared.coll_repeat.borrow_mut();
         let slot = &mut cache[args.coll.index()];
         let hit = matches!(&slot.kept, Some((k, _, _)) if *k == key);
@@ -324,7 +444,7 @@ impl Comm {
         if let (Some(alg), true) = (alg, slot.seen.as_ref() != Some(&key)) {
             slot.seen = Some(key);
             drop(cache);
-            return self.run_now(args, alg, &wire).map(|()| None);
+            return self.run_now(args, alg, &wire, send, recv);
         }
         if let Some(alg) = alg {
             let mut rec = Record::new(wire.clone());
@@ -334,6 +454,7 @@ impl Comm {
         let (_, name, sched) = slot.kept.as_mut().expect("kept above");
         registry::note_last(name);
         sched.reuse_for(&wire);
+        sched.lend(send, recv);
         let mut e = self.eng.borrow_mut();
         let r = match sched.advance(&mut e) {
             Some(r) => r,
@@ -342,12 +463,13 @@ impl Comm {
                 e.wait_for(blocked, |e| sched.advance(e)).and_then(|r| r)
             }
         };
+        sched.unlend();
         if !sched.at_rest() {
             // The wait failed (the job is ending): withdraw what is in flight and forget it.
             sched.abandon(&mut e);
             slot.kept = None;
         }
-        r.map(|_| None)
+        r.map(|_| ())
     }
 
     /// Whether the communicator's info asks persistent collectives to work hard at init
@@ -369,6 +491,8 @@ impl Comm {
         args: &Args,
         wire: &Wire,
         default: &'static Algorithm,
+        send: &Option<Loan>,
+        recv: &Loan,
     ) -> Result<&'static Algorithm> {
         let candidates = registry::fitting(args);
         if candidates.len() < 2 {
@@ -388,9 +512,12 @@ impl Comm {
             let t0 = std::time::Instant::now();
             for _ in 0..Tune::RUNS {
                 sched.rewind();
+                sched.lend(send.clone(), Some(recv.clone()));
                 let mut e = self.eng.borrow_mut();
                 let blocked = sched.blocked();
-                e.wait_for(blocked, |e| sched.advance(e))??;
+                let r = e.wait_for(blocked, |e| sched.advance(e));
+                sched.unlend();
+                r??;
             }
             times.push(t0.elapsed().as_secs_f64());
         }
@@ -401,98 +528,67 @@ impl Comm {
         Ok(candidates[best])
     }
 
-    pub(super) fn blocking(&self, call: Call) -> Result<()> {
-        self.collective(call, Mode::Blocking).map(|_| ())
-    }
-
-    pub(super) fn started<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
-        self.collective(call, Mode::Nonblocking(s))
-            .map(|r| r.expect("a nonblocking collective makes a request"))
-    }
-
-    pub(super) fn inactive<'s>(&self, call: Call, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
-        self.collective(call, Mode::Persistent(s))
-            .map(|r| r.expect("a persistent collective makes a request"))
-    }
-
     // ---- barrier ------------------------------------------------------------------------
 
-    fn barrier_call(&self, what: &'static str) -> Call {
+    fn barrier_call(&self, what: &'static str) -> Call<'static> {
         let args = Elem::of::<u8>().map(|e| Args::new(Coll::Barrier, self.rank, self.size, e));
-        Call::plain(what, args, false)
+        Call::plain(what, args, CallBufs::default())
     }
 
-    /// MPI_Barrier.
-    pub fn barrier(&self) -> Result<()> {
-        self.blocking(self.barrier_call("barrier"))
-    }
-
-    /// MPI_Ibarrier.
-    pub fn ibarrier<'s>(&self, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
-        self.started(self.barrier_call("ibarrier"), s)
-    }
-
-    /// MPI_Barrier_init.
-    pub fn barrier_init<'s>(&self, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
-        self.inactive(self.barrier_call("barrier_init"), s)
+    collective! {
+        /// MPI_Barrier: returns once every rank of the communicator has entered it.
+        barrier, ibarrier, barrier_init ("Barrier", "barrier") <> () => barrier_call()
     }
 
     // ---- bcast --------------------------------------------------------------------------
 
-    fn bcast_call<T: Equivalence>(&self, what: &'static str, buf: &mut [T], root: i32) -> Call {
-        let args = (|| {
+    fn bcast_call<'b, T: Equivalence>(
+        &self,
+        what: &'static str,
+        buf: &'b mut [T],
+        root: i32,
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let buf = buf;
             check_root(what, root, self.size)?;
             let mut a = Args::new(Coll::Bcast, self.rank, self.size, Elem::of::<T>()?);
             a.root = root;
             a.count = buf.len();
             a.bytes = std::mem::size_of_val(buf);
-            a.recv = Lent::of_elems_mut(buf);
+            a.recv = calls.recv(buf);
             Ok(a)
         })();
-        Call::plain(what, args, false)
+        Call::plain(what, args, bufs)
     }
 
-    /// MPI_Bcast: `buf` of `root` to every rank's `buf` (of the same length everywhere).
-    pub fn bcast<T: Equivalence>(&self, buf: &mut [T], root: i32) -> Result<()> {
-        self.blocking(self.bcast_call("bcast", buf, root))
-    }
-
-    /// MPI_Ibcast.
-    pub fn ibcast<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        buf: &'s mut [T],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(self.bcast_call("ibcast", buf, root), s)
-    }
-
-    /// MPI_Bcast_init. The root changes the data between starts through
-    /// [`Request::buffer_mut`], and the others read what arrived the same way.
-    pub fn bcast_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        buf: &'s mut [T],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(self.bcast_call("bcast_init", buf, root), s)
+    collective! {
+        /// MPI_Bcast: `buf` of `root` to every rank's `buf` (of the same length everywhere).
+        /// Persistent: the root changes the data between starts through
+        /// [`Request::buffer_mut`], and the others read what arrived the same way.
+        bcast, ibcast, bcast_init ("Bcast", "bcast")
+            <T: Equivalence> (buf: &'b mut [T], root: i32) => bcast_call(buf, root)
     }
 
     // ---- reduce, allreduce --------------------------------------------------------------
 
     /// The arguments of a reduction of `count` elements everywhere (reduce, allreduce, scans).
-    pub(crate) fn reduction_call<'a, T: Equivalence>(
+    pub(crate) fn reduction_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'a, T>,
-        recv: &mut [T],
+        send: Src<'b, T>,
+        recv: &'b mut [T],
         op: &Op,
         root: Option<i32>,
-    ) -> Call {
+    ) -> Call<'b> {
         let at_root = root.is_none_or(|r| r == self.rank);
-        let mut writable = false;
-        let args = (|| {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             if let Some(r) = root {
                 check_root(what, r, self.size)?;
             }
@@ -515,124 +611,28 @@ impl Comm {
             a.count = count;
             a.bytes = count * std::mem::size_of::<T>();
             a.commutative = op.is_commutative();
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
-            a.recv = if at_root {
-                Lent::of_elems_mut(&mut recv[..count])
-            } else {
-                Lent::EMPTY
-            };
+            a.send = calls.send(send);
+            if at_root {
+                a.recv = calls.recv(&mut recv[..count]);
+            }
             Ok((a, reducer))
         })();
-        Call::reduction(what, args, writable)
+        Call::reduction(what, args, bufs)
     }
 
-    /// MPI_Reduce: combine every rank's `send` with `op` into `recv` at `root` (`recv` may be
-    /// empty elsewhere). `send` may be [`IN_PLACE`] at the root.
-    pub fn reduce<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        op: &Op,
-        root: i32,
-    ) -> Result<()> {
-        self.blocking(self.reduction_call(
-            "reduce",
-            Coll::Reduce,
-            send.into(),
-            recv,
-            op,
-            Some(root),
-        ))
+    collective! {
+        /// MPI_Reduce: combine every rank's `send` with `op` into `recv` at `root` (`recv` may
+        /// be empty elsewhere). `send` may be [`IN_PLACE`] at the root.
+        reduce, ireduce, reduce_init ("Reduce", "reduce")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op, root: i32)
+            => reduction_call(Coll::Reduce, send.into(), recv, op, Some(root))
     }
 
-    /// MPI_Ireduce.
-    pub fn ireduce<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduction_call("ireduce", Coll::Reduce, send.into(), recv, op, Some(root)),
-            s,
-        )
-    }
-
-    /// MPI_Reduce_init.
-    pub fn reduce_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduction_call(
-                "reduce_init",
-                Coll::Reduce,
-                send.into(),
-                recv,
-                op,
-                Some(root),
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Allreduce: combine every rank's `send` with `op` into every rank's `recv`.
-    pub fn allreduce<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        op: &Op,
-    ) -> Result<()> {
-        self.blocking(self.reduction_call(
-            "allreduce",
-            Coll::Allreduce,
-            send.into(),
-            recv,
-            op,
-            None,
-        ))
-    }
-
-    /// MPI_Iallreduce.
-    pub fn iallreduce<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduction_call("iallreduce", Coll::Allreduce, send.into(), recv, op, None),
-            s,
-        )
-    }
-
-    /// MPI_Allreduce_init.
-    pub fn allreduce_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduction_call(
-                "allreduce_init",
-                Coll::Allreduce,
-                send.into(),
-                recv,
-                op,
-                None,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Allreduce: combine every rank's `send` with `op` into every rank's `recv`.
+        /// `send` may be [`IN_PLACE`].
+        allreduce, iallreduce, allreduce_init ("Allreduce", "allreduce")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
+            => reduction_call(Coll::Allreduce, send.into(), recv, op, None)
     }
 }

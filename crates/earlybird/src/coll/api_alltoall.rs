@@ -8,14 +8,14 @@
 //! arrives (MPI 4.1 §6.8).
 #![forbid(unsafe_code)]
 
-use super::api::{Call, Src};
+use super::api::{collective, Call, CallBufs, Src};
+use super::sched::Block;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
-use crate::request::{Request, Scope};
 use crate::sys::layout::Layout;
-use crate::sys::lend::{Lent, Part};
+use crate::sys::overlap::first_overlap;
 use std::rc::Rc;
 
 /// One rank's block of an alltoallw buffer: `(count, byte displacement, datatype)`, the
@@ -134,14 +134,17 @@ fn wspecs_len(what: &str, which: &str, specs: &[WSpec], n: usize) -> Result<()> 
 }
 
 impl Comm {
-    fn alltoall_call<T: Equivalence>(
+    fn alltoall_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
-        recv: &mut [T],
-    ) -> Call {
-        let mut writable = false;
-        let args = (|| {
+        send: Src<'b, T>,
+        recv: &'b mut [T],
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             let n = self.size as usize;
             let count = match send.len() {
                 Some(l) => per_block(what, "the send buffer", l, n)?,
@@ -151,61 +154,38 @@ impl Comm {
             let mut a = Args::new(Coll::Alltoall, self.rank, self.size, Elem::of::<T>()?);
             a.count = count;
             a.bytes = count * std::mem::size_of::<T>();
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
-            a.recv = Lent::of_elems_mut(&mut recv[..n * count]);
+            a.send = calls.send(send);
+            a.recv = calls.recv(&mut recv[..n * count]);
             Ok(a)
         })();
-        Call::plain(what, args, writable)
+        Call::plain(what, args, bufs)
     }
 
-    /// MPI_Alltoall: block `j` of every rank's `send` goes to rank `j`, which puts the block
-    /// from rank `i` at block `i` of `recv`. `send` holds `size` equal blocks; `recv` as many
-    /// of the same length. `send` may be [`IN_PLACE`](super::IN_PLACE).
-    pub fn alltoall<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-    ) -> Result<()> {
-        self.blocking(self.alltoall_call("alltoall", send.into(), recv))
-    }
-
-    /// MPI_Ialltoall.
-    pub fn ialltoall<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.started(self.alltoall_call("ialltoall", send.into(), recv), s)
-    }
-
-    /// MPI_Alltoall_init.
-    pub fn alltoall_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.inactive(self.alltoall_call("alltoall_init", send.into(), recv), s)
+    collective! {
+        /// MPI_Alltoall: block `j` of every rank's `send` goes to rank `j`, which puts the block
+        /// from rank `i` at block `i` of `recv`. `send` holds `size` equal blocks; `recv` as many
+        /// of the same length. `send` may be [`IN_PLACE`](super::IN_PLACE).
+        alltoall, ialltoall, alltoall_init ("Alltoall", "alltoall")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
+            => alltoall_call(send.into(), recv)
     }
 
     /// The arguments of a v-form exchange with `n` peers (alltoallv, the neighbourhood v
     /// forms): counts and displacements checked and kept. In place, the send side is the
     /// receive side.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn v_args<T: Equivalence>(
+    pub(super) fn v_args<'b, T: Equivalence>(
         &self,
         what: &'static str,
         coll: Coll,
         n: usize,
-        send: Src<'_, T>,
+        bufs: &mut CallBufs<'b>,
+        send: Src<'b, T>,
         sends: Option<(&[usize], &[usize])>,
-        recv: &mut [T],
+        recv: &'b mut [T],
         rcounts: &[usize],
         rdispls: &[usize],
-    ) -> Result<(Args, bool)> {
+    ) -> Result<Args> {
         check_blocks(what, "receive", rcounts, rdispls, n, recv.len(), true)?;
         let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
         a.rcounts = Some(Rc::from(rcounts));
@@ -224,159 +204,99 @@ impl Comm {
         }
         let total: usize = rcounts.iter().sum();
         a.bytes = total * std::mem::size_of::<T>() / n.max(1);
-        let (sb, w) = send.lend();
-        a.send = sb;
-        a.recv = Lent::of_elems_mut(recv);
-        Ok((a, w))
+        a.send = bufs.send(send);
+        a.recv = bufs.recv(recv);
+        Ok(a)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn alltoallv_call<T: Equivalence>(
+    fn alltoallv_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
+        send: Src<'b, T>,
         scounts: &[usize],
         sdispls: &[usize],
-        recv: &mut [T],
+        recv: &'b mut [T],
         rcounts: &[usize],
         rdispls: &[usize],
-    ) -> Call {
+    ) -> Call<'b> {
         let n = self.size as usize;
+        let mut bufs = CallBufs::default();
         let r = self.v_args(
             what,
             Coll::Alltoallv,
             n,
+            &mut bufs,
             send,
             Some((scounts, sdispls)),
             recv,
             rcounts,
             rdispls,
         );
-        call_of(what, r)
+        Call::plain(what, r, bufs)
     }
 
-    /// MPI_Alltoallv: `scounts[j]` elements at `sdispls[j]` of `send` go to rank `j`, which
-    /// puts the `rcounts[i]` elements from rank `i` at `rdispls[i]` of `recv` (counts and
-    /// displacements in elements, one entry per rank; receive blocks may not overlap). `send`
-    /// may be [`IN_PLACE`](super::IN_PLACE) (then `scounts` and `sdispls` are ignored).
-    pub fn alltoallv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<()> {
-        self.blocking(self.alltoallv_call(
-            "alltoallv",
-            send.into(),
-            scounts,
-            sdispls,
-            recv,
-            rcounts,
-            rdispls,
-        ))
+    collective! {
+        /// MPI_Alltoallv: `scounts[j]` elements at `sdispls[j]` of `send` go to rank `j`, which
+        /// puts the `rcounts[i]` elements from rank `i` at `rdispls[i]` of `recv` (counts and
+        /// displacements in elements, one entry per rank; receive blocks may not overlap). `send`
+        /// may be [`IN_PLACE`](super::IN_PLACE) (then `scounts` and `sdispls` are ignored).
+        alltoallv, ialltoallv, alltoallv_init ("Alltoallv", "alltoallv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, scounts: &[usize], sdispls: &[usize], recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
+            => alltoallv_call(send.into(), scounts, sdispls, recv, rcounts, rdispls)
     }
 
-    /// MPI_Ialltoallv.
-    #[allow(clippy::too_many_arguments)]
-    pub fn ialltoallv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.alltoallv_call(
-                "ialltoallv",
-                send.into(),
-                scounts,
-                sdispls,
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Alltoallv_init.
-    #[allow(clippy::too_many_arguments)]
-    pub fn alltoallv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.alltoallv_call(
-                "alltoallv_init",
-                send.into(),
-                scounts,
-                sdispls,
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
-    }
-
-    fn alltoallw_call<T: Equivalence>(
+    fn alltoallw_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
+        send: Src<'b, T>,
         sspecs: &[WSpec],
-        recv: &mut [T],
+        recv: &'b mut [T],
         rspecs: &[WSpec],
-    ) -> Call {
-        let r = (|| {
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let r = (move || {
+            let recv = recv;
+            let send = send;
             let n = self.size as usize;
             wspecs_len(what, "receive", rspecs, n)?;
             let rlen = std::mem::size_of_val(recv);
-            let mut parts = Vec::with_capacity(n);
+            let mut layouts = Vec::with_capacity(n);
             for (i, spec) in rspecs.iter().enumerate() {
-                parts.push((
-                    Part::Laid(wlayout::<T>(what, "receive", i, spec, rlen)?),
-                    true,
+                layouts.push(wlayout::<T>(what, "receive", i, spec, rlen)?);
+            }
+            // Two receive blocks may not share a byte (MPI calls such buffers aliased).
+            let mut pieces = Vec::new();
+            for (i, l) in layouts.iter().enumerate() {
+                l.pieces(usize::MAX, |b, _, len| pieces.push((b, b + len, i)));
+            }
+            if let Some(o) = first_overlap(&mut pieces, &vec![true; n]) {
+                return Err(Error::new(
+                    ErrorClass::Buffer,
+                    format!(
+                        "{what}: receive blocks {} and {} overlap at byte {}",
+                        o.a.min(o.b),
+                        o.a.max(o.b),
+                        o.byte
+                    ),
                 ));
             }
-            let rblocks: Vec<Lent> = Lent::split(recv, parts)
-                .map_err(|o| {
-                    Error::new(
-                        ErrorClass::Buffer,
-                        format!(
-                            "{what}: receive blocks {} and {} overlap at byte {}",
-                            o.a.min(o.b),
-                            o.a.max(o.b),
-                            o.byte
-                        ),
-                    )
-                })?
+            let whole_recv = calls.recv(recv);
+            let rblocks: Vec<Block> = layouts
                 .into_iter()
                 .zip(rspecs)
-                .map(|(l, spec)| l.with_sig(spec.2.sig_code()))
+                .map(|(l, spec)| whole_recv.sub(0, rlen, Some(l)).with_sig(spec.2.sig_code()))
                 .collect();
-            let (sb, w) = send.lend();
-            let sblocks: Vec<Lent> = match &sb {
+            let whole_send = calls.send(send);
+            let sblocks: Vec<Block> = match &whole_send {
                 Some(whole) => {
                     wspecs_len(what, "send", sspecs, n)?;
+                    let slen = calls.send_len();
                     let mut v = Vec::with_capacity(n);
                     for (i, spec) in sspecs.iter().enumerate() {
-                        let l = wlayout::<T>(what, "send", i, spec, whole.len())?;
-                        let b = whole.sub(0, whole.len(), Some(l)).map_err(|e| {
-                            Error::new(ErrorClass::Buffer, format!("{what}: send block {i}: {e}"))
-                        })?;
-                        v.push(b.with_sig(spec.2.sig_code()));
+                        let l = wlayout::<T>(what, "send", i, spec, slen)?;
+                        v.push(whole.sub(0, slen, Some(l)).with_sig(spec.2.sig_code()));
                     }
                     v
                 }
@@ -385,63 +305,21 @@ impl Comm {
             let mut a = Args::new(Coll::Alltoallw, self.rank, self.size, Elem::of::<T>()?);
             a.bytes = rblocks.iter().map(|b| b.packed_len()).sum::<usize>() / n;
             a.wblocks = Some(sblocks.into_iter().zip(rblocks).collect());
-            a.send = sb;
-            a.recv = Lent::of_elems_mut(recv);
-            Ok((a, w))
+            a.send = whole_send;
+            a.recv = whole_recv;
+            Ok(a)
         })();
-        call_of(what, r)
+        Call::plain(what, r, bufs)
     }
 
-    /// MPI_Alltoallw: per rank `j`, `sspecs[j]` = (count, byte displacement, datatype) of the
-    /// block of `send` that goes to rank `j`, and `rspecs[i]` that of the block of `recv` the
-    /// data from rank `i` lands in. Every datatype must be committed and its elements lie
-    /// within the slice; receive blocks may not overlap. `send` may be
-    /// [`IN_PLACE`](super::IN_PLACE) (then `sspecs` is ignored and may be empty).
-    pub fn alltoallw<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        sspecs: &[WSpec],
-        recv: &mut [T],
-        rspecs: &[WSpec],
-    ) -> Result<()> {
-        self.blocking(self.alltoallw_call("alltoallw", send.into(), sspecs, recv, rspecs))
-    }
-
-    /// MPI_Ialltoallw.
-    pub fn ialltoallw<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        sspecs: &[WSpec],
-        recv: &'s mut [T],
-        rspecs: &[WSpec],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.alltoallw_call("ialltoallw", send.into(), sspecs, recv, rspecs),
-            s,
-        )
-    }
-
-    /// MPI_Alltoallw_init.
-    pub fn alltoallw_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        sspecs: &[WSpec],
-        recv: &'s mut [T],
-        rspecs: &[WSpec],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.alltoallw_call("alltoallw_init", send.into(), sspecs, recv, rspecs),
-            s,
-        )
-    }
-}
-
-/// A [`Call`] from checked arguments and whether the send buffer was lent writable.
-pub(super) fn call_of(what: &'static str, r: Result<(Args, bool)>) -> Call {
-    match r {
-        Ok((a, w)) => Call::plain(what, Ok(a), w),
-        Err(e) => Call::plain(what, Err(e), false),
+    collective! {
+        /// MPI_Alltoallw: per rank `j`, `sspecs[j]` = (count, byte displacement, datatype) of the
+        /// block of `send` that goes to rank `j`, and `rspecs[i]` that of the block of `recv` the
+        /// data from rank `i` lands in. Every datatype must be committed and its elements lie
+        /// within the slice; receive blocks may not overlap. `send` may be
+        /// [`IN_PLACE`](super::IN_PLACE) (then `sspecs` is ignored and may be empty).
+        alltoallw, ialltoallw, alltoallw_init ("Alltoallw", "alltoallw")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, sspecs: &[WSpec], recv: &'b mut [T], rspecs: &[WSpec])
+            => alltoallw_call(send.into(), sspecs, recv, rspecs)
     }
 }

@@ -15,13 +15,11 @@
 //! MPI 4.1 §6.5 (gather), §6.6 (scatter), §6.7 (gather-to-all), §6.12, §6.13.
 #![forbid(unsafe_code)]
 
-use super::api::{Call, InPlace, Src};
+use super::api::{collective, Call, CallBufs, InPlace, Src};
 use super::{check_len, check_root, Args, Coll, Elem};
 use crate::comm::Comm;
 use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
-use crate::request::{Request, Scope};
-use crate::sys::lend::Lent;
 use std::rc::Rc;
 
 /// A scatter's receive argument: a slice, or [`IN_PLACE`](super::IN_PLACE) at the root
@@ -156,16 +154,19 @@ fn in_place_only_at_root(what: &str) -> Error {
 
 impl Comm {
     /// Gather and gatherv (`v`: the root's counts and displacements).
-    fn gather_call<T: Equivalence>(
+    fn gather_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
-        recv: &mut [T],
+        send: Src<'b, T>,
+        recv: &'b mut [T],
         v: V<'_>,
         root: i32,
-    ) -> Call {
-        let mut writable = false;
-        let args = (|| {
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             check_root(what, root, self.size)?;
             let at_root = self.rank == root;
             let mut a = Args::new(
@@ -192,7 +193,7 @@ impl Comm {
                     }
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.recv = Lent::of_elems_mut(recv);
+                    a.recv = calls.recv(recv);
                 }
                 (true, None) => {
                     a.count = match send.len() {
@@ -201,124 +202,51 @@ impl Comm {
                     };
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
-                    a.recv = Lent::of_elems_mut(&mut recv[..need]);
+                    a.recv = calls.recv(&mut recv[..need]);
                 }
             }
             a.bytes = a.count * std::mem::size_of::<T>();
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
+            a.send = calls.send(send);
             Ok(a)
         })();
-        Call::plain(what, args, writable)
+        Call::plain(what, args, bufs)
     }
 
-    /// MPI_Gather: every rank's `send` to block `i` (of `send.len()` elements) of `recv` at
-    /// `root`; `recv` may be empty elsewhere. `send` may be [`IN_PLACE`](super::IN_PLACE) at
-    /// the root, whose block is then already in `recv` (and `recv.len()` must be a multiple of
-    /// the size).
-    pub fn gather<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        root: i32,
-    ) -> Result<()> {
-        self.blocking(self.gather_call("gather", send.into(), recv, None, root))
+    collective! {
+        /// MPI_Gather: every rank's `send` to block `i` (of `send.len()` elements) of `recv` at
+        /// `root`; `recv` may be empty elsewhere. `send` may be [`IN_PLACE`](super::IN_PLACE) at
+        /// the root, whose block is then already in `recv` (and `recv.len()` must be a multiple of
+        /// the size).
+        gather, igather, gather_init ("Gather", "gather")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], root: i32)
+            => gather_call(send.into(), recv, None, root)
     }
 
-    /// MPI_Igather.
-    pub fn igather<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.gather_call("igather", send.into(), recv, None, root),
-            s,
-        )
-    }
-
-    /// MPI_Gather_init.
-    pub fn gather_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.gather_call("gather_init", send.into(), recv, None, root),
-            s,
-        )
-    }
-
-    /// MPI_Gatherv: rank `i`'s `send` to `recv[displs[i]..][..counts[i]]` at `root` (counts,
-    /// displacements and `recv` matter only at the root; the blocks must not overlap). `send`
-    /// may be [`IN_PLACE`](super::IN_PLACE) at the root.
-    pub fn gatherv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: i32,
-    ) -> Result<()> {
-        self.blocking(self.gather_call("gatherv", send.into(), recv, Some((counts, displs)), root))
-    }
-
-    /// MPI_Igatherv.
-    pub fn igatherv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.gather_call("igatherv", send.into(), recv, Some((counts, displs)), root),
-            s,
-        )
-    }
-
-    /// MPI_Gatherv_init.
-    pub fn gatherv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        displs: &[usize],
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.gather_call(
-                "gatherv_init",
-                send.into(),
-                recv,
-                Some((counts, displs)),
-                root,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Gatherv: rank `i`'s `send` to `recv[displs[i]..][..counts[i]]` at `root` (counts,
+        /// displacements and `recv` matter only at the root; the blocks must not overlap). `send`
+        /// may be [`IN_PLACE`](super::IN_PLACE) at the root.
+        gatherv, igatherv, gatherv_init ("Gatherv", "gatherv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], displs: &[usize], root: i32)
+            => gather_call(send.into(), recv, Some((counts, displs)), root)
     }
 
     /// Scatter and scatterv (`v`: the root's counts and displacements). At the root an empty
     /// receive buffer in `Args` means in place (with a count of 0 there is nothing to copy
     /// either way).
-    fn scatter_call<T: Equivalence>(
+    fn scatter_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
-        recv: Dst<'_, T>,
+        send: Src<'b, T>,
+        recv: Dst<'b, T>,
         v: V<'_>,
         root: i32,
-    ) -> Call {
-        let mut writable = false;
-        let args = (|| {
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             check_root(what, root, self.size)?;
             let at_root = self.rank == root;
             let mut a = Args::new(
@@ -346,7 +274,7 @@ impl Comm {
             if !at_root {
                 let r = recv.expect("a receive slice off the root");
                 a.count = r.len();
-                a.recv = Lent::of_elems_mut(r);
+                a.recv = calls.recv(r);
                 a.bytes = a.count * std::mem::size_of::<T>();
                 return Ok(a);
             }
@@ -372,133 +300,47 @@ impl Comm {
             }
             if let Some(r) = recv {
                 check_len(what, "the receive buffer", r.len(), a.count)?;
-                a.recv = Lent::of_elems_mut(&mut r[..a.count]);
+                a.recv = calls.recv(&mut r[..a.count]);
             }
             a.bytes = a.count * std::mem::size_of::<T>();
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
+            a.send = calls.send(send);
             Ok(a)
         })();
-        Call::plain(what, args, writable)
+        Call::plain(what, args, bufs)
     }
 
-    /// MPI_Scatter: block `i` (of `recv.len()` elements) of `send` at `root` to rank `i`'s
-    /// `recv`; `send` may be empty off the root. At the root `recv` may be
-    /// [`IN_PLACE`](super::IN_PLACE): its block stays in `send` (whose length must then be a
-    /// multiple of the size).
-    pub fn scatter<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: impl Into<Dst<'a, T>>,
-        root: i32,
-    ) -> Result<()> {
-        self.blocking(self.scatter_call("scatter", send.into(), recv.into(), None, root))
+    collective! {
+        /// MPI_Scatter: block `i` (of `recv.len()` elements) of `send` at `root` to rank `i`'s
+        /// `recv`; `send` may be empty off the root. At the root `recv` may be
+        /// [`IN_PLACE`](super::IN_PLACE): its block stays in `send` (whose length must then be a
+        /// multiple of the size).
+        scatter, iscatter, scatter_init ("Scatter", "scatter")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: impl Into<Dst<'b, T>>, root: i32)
+            => scatter_call(send.into(), recv.into(), None, root)
     }
 
-    /// MPI_Iscatter.
-    pub fn iscatter<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: impl Into<Dst<'s, T>>,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.scatter_call("iscatter", send.into(), recv.into(), None, root),
-            s,
-        )
-    }
-
-    /// MPI_Scatter_init. The root lends `send` as `&mut` to change it between starts
-    /// ([`Request::send_buffer_mut`]).
-    pub fn scatter_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: impl Into<Dst<'s, T>>,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.scatter_call("scatter_init", send.into(), recv.into(), None, root),
-            s,
-        )
-    }
-
-    /// MPI_Scatterv: `send[displs[i]..][..counts[i]]` at `root` to rank `i`'s `recv` (counts,
-    /// displacements and `send` matter only at the root; blocks may overlap, as they are only
-    /// read). At the root `recv` may be [`IN_PLACE`](super::IN_PLACE).
-    pub fn scatterv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        counts: &[usize],
-        displs: &[usize],
-        recv: impl Into<Dst<'a, T>>,
-        root: i32,
-    ) -> Result<()> {
-        self.blocking(self.scatter_call(
-            "scatterv",
-            send.into(),
-            recv.into(),
-            Some((counts, displs)),
-            root,
-        ))
-    }
-
-    /// MPI_Iscatterv.
-    pub fn iscatterv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        counts: &[usize],
-        displs: &[usize],
-        recv: impl Into<Dst<'s, T>>,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.scatter_call(
-                "iscatterv",
-                send.into(),
-                recv.into(),
-                Some((counts, displs)),
-                root,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Scatterv_init.
-    pub fn scatterv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        counts: &[usize],
-        displs: &[usize],
-        recv: impl Into<Dst<'s, T>>,
-        root: i32,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.scatter_call(
-                "scatterv_init",
-                send.into(),
-                recv.into(),
-                Some((counts, displs)),
-                root,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Scatterv: `send[displs[i]..][..counts[i]]` at `root` to rank `i`'s `recv` (counts,
+        /// displacements and `send` matter only at the root; blocks may overlap, as they are only
+        /// read). At the root `recv` may be [`IN_PLACE`](super::IN_PLACE).
+        scatterv, iscatterv, scatterv_init ("Scatterv", "scatterv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, counts: &[usize], displs: &[usize], recv: impl Into<Dst<'b, T>>, root: i32)
+            => scatter_call(send.into(), recv.into(), Some((counts, displs)), root)
     }
 
     /// Allgather and allgatherv (`v`: every rank's counts and displacements).
-    fn allgather_call<T: Equivalence>(
+    fn allgather_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'_, T>,
-        recv: &mut [T],
+        send: Src<'b, T>,
+        recv: &'b mut [T],
         v: V<'_>,
-    ) -> Call {
-        let mut writable = false;
-        let args = (|| {
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             let mut a = Args::new(
                 if v.is_some() {
                     Coll::Allgatherv
@@ -521,7 +363,7 @@ impl Comm {
                         c.iter().sum::<usize>() / self.size as usize * std::mem::size_of::<T>();
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.recv = Lent::of_elems_mut(recv);
+                    a.recv = calls.recv(recv);
                 }
                 None => {
                     a.count = match send.len() {
@@ -531,94 +373,30 @@ impl Comm {
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
                     a.bytes = a.count * std::mem::size_of::<T>();
-                    a.recv = Lent::of_elems_mut(&mut recv[..need]);
+                    a.recv = calls.recv(&mut recv[..need]);
                 }
             }
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
+            a.send = calls.send(send);
             Ok(a)
         })();
-        Call::plain(what, args, writable)
+        Call::plain(what, args, bufs)
     }
 
-    /// MPI_Allgather: every rank's `send` to block `i` (of `send.len()` elements) of every
-    /// rank's `recv`. `send` may be [`IN_PLACE`](super::IN_PLACE): each rank's block is
-    /// already in its `recv` (whose length must then be a multiple of the size).
-    pub fn allgather<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-    ) -> Result<()> {
-        self.blocking(self.allgather_call("allgather", send.into(), recv, None))
+    collective! {
+        /// MPI_Allgather: every rank's `send` to block `i` (of `send.len()` elements) of every
+        /// rank's `recv`. `send` may be [`IN_PLACE`](super::IN_PLACE): each rank's block is
+        /// already in its `recv` (whose length must then be a multiple of the size).
+        allgather, iallgather, allgather_init ("Allgather", "allgather")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
+            => allgather_call(send.into(), recv, None)
     }
 
-    /// MPI_Iallgather.
-    pub fn iallgather<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.allgather_call("iallgather", send.into(), recv, None),
-            s,
-        )
-    }
-
-    /// MPI_Allgather_init.
-    pub fn allgather_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.allgather_call("allgather_init", send.into(), recv, None),
-            s,
-        )
-    }
-
-    /// MPI_Allgatherv: rank `i`'s `send` (of `counts[i]` elements) to
-    /// `recv[displs[i]..][..counts[i]]` on every rank (the blocks must not overlap). `send`
-    /// may be [`IN_PLACE`](super::IN_PLACE): each rank's block is already in place in `recv`.
-    pub fn allgatherv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<()> {
-        self.blocking(self.allgather_call("allgatherv", send.into(), recv, Some((counts, displs))))
-    }
-
-    /// MPI_Iallgatherv.
-    pub fn iallgatherv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.allgather_call("iallgatherv", send.into(), recv, Some((counts, displs))),
-            s,
-        )
-    }
-
-    /// MPI_Allgatherv_init.
-    pub fn allgatherv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        displs: &[usize],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.allgather_call("allgatherv_init", send.into(), recv, Some((counts, displs))),
-            s,
-        )
+    collective! {
+        /// MPI_Allgatherv: rank `i`'s `send` (of `counts[i]` elements) to
+        /// `recv[displs[i]..][..counts[i]]` on every rank (the blocks must not overlap). `send`
+        /// may be [`IN_PLACE`](super::IN_PLACE): each rank's block is already in place in `recv`.
+        allgatherv, iallgatherv, allgatherv_init ("Allgatherv", "allgatherv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], displs: &[usize])
+            => allgather_call(send.into(), recv, Some((counts, displs)))
     }
 }

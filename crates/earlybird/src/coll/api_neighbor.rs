@@ -13,14 +13,12 @@
 //! call is `MPI_ERR_TOPOLOGY`. MPI does not allow MPI_IN_PLACE here (`MPI_ERR_BUFFER`).
 #![forbid(unsafe_code)]
 
-use super::api::{Call, Src};
-use super::api_alltoall::{call_of, per_block};
+use super::api::{collective, Call, CallBufs, Src};
+use super::api_alltoall::per_block;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
 use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
-use crate::request::{Request, Scope};
-use crate::sys::lend::Lent;
 use std::rc::Rc;
 
 /// A Cartesian communicator's source and destination lists, shared by a call's steps.
@@ -44,14 +42,18 @@ impl Comm {
     }
 
     /// neighbor_allgather (`gather`) or neighbor_alltoall: equal blocks.
-    fn neighbor_call<T: Equivalence>(
+    fn neighbor_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'_, T>,
-        recv: &mut [T],
-    ) -> Call {
-        let r = (|| {
+        send: Src<'b, T>,
+        recv: &'b mut [T],
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let r = (move || {
+            let recv = recv;
+            let send = send;
             let (sources, dests) = self.neighbor_args(what, &send)?;
             let len = send.len().unwrap_or(0);
             let count = if coll == Coll::NeighborAllgather {
@@ -66,32 +68,36 @@ impl Comm {
             a.bytes = count * std::mem::size_of::<T>();
             a.sources = Some(sources);
             a.dests = Some(dests);
-            let (sb, w) = send.lend();
-            a.send = sb;
-            a.recv = Lent::of_elems_mut(&mut recv[..need]);
-            Ok((a, w))
+            a.send = calls.send(send);
+            a.recv = calls.recv(&mut recv[..need]);
+            Ok(a)
         })();
-        call_of(what, r)
+        Call::plain(what, r, bufs)
     }
 
     /// neighbor_allgatherv (no send counts) or neighbor_alltoallv.
     #[allow(clippy::too_many_arguments)]
-    fn neighbor_v_call<T: Equivalence>(
+    fn neighbor_v_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'_, T>,
+        send: Src<'b, T>,
         sends: Option<(&[usize], &[usize])>,
-        recv: &mut [T],
+        recv: &'b mut [T],
         rcounts: &[usize],
         rdispls: &[usize],
-    ) -> Call {
-        let r = (|| {
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let r = (move || {
+            let recv = recv;
+            let send = send;
             let (sources, dests) = self.neighbor_args(what, &send)?;
-            let (mut a, w) = self.v_args(
+            let mut a = self.v_args(
                 what,
                 coll,
                 sources.len(),
+                &mut *calls,
                 send,
                 sends,
                 recv,
@@ -100,251 +106,41 @@ impl Comm {
             )?;
             a.sources = Some(sources);
             a.dests = Some(dests);
-            Ok((a, w))
+            Ok(a)
         })();
-        call_of(what, r)
+        Call::plain(what, r, bufs)
     }
 
-    /// MPI_Neighbor_allgather: `send` to every destination neighbour; block `k` of `recv`
-    /// (`send.len()` elements) from source neighbour `k`.
-    pub fn neighbor_allgather<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-    ) -> Result<()> {
-        self.blocking(self.neighbor_call(
-            "neighbor_allgather",
-            Coll::NeighborAllgather,
-            send.into(),
-            recv,
-        ))
+    collective! {
+        /// MPI_Neighbor_allgather: `send` to every destination neighbour; block `k` of `recv`
+        /// (`send.len()` elements) from source neighbour `k`.
+        neighbor_allgather, ineighbor_allgather, neighbor_allgather_init ("Neighbor_allgather", "neighbor_allgather")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
+            => neighbor_call(Coll::NeighborAllgather, send.into(), recv)
     }
 
-    /// MPI_Ineighbor_allgather.
-    pub fn ineighbor_allgather<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.neighbor_call(
-                "ineighbor_allgather",
-                Coll::NeighborAllgather,
-                send.into(),
-                recv,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Neighbor_allgatherv: `send` to every destination neighbour; the data of source
+        /// neighbour `k` (`rcounts[k]` elements) at `rdispls[k]` of `recv`.
+        neighbor_allgatherv, ineighbor_allgatherv, neighbor_allgatherv_init ("Neighbor_allgatherv", "neighbor_allgatherv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
+            => neighbor_v_call(Coll::NeighborAllgatherv, send.into(), None, recv, rcounts, rdispls)
     }
 
-    /// MPI_Neighbor_allgather_init.
-    pub fn neighbor_allgather_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.neighbor_call(
-                "neighbor_allgather_init",
-                Coll::NeighborAllgather,
-                send.into(),
-                recv,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Neighbor_alltoall: block `k` of `send` to destination neighbour `k`; block `k` of
+        /// `recv` from source neighbour `k` (`send` holds one equal block per destination).
+        neighbor_alltoall, ineighbor_alltoall, neighbor_alltoall_init ("Neighbor_alltoall", "neighbor_alltoall")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
+            => neighbor_call(Coll::NeighborAlltoall, send.into(), recv)
     }
 
-    /// MPI_Neighbor_allgatherv: `send` to every destination neighbour; the data of source
-    /// neighbour `k` (`rcounts[k]` elements) at `rdispls[k]` of `recv`.
-    pub fn neighbor_allgatherv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<()> {
-        self.blocking(self.neighbor_v_call(
-            "neighbor_allgatherv",
-            Coll::NeighborAllgatherv,
-            send.into(),
-            None,
-            recv,
-            rcounts,
-            rdispls,
-        ))
-    }
-
-    /// MPI_Ineighbor_allgatherv.
-    pub fn ineighbor_allgatherv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.neighbor_v_call(
-                "ineighbor_allgatherv",
-                Coll::NeighborAllgatherv,
-                send.into(),
-                None,
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Neighbor_allgatherv_init.
-    pub fn neighbor_allgatherv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.neighbor_v_call(
-                "neighbor_allgatherv_init",
-                Coll::NeighborAllgatherv,
-                send.into(),
-                None,
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Neighbor_alltoall: block `k` of `send` to destination neighbour `k`; block `k` of
-    /// `recv` from source neighbour `k` (`send` holds one equal block per destination).
-    pub fn neighbor_alltoall<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-    ) -> Result<()> {
-        self.blocking(self.neighbor_call(
-            "neighbor_alltoall",
-            Coll::NeighborAlltoall,
-            send.into(),
-            recv,
-        ))
-    }
-
-    /// MPI_Ineighbor_alltoall.
-    pub fn ineighbor_alltoall<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.neighbor_call(
-                "ineighbor_alltoall",
-                Coll::NeighborAlltoall,
-                send.into(),
-                recv,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Neighbor_alltoall_init.
-    pub fn neighbor_alltoall_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.neighbor_call(
-                "neighbor_alltoall_init",
-                Coll::NeighborAlltoall,
-                send.into(),
-                recv,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Neighbor_alltoallv: `scounts[k]` elements at `sdispls[k]` of `send` to destination
-    /// neighbour `k`; `rcounts[k]` elements from source neighbour `k` at `rdispls[k]` of
-    /// `recv`.
-    pub fn neighbor_alltoallv<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<()> {
-        self.blocking(self.neighbor_v_call(
-            "neighbor_alltoallv",
-            Coll::NeighborAlltoallv,
-            send.into(),
-            Some((scounts, sdispls)),
-            recv,
-            rcounts,
-            rdispls,
-        ))
-    }
-
-    /// MPI_Ineighbor_alltoallv.
-    #[allow(clippy::too_many_arguments)]
-    pub fn ineighbor_alltoallv<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.neighbor_v_call(
-                "ineighbor_alltoallv",
-                Coll::NeighborAlltoallv,
-                send.into(),
-                Some((scounts, sdispls)),
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
-    }
-
-    /// MPI_Neighbor_alltoallv_init.
-    #[allow(clippy::too_many_arguments)]
-    pub fn neighbor_alltoallv_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        scounts: &[usize],
-        sdispls: &[usize],
-        recv: &'s mut [T],
-        rcounts: &[usize],
-        rdispls: &[usize],
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.neighbor_v_call(
-                "neighbor_alltoallv_init",
-                Coll::NeighborAlltoallv,
-                send.into(),
-                Some((scounts, sdispls)),
-                recv,
-                rcounts,
-                rdispls,
-            ),
-            s,
-        )
+    collective! {
+        /// MPI_Neighbor_alltoallv: `scounts[k]` elements at `sdispls[k]` of `send` to destination
+        /// neighbour `k`; `rcounts[k]` elements from source neighbour `k` at `rdispls[k]` of
+        /// `recv`.
+        neighbor_alltoallv, ineighbor_alltoallv, neighbor_alltoallv_init ("Neighbor_alltoallv", "neighbor_alltoallv")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, scounts: &[usize], sdispls: &[usize], recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
+            => neighbor_v_call(Coll::NeighborAlltoallv, send.into(), Some((scounts, sdispls)), recv, rcounts, rdispls)
     }
 }

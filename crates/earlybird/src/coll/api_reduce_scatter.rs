@@ -2,14 +2,12 @@
 //! MPI_Reduce_scatter, MPI_Scan and MPI_Exscan, each blocking, nonblocking and persistent.
 #![forbid(unsafe_code)]
 
-use super::api::{Call, Src};
+use super::api::{collective, Call, CallBufs, Src};
 use super::op::Op;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
 use crate::datatype::Equivalence;
-use crate::error::{Error, ErrorClass, Result};
-use crate::request::{Request, Scope};
-use crate::sys::lend::Lent;
+use crate::error::{Error, ErrorClass};
 use std::rc::Rc;
 
 impl Comm {
@@ -17,18 +15,21 @@ impl Comm {
     /// the receive buffer's length for every rank (MPI_Reduce_scatter_block). `Args.count`
     /// is this rank's block; `rcounts`/`rdispls` place the blocks in the whole vector, whose
     /// size in bytes is `Args.bytes`.
-    fn reduce_scatter_call<'a, T: Equivalence>(
+    fn reduce_scatter_call<'b, T: Equivalence>(
         &self,
         what: &'static str,
-        send: Src<'a, T>,
-        recv: &mut [T],
+        send: Src<'b, T>,
+        recv: &'b mut [T],
         counts: Option<&[usize]>,
         op: &Op,
-    ) -> Call {
+    ) -> Call<'b> {
         let n = self.size as usize;
         let me = self.rank as usize;
-        let mut writable = false;
-        let args = (|| {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let args = (move || {
+            let recv = recv;
+            let send = send;
             let in_place = send.len().is_none();
             let overflow = || {
                 Error::new(
@@ -91,188 +92,53 @@ impl Comm {
             }
             a.bytes = total * std::mem::size_of::<T>();
             a.commutative = op.is_commutative();
-            let (sb, w) = send.lend();
-            writable = w;
-            a.send = sb;
-            a.recv = Lent::of_elems_mut(&mut recv[..if in_place { total } else { mine }]);
+            a.send = calls.send(send);
+            a.recv = calls.recv(&mut recv[..if in_place { total } else { mine }]);
             Ok((a, reducer))
         })();
-        Call::reduction(what, args, writable)
+        Call::reduction(what, args, bufs)
     }
 
     // ---- reduce_scatter_block -----------------------------------------------------------
 
-    /// MPI_Reduce_scatter_block: combine every rank's `send` (size blocks of `recv.len()`
-    /// elements) with `op`, and leave block i of the result in rank i's `recv`. With
-    /// [`IN_PLACE`](super::IN_PLACE), `recv` holds the whole vector (size equal blocks) and
-    /// the result is left in its first block.
-    pub fn reduce_scatter_block<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        op: &Op,
-    ) -> Result<()> {
-        self.blocking(self.reduce_scatter_call("reduce_scatter_block", send.into(), recv, None, op))
-    }
-
-    /// MPI_Ireduce_scatter_block.
-    pub fn ireduce_scatter_block<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduce_scatter_call("ireduce_scatter_block", send.into(), recv, None, op),
-            s,
-        )
-    }
-
-    /// MPI_Reduce_scatter_block_init.
-    pub fn reduce_scatter_block_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduce_scatter_call("reduce_scatter_block_init", send.into(), recv, None, op),
-            s,
-        )
+    collective! {
+        /// MPI_Reduce_scatter_block: combine every rank's `send` (size blocks of `recv.len()`
+        /// elements) with `op`, and leave block i of the result in rank i's `recv`. With
+        /// [`IN_PLACE`](super::IN_PLACE), `recv` holds the whole vector (size equal blocks) and
+        /// the result is left in its first block.
+        reduce_scatter_block, ireduce_scatter_block, reduce_scatter_block_init ("Reduce_scatter_block", "reduce_scatter_block")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
+            => reduce_scatter_call(send.into(), recv, None, op)
     }
 
     // ---- reduce_scatter -----------------------------------------------------------------
 
-    /// MPI_Reduce_scatter: combine every rank's `send` (`counts` summed elements) with `op`,
-    /// and leave the `counts[i]` elements of block i of the result (blocks in rank order) in
-    /// rank i's `recv`, which holds at least that many. With [`IN_PLACE`](super::IN_PLACE),
-    /// `recv` holds the whole vector and the result is left at its start.
-    pub fn reduce_scatter<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        counts: &[usize],
-        op: &Op,
-    ) -> Result<()> {
-        self.blocking(self.reduce_scatter_call(
-            "reduce_scatter",
-            send.into(),
-            recv,
-            Some(counts),
-            op,
-        ))
-    }
-
-    /// MPI_Ireduce_scatter.
-    pub fn ireduce_scatter<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduce_scatter_call("ireduce_scatter", send.into(), recv, Some(counts), op),
-            s,
-        )
-    }
-
-    /// MPI_Reduce_scatter_init.
-    pub fn reduce_scatter_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        counts: &[usize],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduce_scatter_call("reduce_scatter_init", send.into(), recv, Some(counts), op),
-            s,
-        )
+    collective! {
+        /// MPI_Reduce_scatter: combine every rank's `send` (`counts` summed elements) with `op`,
+        /// and leave the `counts[i]` elements of block i of the result (blocks in rank order) in
+        /// rank i's `recv`, which holds at least that many. With [`IN_PLACE`](super::IN_PLACE),
+        /// `recv` holds the whole vector and the result is left at its start.
+        reduce_scatter, ireduce_scatter, reduce_scatter_init ("Reduce_scatter", "reduce_scatter")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], op: &Op)
+            => reduce_scatter_call(send.into(), recv, Some(counts), op)
     }
 
     // ---- scan, exscan -------------------------------------------------------------------
 
-    /// MPI_Scan: rank i's `recv` gets the combination with `op` of the `send` of ranks 0..=i
-    /// (association: see the `coll` module doc). `send` may be [`IN_PLACE`](super::IN_PLACE).
-    pub fn scan<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        op: &Op,
-    ) -> Result<()> {
-        self.blocking(self.reduction_call("scan", Coll::Scan, send.into(), recv, op, None))
+    collective! {
+        /// MPI_Scan: rank i's `recv` gets the combination with `op` of the `send` of ranks 0..=i
+        /// (association: see the `coll` module doc). `send` may be [`IN_PLACE`](super::IN_PLACE).
+        scan, iscan, scan_init ("Scan", "scan")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
+            => reduction_call(Coll::Scan, send.into(), recv, op, None)
     }
 
-    /// MPI_Iscan.
-    pub fn iscan<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduction_call("iscan", Coll::Scan, send.into(), recv, op, None),
-            s,
-        )
-    }
-
-    /// MPI_Scan_init.
-    pub fn scan_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduction_call("scan_init", Coll::Scan, send.into(), recv, op, None),
-            s,
-        )
-    }
-
-    /// MPI_Exscan: rank i's `recv` gets the combination with `op` of the `send` of ranks
-    /// 0..i; rank 0's `recv` is left as it was (MPI leaves it undefined). `send` may be
-    /// [`IN_PLACE`](super::IN_PLACE).
-    pub fn exscan<'a, T: Equivalence>(
-        &self,
-        send: impl Into<Src<'a, T>>,
-        recv: &mut [T],
-        op: &Op,
-    ) -> Result<()> {
-        self.blocking(self.reduction_call("exscan", Coll::Exscan, send.into(), recv, op, None))
-    }
-
-    /// MPI_Iexscan.
-    pub fn iexscan<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.started(
-            self.reduction_call("iexscan", Coll::Exscan, send.into(), recv, op, None),
-            s,
-        )
-    }
-
-    /// MPI_Exscan_init.
-    pub fn exscan_init<'s, T: Equivalence>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        send: impl Into<Src<'s, T>>,
-        recv: &'s mut [T],
-        op: &Op,
-    ) -> Result<Request<'s>> {
-        self.inactive(
-            self.reduction_call("exscan_init", Coll::Exscan, send.into(), recv, op, None),
-            s,
-        )
+    collective! {
+        /// MPI_Exscan: rank i's `recv` gets the combination with `op` of the `send` of ranks
+        /// 0..i; rank 0's `recv` is left as it was (MPI leaves it undefined). `send` may be
+        /// [`IN_PLACE`](super::IN_PLACE).
+        exscan, iexscan, exscan_init ("Exscan", "exscan")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
+            => reduction_call(Coll::Exscan, send.into(), recv, op, None)
     }
 }

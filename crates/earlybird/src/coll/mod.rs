@@ -45,8 +45,8 @@ mod api_reduce_scatter;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
-use crate::sys::lend::Lent;
 use op::Reducer;
+use sched::Block;
 use std::rc::Rc;
 
 pub(crate) use api::RepeatSlot;
@@ -166,24 +166,21 @@ impl Elem {
         self.padded.is_none()
     }
 
-    /// Elements `first..first + n` of the buffer `raw` (see [`Lent::of_elems`]), as a
-    /// message: their bytes, or for a padded type their data through the datatype.
-    pub(crate) fn block(&self, raw: &Lent, first: usize, n: usize) -> Lent {
+    /// Elements `first..first + n` of the buffer `raw` (all of its bytes, padding included),
+    /// as a message: their bytes, or for a padded type their data through the datatype.
+    pub(crate) fn block(&self, raw: &Block, first: usize, n: usize) -> Block {
         let (off, len) = (first * self.size, n * self.size);
         let layout = self.padded.as_ref().map(|d| {
             d.layout(n, 0, len)
                 .expect("a padded type's layout fits its elements")
         });
-        raw.sub(off, len, layout)
-            .expect("a block inside its buffer")
-            .with_sig(self.sig)
+        raw.sub(off, len, layout).with_sig(self.sig)
     }
 
     /// Elements `first..first + n` of `raw` as one run of bytes, for a reduction kernel (which
     /// sees them as `[T]`).
-    pub(crate) fn run(&self, raw: &Lent, first: usize, n: usize) -> Lent {
+    pub(crate) fn run(&self, raw: &Block, first: usize, n: usize) -> Block {
         raw.sub(first * self.size, n * self.size, None)
-            .expect("a run inside its buffer")
     }
 }
 
@@ -198,9 +195,9 @@ pub(crate) struct Args {
     pub(crate) root: i32,
     pub(crate) elem: Elem,
     /// The send buffer, whole (`None`: MPI_IN_PLACE, or not significant here).
-    pub(crate) send: Option<Lent>,
+    pub(crate) send: Option<Block>,
     /// The receive buffer, whole (the buffer of a bcast; empty where not significant).
-    pub(crate) recv: Lent,
+    pub(crate) recv: Block,
     /// Elements per rank of a regular collective; all of them for bcast, reduce, allreduce
     /// and the scans.
     pub(crate) count: usize,
@@ -211,7 +208,7 @@ pub(crate) struct Args {
     pub(crate) scounts: Option<Rc<[usize]>>,
     pub(crate) sdispls: Option<Rc<[usize]>>,
     /// Per-peer messages of alltoallw: (what is sent to rank i, what is received from it).
-    pub(crate) wblocks: Option<Rc<[(Lent, Lent)]>>,
+    pub(crate) wblocks: Option<Rc<[(Block, Block)]>>,
     /// Neighbourhood collectives: ranks received from and sent to, in MPI's order.
     pub(crate) sources: Option<Rc<[i32]>>,
     pub(crate) dests: Option<Rc<[i32]>>,
@@ -230,7 +227,7 @@ impl Args {
             root: 0,
             elem,
             send: None,
-            recv: Lent::EMPTY,
+            recv: Block::EMPTY,
             count: 0,
             rcounts: None,
             rdispls: None,
@@ -245,18 +242,18 @@ impl Args {
     }
 
     /// Elements `first..first + n` of the receive buffer, as a message.
-    pub(crate) fn rblock(&self, first: usize, n: usize) -> Lent {
+    pub(crate) fn rblock(&self, first: usize, n: usize) -> Block {
         self.elem.block(&self.recv, first, n)
     }
 
     /// Elements `first..first + n` of the send buffer (the receive buffer when in place).
-    pub(crate) fn sblock(&self, first: usize, n: usize) -> Lent {
+    pub(crate) fn sblock(&self, first: usize, n: usize) -> Block {
         self.elem
             .block(self.send.as_ref().unwrap_or(&self.recv), first, n)
     }
 
     /// Rank `i`'s receive block: `count` elements at `i * count`, or the v form's.
-    pub(crate) fn rblock_of(&self, i: i32) -> Lent {
+    pub(crate) fn rblock_of(&self, i: i32) -> Block {
         let i = i as usize;
         match (&self.rcounts, &self.rdispls) {
             (Some(c), Some(d)) => self.rblock(d[i], c[i]),
@@ -265,7 +262,7 @@ impl Args {
     }
 
     /// Rank `i`'s send block (a scatter's or alltoall's): as [`rblock_of`](Self::rblock_of).
-    pub(crate) fn sblock_of(&self, i: i32) -> Lent {
+    pub(crate) fn sblock_of(&self, i: i32) -> Block {
         let i = i as usize;
         match (&self.scounts, &self.sdispls) {
             (Some(c), Some(d)) => self.sblock(d[i], c[i]),

@@ -14,7 +14,7 @@
 pub use crate::datatype::reduce::Predefined;
 use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
-use crate::sys::lend::Lent;
+use crate::sys::lend::{Loan, Unusable};
 use std::any::Any;
 use std::rc::Rc;
 
@@ -163,7 +163,7 @@ pub(crate) struct Reducer {
     pub(crate) op: Op,
     /// Element size in bytes.
     pub(crate) elem: usize,
-    apply: fn(&Op, &Lent, &Lent),
+    apply: fn(&Op, &Loan, &Loan) -> std::result::Result<(), Unusable>,
 }
 
 impl std::fmt::Debug for Reducer {
@@ -172,8 +172,12 @@ impl std::fmt::Debug for Reducer {
     }
 }
 
-fn apply_lent<T: Equivalence>(op: &Op, src: &Lent, dst: &Lent) {
-    Lent::with_typed_pair::<T>(src, dst, |a, b| op.apply(a, b));
+fn apply_loans<T: Equivalence>(
+    op: &Op,
+    src: &Loan,
+    dst: &Loan,
+) -> std::result::Result<(), Unusable> {
+    Loan::typed_pair::<T>(src, dst, |a, b| op.apply(a, b))
 }
 
 impl Reducer {
@@ -183,7 +187,7 @@ impl Reducer {
         Ok(Reducer {
             op: op.clone(),
             elem: std::mem::size_of::<T>(),
-            apply: apply_lent::<T>,
+            apply: apply_loans::<T>,
         })
     }
 
@@ -199,7 +203,7 @@ impl Reducer {
 
     /// `dst = src op dst`, both contiguous runs of whole elements of the same length.
     #[inline]
-    pub(crate) fn reduce(&self, src: &Lent, dst: &Lent) {
+    pub(crate) fn reduce(&self, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
         (self.apply)(&self.op, src, dst)
     }
 }

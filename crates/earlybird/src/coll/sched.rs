@@ -8,8 +8,19 @@
 //!   blocking collective allocates nothing beyond what the engine does for a message.
 //! * [`Record`] writes them down as a [`Schedule`] (nonblocking and persistent collectives),
 //!   which the request layer advances from test and wait. A persistent collective keeps its
-//!   schedule, with its peers, buffers and scratch, from init to free; a start replays it
-//!   from the first step without allocating.
+//!   schedule, with its peers and scratch, from init to free; a start replays it from the
+//!   first step without allocating.
+//!
+//! # Blocks
+//!
+//! Steps name their buffers by [`Block`]: a part of the call's send buffer, receive buffer or
+//! one of its scratch buffers, with the layout and signature of its message. A block becomes
+//! a [`Loan`] only when its step runs, resolved against the buffers the run was given
+//! ([`Bound`]). So a recorded schedule holds no copy of the program's buffers between runs (a
+//! persistent collective can hand them out, `Request::buffer_mut`), and a blocking call that
+//! replays the steps of an earlier one gives them its own buffers.
+//!
+//! # Order
 //!
 //! Steps between two waits are in flight together; a local step (a reduction or a copy) runs
 //! only after the wait before it, when the messages it reads have arrived. Every message of a
@@ -23,30 +34,151 @@
 #![forbid(unsafe_code)]
 
 use super::op::Reducer;
-use crate::comm::RankMap;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started};
+use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
+use crate::p2p::ops::OpId;
+use crate::p2p::ranks::RankMap;
+use crate::p2p::wait::Blocked;
 use crate::p2p::Status;
-use crate::request::Steps;
-use crate::sys::lend::Lent;
+use crate::request::completion::Completion;
+use crate::request::steps::Steps;
+use crate::sys::layout::Layout;
+use crate::sys::lend::{Loan, Unusable};
+use crate::sys::sig::Sig;
 use std::rc::Rc;
+
+/// Which of a collective call's buffers a block is part of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Buf {
+    Send,
+    Recv,
+    Scratch(u32),
+    /// No bytes (a message of length zero).
+    Nothing,
+}
+
+/// A part of one of a collective call's buffers, as a message: bytes `off .. off + len` of
+/// the buffer, all of them or through a layout, made of the basic type `sig`.
+#[derive(Clone, Debug)]
+pub(crate) struct Block {
+    buf: Buf,
+    off: usize,
+    len: usize,
+    layout: Option<Rc<Layout>>,
+    sig: Sig,
+}
+
+impl Block {
+    /// No bytes.
+    pub(crate) const EMPTY: Block = Block {
+        buf: Buf::Nothing,
+        off: 0,
+        len: 0,
+        layout: None,
+        sig: Sig::MIXED,
+    };
+
+    /// The whole of buffer `buf`, of `len` bytes.
+    pub(crate) fn whole(buf: Buf, len: usize) -> Block {
+        Block {
+            buf,
+            len,
+            ..Block::EMPTY
+        }
+    }
+
+    /// Bytes `off .. off + len` of this contiguous block, or with `layout` a layout placed
+    /// over them. Panics if the range or the layout leaves the block: the collective layer
+    /// cuts blocks from counts it has checked.
+    pub(crate) fn sub(&self, off: usize, len: usize, layout: Option<Layout>) -> Block {
+        assert!(
+            self.layout.is_none() && off.checked_add(len).is_some_and(|e| e <= self.len),
+            "block: bytes {off}+{len} of a block of {} bytes",
+            self.len
+        );
+        if let Some(l) = &layout {
+            assert!(l.end() <= len, "block: a layout past its bytes");
+        }
+        Block {
+            buf: self.buf,
+            off: self.off + off,
+            len,
+            layout: layout.map(Rc::new),
+            sig: self.sig,
+        }
+    }
+
+    /// The same block, its message made of the basic type `sig`.
+    pub(crate) fn with_sig(mut self, sig: Sig) -> Block {
+        self.sig = sig;
+        self
+    }
+
+    /// Bytes of the message.
+    pub(crate) fn packed_len(&self) -> usize {
+        match &self.layout {
+            None => self.len,
+            Some(l) => l.packed_len(),
+        }
+    }
+
+    pub(crate) fn sig(&self) -> Sig {
+        self.sig
+    }
+
+    /// Whether the block has no bytes (a buffer not significant on this rank).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A run's buffers, lent: what its blocks are parts of.
+#[derive(Debug, Default)]
+pub(crate) struct Bound {
+    pub(crate) send: Option<Loan>,
+    pub(crate) recv: Option<Loan>,
+    pub(crate) scratch: Vec<Loan>,
+}
+
+impl Bound {
+    /// The loan of block `b`.
+    #[inline(always)]
+    fn resolve(&self, b: &Block) -> Loan {
+        let base = match b.buf {
+            Buf::Nothing => return Loan::EMPTY,
+            Buf::Send => self.send.as_ref(),
+            Buf::Recv => self.recv.as_ref(),
+            Buf::Scratch(i) => self.scratch.get(i as usize),
+        };
+        base.expect("a block's buffer is lent to its run")
+            .sub(b.off, b.len, b.layout.clone())
+            .expect("a block inside its buffer")
+            .with_sig(b.sig)
+    }
+
+    /// A new scratch buffer of `bytes` zeroed bytes, as a block.
+    fn scratch(&mut self, bytes: usize) -> Block {
+        self.scratch.push(Loan::zeroed(bytes));
+        Block::whole(Buf::Scratch(self.scratch.len() as u32 - 1), bytes)
+    }
+}
 
 /// Where an algorithm's steps go.
 pub(crate) trait Sink {
-    /// Send `buf` to communicator rank `to`.
-    fn send(&mut self, to: i32, buf: Lent);
-    /// Receive from communicator rank `from` into `buf`: the message must fill it exactly.
-    fn recv(&mut self, from: i32, buf: Lent);
+    /// Send block `b` to communicator rank `to`.
+    fn send(&mut self, to: i32, b: Block);
+    /// Receive from communicator rank `from` into `b`: the message must fill it exactly.
+    fn recv(&mut self, from: i32, b: Block);
     /// Everything posted so far completes before any later step.
     fn wait(&mut self);
     /// `dst = src op dst` with the collective's operation (contiguous runs of elements).
-    fn reduce(&mut self, src: Lent, dst: Lent);
+    fn reduce(&mut self, src: Block, dst: Block);
     /// Copy the message in `src` into `dst`.
-    fn copy(&mut self, src: Lent, dst: Lent);
+    fn copy(&mut self, src: Block, dst: Block);
     /// A zeroed scratch buffer of `bytes` bytes, aligned for any element type, owned by the
     /// collective for as long as it runs (for a persistent one, until it is freed).
-    fn scratch(&mut self, bytes: usize) -> Lent;
+    fn scratch(&mut self, bytes: usize) -> Block;
 }
 
 /// What every step of one collective call shares.
@@ -88,7 +220,7 @@ impl Wire {
     }
 
     fn blocked(&self) -> Blocked {
-        crate::comm::agree::blocked(self.ctx, self.tag)
+        Blocked::collective(self.tag, self.ctx)
     }
 
     /// The result of a completed operation: a receive must have filled its buffer exactly.
@@ -106,12 +238,17 @@ impl Wire {
         Ok(())
     }
 
-    fn reduce(&self, src: &Lent, dst: &Lent) {
+    fn reduce(&self, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
         self.reducer
             .as_ref()
             .expect("a reduction step in a collective with an operation")
-            .reduce(src, dst);
+            .reduce(src, dst)
     }
+}
+
+/// A local step that found its buffer no longer lent (the call's scope or region ended).
+fn unusable(what: &str, u: Unusable) -> Error {
+    Error::new(ErrorClass::Intern, format!("{what}: {u}"))
 }
 
 /// Tell every other rank of the call that this one returned `err` instead of taking part,
@@ -125,12 +262,13 @@ pub(crate) fn notify_error(e: &mut Engine, wire: &Wire, err: &Error) {
         cut -= 1;
     }
     msg.extend_from_slice(&text.as_bytes()[..cut]);
+    let msg = Loan::copied(&msg);
     for r in (0..wire.size).filter(|&r| r != wire.me) {
         if let Ok(Started::Op(op)) = e.send_start(
             wire.ep(r),
             wire.ctx,
             wire.notice_tag,
-            Lent::of(&msg),
+            &msg,
             SendMode::Standard,
         ) {
             let _ = e.wait_blocking(op, wire.blocked());
@@ -150,17 +288,18 @@ fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
         tag: Some(wire.notice_tag),
     };
     let (env, _) = e.iprobe(&pat)?;
-    let mut buf = [0u8; NOTICE_BYTES];
+    let buf = Loan::zeroed(NOTICE_BYTES);
     let op = e.recv_start(
         Pattern {
             src: Some(env.src),
             ..pat
         },
-        Lent::of_mut(&mut buf),
+        buf.clone(),
     );
     let st = e.wait_blocking(op, wire.blocked()).ok()?;
+    let bytes = buf.to_packed().ok()?;
     let n = st.bytes.min(NOTICE_BYTES);
-    let code = i32::from_le_bytes(buf[..4].try_into().ok()?);
+    let code = i32::from_le_bytes(bytes[..4].try_into().ok()?);
     let class = crate::error::error_class(code).unwrap_or(ErrorClass::Other);
     let rank = match &wire.map {
         Some(m) => m.rank_of(env.src as i32),
@@ -171,7 +310,7 @@ fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
         format!(
             "{}: rank {rank} returned an error instead of taking part ({})",
             wire.what,
-            String::from_utf8_lossy(&buf[4..n])
+            String::from_utf8_lossy(&bytes[4..n])
         ),
     ))
 }
@@ -179,20 +318,11 @@ fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
 /// How many polls of a wait pass between two looks for an error notice.
 const NOTICE_EVERY: u32 = 4096;
 
-/// A zeroed, 16-byte aligned buffer, and the lent view of its first `bytes` bytes.
-fn new_scratch(bytes: usize) -> (Vec<u128>, Lent) {
-    let mut v = vec![0u128; bytes.div_ceil(16)];
-    let l = Lent::of_mut(&mut bytemuck::cast_slice_mut::<u128, u8>(&mut v)[..bytes]);
-    // Moving the vector keeps its heap buffer where it is, so `l` stays valid while the
-    // vector lives.
-    (v, l)
-}
-
 /// Operations in flight: (operation, bytes a receive must bring or `usize::MAX`). Eight fit
 /// inline, so the blocking collectives of small communicators never allocate for them.
 #[derive(Debug, Default)]
 struct InFlight {
-    inline: [(OpId, usize); 8],
+    inline: [Option<(OpId, usize)>; 8],
     n: usize,
     more: Vec<(OpId, usize)>,
 }
@@ -201,7 +331,7 @@ impl InFlight {
     #[inline(always)]
     fn push(&mut self, op: OpId, expect: usize) {
         if self.n < self.inline.len() {
-            self.inline[self.n] = (op, expect);
+            self.inline[self.n] = Some((op, expect));
             self.n += 1;
         } else {
             self.more.push((op, expect));
@@ -212,29 +342,37 @@ impl InFlight {
         self.n == 0
     }
 
-    fn iter(&self) -> impl Iterator<Item = &(OpId, usize)> {
-        self.inline[..self.n].iter().chain(self.more.iter())
+    fn iter(&self) -> impl Iterator<Item = (OpId, usize)> + '_ {
+        self.inline[..self.n]
+            .iter()
+            .flatten()
+            .copied()
+            .chain(self.more.iter().copied())
     }
 
     fn all_done(&self, e: &Engine) -> bool {
-        self.iter().all(|(op, _)| e.is_done(*op))
+        self.iter().all(|(op, _)| e.is_done(op))
+    }
+
+    fn clear(&mut self) {
+        self.n = 0;
+        self.more.clear();
     }
 
     /// Collect every (completed) operation; the first error goes to `err` if empty.
     fn collect(&mut self, e: &mut Engine, wire: &Wire, err: &mut Option<Error>) {
-        for &(op, expect) in self.inline[..self.n].iter().chain(self.more.iter()) {
+        for (op, expect) in self.iter() {
             let r = wire.check(e.take(op), expect);
             if let (Err(x), None) = (r, &err) {
                 *err = Some(x);
             }
         }
-        self.n = 0;
-        self.more.clear();
+        self.clear();
     }
 
     /// The job is ending: withdraw what can be withdrawn.
     fn abandon(&mut self, e: &mut Engine) {
-        for &(op, _) in self.inline[..self.n].iter().chain(self.more.iter()) {
+        for (op, _) in self.iter() {
             if !e.is_done(op) {
                 e.abandon(op);
             }
@@ -242,8 +380,7 @@ impl InFlight {
                 let _ = e.take(op);
             }
         }
-        self.n = 0;
-        self.more.clear();
+        self.clear();
     }
 }
 
@@ -252,7 +389,7 @@ fn post_send(
     e: &mut Engine,
     wire: &Wire,
     to: i32,
-    buf: Lent,
+    buf: &Loan,
     fl: &mut InFlight,
     err: &mut Option<Error>,
 ) -> Option<OpId> {
@@ -270,33 +407,41 @@ fn post_send(
 }
 
 #[inline(always)]
-fn post_recv(e: &mut Engine, wire: &Wire, from: i32, buf: Lent, fl: &mut InFlight) -> OpId {
+fn post_recv(e: &mut Engine, wire: &Wire, from: i32, buf: Loan, fl: &mut InFlight) -> OpId {
     let expect = buf.packed_len();
     let op = e.recv_start(wire.pattern(from), buf);
     fl.push(op, expect);
     op
 }
 
+/// Run a local step; a failure becomes the call's error.
+fn local(r: std::result::Result<(), Unusable>, wire: &Wire, err: &mut Option<Error>) {
+    if let Err(u) = r {
+        err.get_or_insert(unusable(wire.what, u));
+    }
+}
+
 /// Runs an algorithm's steps as they come: a blocking collective.
 pub(crate) struct Now<'a> {
     e: &'a mut Engine,
     wire: &'a Wire,
+    bound: Bound,
     fl: InFlight,
     err: Option<Error>,
     /// The job is ending: stop doing anything.
     dead: bool,
-    scratch: Vec<Vec<u128>>,
 }
 
 impl<'a> Now<'a> {
-    pub(crate) fn new(e: &'a mut Engine, wire: &'a Wire) -> Now<'a> {
+    /// A blocking run on `e` of the call `wire` with the buffers `bound`.
+    pub(crate) fn new(e: &'a mut Engine, wire: &'a Wire, bound: Bound) -> Now<'a> {
         Now {
             e,
             wire,
+            bound,
             fl: InFlight::default(),
             err: None,
             dead: false,
-            scratch: Vec::new(),
         }
     }
 
@@ -312,15 +457,17 @@ impl<'a> Now<'a> {
 
 impl Sink for Now<'_> {
     #[inline(always)]
-    fn send(&mut self, to: i32, buf: Lent) {
+    fn send(&mut self, to: i32, b: Block) {
         if !self.dead {
-            post_send(self.e, self.wire, to, buf, &mut self.fl, &mut self.err);
+            let buf = self.bound.resolve(&b);
+            post_send(self.e, self.wire, to, &buf, &mut self.fl, &mut self.err);
         }
     }
 
     #[inline(always)]
-    fn recv(&mut self, from: i32, buf: Lent) {
+    fn recv(&mut self, from: i32, b: Block) {
         if !self.dead {
+            let buf = self.bound.resolve(&b);
             post_recv(self.e, self.wire, from, buf, &mut self.fl);
         }
     }
@@ -351,32 +498,32 @@ impl Sink for Now<'_> {
         }
     }
 
-    fn reduce(&mut self, src: Lent, dst: Lent) {
+    fn reduce(&mut self, src: Block, dst: Block) {
         if !self.dead {
-            self.wire.reduce(&src, &dst);
+            let (s, d) = (self.bound.resolve(&src), self.bound.resolve(&dst));
+            local(self.wire.reduce(&s, &d), self.wire, &mut self.err);
         }
     }
 
-    fn copy(&mut self, src: Lent, dst: Lent) {
+    fn copy(&mut self, src: Block, dst: Block) {
         if !self.dead {
-            src.copy_to(&dst);
+            let (s, d) = (self.bound.resolve(&src), self.bound.resolve(&dst));
+            local(s.copy_to(&d), self.wire, &mut self.err);
         }
     }
 
-    fn scratch(&mut self, bytes: usize) -> Lent {
-        let (v, l) = new_scratch(bytes);
-        self.scratch.push(v);
-        l
+    fn scratch(&mut self, bytes: usize) -> Block {
+        self.bound.scratch(bytes)
     }
 }
 
 #[derive(Debug)]
 enum Step {
-    Send { to: i32, buf: Lent },
-    Recv { from: i32, buf: Lent },
+    Send { to: i32, buf: Block },
+    Recv { from: i32, buf: Block },
     Wait,
-    Reduce { src: Lent, dst: Lent },
-    Copy { src: Lent, dst: Lent },
+    Reduce { src: Block, dst: Block },
+    Copy { src: Block, dst: Block },
 }
 
 /// A recorded collective: its steps, its scratch, and where a run of it has got to.
@@ -384,7 +531,8 @@ enum Step {
 pub(crate) struct Schedule {
     wire: Wire,
     steps: Vec<Step>,
-    scratch: Vec<Vec<u128>>,
+    /// The buffers of the current run (scratch: the schedule's own, for all runs).
+    bound: Bound,
     /// Next step to run.
     pc: usize,
     fl: InFlight,
@@ -406,7 +554,7 @@ impl Record {
             s: Schedule {
                 wire,
                 steps: Vec::new(),
-                scratch: Vec::new(),
+                bound: Bound::default(),
                 pc: 0,
                 fl: InFlight::default(),
                 err: None,
@@ -425,10 +573,10 @@ impl Record {
 }
 
 impl Sink for Record {
-    fn send(&mut self, to: i32, buf: Lent) {
+    fn send(&mut self, to: i32, buf: Block) {
         self.s.steps.push(Step::Send { to, buf });
     }
-    fn recv(&mut self, from: i32, buf: Lent) {
+    fn recv(&mut self, from: i32, buf: Block) {
         self.s.steps.push(Step::Recv { from, buf });
     }
     fn wait(&mut self) {
@@ -436,22 +584,33 @@ impl Sink for Record {
             self.s.steps.push(Step::Wait);
         }
     }
-    fn reduce(&mut self, src: Lent, dst: Lent) {
+    fn reduce(&mut self, src: Block, dst: Block) {
         self.s.steps.push(Step::Reduce { src, dst });
     }
-    fn copy(&mut self, src: Lent, dst: Lent) {
+    fn copy(&mut self, src: Block, dst: Block) {
         self.s.steps.push(Step::Copy { src, dst });
     }
-    fn scratch(&mut self, bytes: usize) -> Lent {
-        let (v, l) = new_scratch(bytes);
-        self.s.scratch.push(v);
-        l
+    fn scratch(&mut self, bytes: usize) -> Block {
+        self.s.bound.scratch(bytes)
     }
 }
 
 impl Schedule {
-    /// Run again as call `wire` (a blocking call that repeats an earlier one: same steps and
-    /// buffers, the new call's tags).
+    /// Give the next run its send and receive buffers.
+    pub(crate) fn lend(&mut self, send: Option<Loan>, recv: Option<Loan>) {
+        self.bound.send = send;
+        self.bound.recv = recv;
+    }
+
+    /// Take the run's send and receive buffers back (the run has completed, or is
+    /// abandoned): the schedule holds no copy of them between runs.
+    pub(crate) fn unlend(&mut self) {
+        self.bound.send = None;
+        self.bound.recv = None;
+    }
+
+    /// Run again as call `wire` (a blocking call that repeats an earlier one: same steps, the
+    /// new call's tags).
     pub(crate) fn reuse_for(&mut self, wire: &Wire) {
         self.wire.tag = wire.tag;
         self.wire.notice_tag = wire.notice_tag;
@@ -473,15 +632,13 @@ impl Schedule {
     pub(crate) fn at_rest(&self) -> bool {
         self.fl.is_empty() && self.pc == self.steps.len()
     }
-}
 
-impl Schedule {
     /// The schedule is waiting for its operations: now and then, look for an error notice.
     fn waiting(&mut self, e: &mut Engine) -> Option<Result<Status>> {
         self.polls = self.polls.wrapping_add(1);
         if self.polls.is_multiple_of(NOTICE_EVERY) {
             if let Some(x) = notice(e, &self.wire) {
-                self.abandon(e);
+                Steps::abandon(self, e);
                 return Some(Err(x));
             }
         }
@@ -504,14 +661,15 @@ impl Steps for Schedule {
                 self.pc += 1;
                 match step {
                     Step::Send { to, buf } => {
-                        let op =
-                            post_send(e, &self.wire, *to, buf.clone(), &mut self.fl, &mut self.err);
+                        let buf = self.bound.resolve(buf);
+                        let op = post_send(e, &self.wire, *to, &buf, &mut self.fl, &mut self.err);
                         if let (Some(op), true) = (op, self.scope != 0) {
                             e.set_scope(op, self.scope);
                         }
                     }
                     Step::Recv { from, buf } => {
-                        let op = post_recv(e, &self.wire, *from, buf.clone(), &mut self.fl);
+                        let buf = self.bound.resolve(buf);
+                        let op = post_recv(e, &self.wire, *from, buf, &mut self.fl);
                         if self.scope != 0 {
                             e.set_scope(op, self.scope);
                         }
@@ -521,8 +679,14 @@ impl Steps for Schedule {
                             break;
                         }
                     }
-                    Step::Reduce { src, dst } => self.wire.reduce(src, dst),
-                    Step::Copy { src, dst } => src.copy_to(dst),
+                    Step::Reduce { src, dst } => {
+                        let (s, d) = (self.bound.resolve(src), self.bound.resolve(dst));
+                        local(self.wire.reduce(&s, &d), &self.wire, &mut self.err);
+                    }
+                    Step::Copy { src, dst } => {
+                        let (s, d) = (self.bound.resolve(src), self.bound.resolve(dst));
+                        local(s.copy_to(&d), &self.wire, &mut self.err);
+                    }
                 }
             }
             if self.fl.is_empty() && self.pc == self.steps.len() {
@@ -544,5 +708,125 @@ impl Steps for Schedule {
     fn abandon(&mut self, e: &mut Engine) {
         self.fl.abandon(e);
         self.pc = self.steps.len();
+    }
+}
+
+/// A persistent collective: its schedule, replayed at each start, and its buffers, lent to
+/// the schedule for a run and handed back between runs (`Request::buffer_mut`).
+#[derive(Debug)]
+pub(crate) struct Persistent {
+    sched: Schedule,
+    /// The send buffer (`None`: in place), and whether it may be handed out.
+    send: Option<Loan>,
+    recv: Loan,
+    /// A run's result, once it has completed and until it is collected.
+    result: Option<Result<Status>>,
+    active: bool,
+}
+
+impl Persistent {
+    pub(crate) fn new(sched: Schedule, send: Option<Loan>, recv: Loan) -> Persistent {
+        Persistent {
+            sched,
+            send,
+            recv,
+            result: None,
+            active: false,
+        }
+    }
+
+    fn advance(&mut self, e: &mut Engine) -> bool {
+        if self.result.is_none() && self.active {
+            if let Some(r) = self.sched.advance(e) {
+                self.sched.unlend();
+                self.result = Some(r);
+            }
+        }
+        self.result.is_some()
+    }
+}
+
+impl Completion for Persistent {
+    fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
+        if self.active {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "start of an active persistent request (wait for it or test it to completion first)",
+            ));
+        }
+        self.sched.lend(self.send.clone(), Some(self.recv.clone()));
+        self.sched.rewind();
+        self.active = true;
+        self.advance(eng);
+        Ok(None)
+    }
+
+    fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        if !self.advance(eng) {
+            return None;
+        }
+        self.active = false;
+        self.result.take()
+    }
+
+    fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        self.advance(eng);
+        self.result.clone()
+    }
+
+    fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
+        let _ = eng;
+        Err(Error::new(
+            ErrorClass::Request,
+            "cancel of a request of a collective operation (MPI does not allow it)",
+        ))
+    }
+
+    fn blocked_in(&self) -> Blocked {
+        self.sched.blocked()
+    }
+
+    fn abandon(&mut self, eng: &mut Engine) {
+        if self.result.is_none() {
+            Steps::abandon(&mut self.sched, eng);
+        }
+        self.sched.unlend();
+        self.active = false;
+    }
+
+    fn is_active(&self) -> bool {
+        self.active
+    }
+
+    fn is_persistent(&self) -> bool {
+        true
+    }
+
+    fn buffer(&mut self, send: bool) -> Result<&mut [u8]> {
+        if self.active {
+            return Err(Error::new(
+                ErrorClass::Request,
+                if send {
+                    "send_buffer_mut on an active persistent collective (wait for it first)"
+                } else {
+                    "buffer_mut on an active persistent request (wait for it first)"
+                },
+            ));
+        }
+        let loan = if send {
+            self.send.as_mut().ok_or_else(|| {
+                Error::new(ErrorClass::Buffer, "send_buffer_mut on a persistent collective whose send buffer was given as IN_PLACE (use buffer_mut)")
+            })?
+        } else {
+            &mut self.recv
+        };
+        let writable = loan.is_writable();
+        loan.bytes_mut().ok_or_else(|| {
+            if !writable {
+                Error::new(ErrorClass::Buffer, "send_buffer_mut on a persistent collective whose send buffer was lent read-only (&[T]); lend it as &mut [T]")
+            } else {
+                Error::new(ErrorClass::Buffer, "buffer_mut on a buffer that cannot be handed out whole (its element type has padding)")
+            }
+        })
     }
 }

@@ -36,15 +36,15 @@
 //! participants test or wait on their requests.
 #![forbid(unsafe_code)]
 
+use super::context::{self, Mask, CTX_WORDS};
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::engine::{Blocked, Engine, OpId, SendMode, Started, CTX_WORDS};
+use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
+use crate::p2p::ops::OpId;
+use crate::p2p::wait::Blocked;
 use crate::p2p::Status;
 use crate::request::EngineRef;
-use crate::sys::lend::Lent;
-
-/// A bitmap of context pairs (bit p = pair p).
-pub(crate) type Mask = [u64; CTX_WORDS];
+use crate::sys::lend::Loan;
 
 /// A participant's offer in a blocking agreement: its free mask and the bytes it added.
 pub(crate) type Offer = (Mask, Vec<u8>);
@@ -120,11 +120,11 @@ pub(crate) fn blocked(ctx: u32, tag: i32) -> Blocked {
 
 /// One all-to-all exchange of equal-length byte strings among `parts` (endpoints, the
 /// same list in the same order on every participant), on context `ctx` with tag `tag`.
-/// Owns its buffers.
+/// Owns its buffers (loans of its own memory, which operations still in flight keep alive).
 #[derive(Debug)]
 pub(crate) struct Exchange {
     /// Each participant's bytes; ours at our index, the others' filled by their receives.
-    got: Vec<Vec<u8>>,
+    got: Vec<Loan>,
     /// Receives in flight: (participant index, operation).
     recvs: Vec<(usize, OpId)>,
     /// Sends in flight (reading `got[me]`).
@@ -143,20 +143,18 @@ impl Exchange {
     ) -> Result<Exchange> {
         let len = mine.len();
         let mut x = Exchange {
-            got: parts.iter().map(|_| Vec::new()).collect(),
+            got: parts.iter().map(|_| Loan::zeroed(len)).collect(),
             recvs: Vec::with_capacity(parts.len()),
             sends: Vec::new(),
         };
-        x.got[me] = mine;
+        x.got[me] = Loan::copied(&mine);
         for (i, &p) in parts.iter().enumerate().filter(|&(i, _)| i != me) {
-            x.got[i] = vec![0u8; len];
             let pat = Pattern {
                 ctx,
                 src: Some(p),
                 tag: Some(tag),
             };
-            x.recvs
-                .push((i, e.recv_start(pat, Lent::of_mut(&mut x.got[i]))));
+            x.recvs.push((i, e.recv_start(pat, x.got[i].clone())));
         }
         for &p in parts
             .iter()
@@ -164,8 +162,9 @@ impl Exchange {
             .filter(|&(i, _)| i != me)
             .map(|(_, p)| p)
         {
-            let buf = Lent::of(&x.got[me]);
-            if let Started::Op(op) = e.send_start(p as i32, ctx, tag, buf, SendMode::Standard)? {
+            if let Started::Op(op) =
+                e.send_start(p as i32, ctx, tag, &x.got[me], SendMode::Standard)?
+            {
                 x.sends.push(op);
             }
         }
@@ -211,7 +210,9 @@ impl Exchange {
             }
         }
         if self.recvs.is_empty() && self.sends.is_empty() {
-            Some(Ok(std::mem::take(&mut self.got)))
+            let got: std::result::Result<Vec<Vec<u8>>, _> =
+                self.got.iter().map(Loan::to_packed).collect();
+            Some(got.map_err(|u| Error::new(ErrorClass::Intern, u.to_string())))
         } else {
             None
         }
@@ -232,16 +233,6 @@ impl Exchange {
         }
         self.recvs.retain(|&(_, op)| !e.is_done(op));
         self.sends.retain(|&op| !e.is_done(op));
-    }
-}
-
-impl Drop for Exchange {
-    fn drop(&mut self) {
-        if !self.recvs.is_empty() || !self.sends.is_empty() {
-            // Operations still in flight may write or read these buffers: leak them rather
-            // than free memory the engine may still touch.
-            std::mem::forget(std::mem::take(&mut self.got));
-        }
     }
 }
 
@@ -277,7 +268,7 @@ pub(crate) fn offers(
     me: usize,
     extra: &[u8],
 ) -> Result<Vec<Offer>> {
-    let mut mine = mask_to_bytes(&eng.borrow().ctx_free_mask());
+    let mut mine = mask_to_bytes(&context::free_mask(&mut eng.borrow_mut()));
     mine.extend_from_slice(extra);
     Ok(exchange(eng, ctx, tag, parts, me, mine)?
         .into_iter()
@@ -329,7 +320,7 @@ impl Agreement {
 
     fn release(&mut self, e: &mut Engine) {
         for p in self.offered.drain(..) {
-            e.ctx_release(p);
+            context::release(e, p);
         }
     }
 
@@ -337,12 +328,12 @@ impl Agreement {
     pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<u32>> {
         loop {
             if self.ex.is_none() {
-                let free = e.ctx_free_mask();
+                let free = context::free_mask(e);
                 let floor = self.floor;
                 self.offered = pairs(&free).filter(|&p| p >= floor).take(WINDOW).collect();
                 let mut window = [0u64; CTX_WORDS];
                 for &p in &self.offered {
-                    e.ctx_claim(p);
+                    context::claim(e, p);
                     window[p as usize / 64] |= 1 << (p % 64);
                 }
                 let tag = coll_tag(self.seq, self.round);
@@ -405,7 +396,7 @@ impl Agreement {
 pub(crate) fn send_bytes(eng: &EngineRef, ctx: u32, to: u32, tag: i32, data: &[u8]) -> Result<()> {
     let mut e = eng.borrow_mut();
     if let Started::Op(op) =
-        e.send_start(to as i32, ctx, tag, Lent::of(data), SendMode::Standard)?
+        e.send_start(to as i32, ctx, tag, &Loan::copied(data), SendMode::Standard)?
     {
         e.wait_blocking(op, blocked(ctx, tag))?;
     }
@@ -423,19 +414,23 @@ pub(crate) fn swap_bytes(
     data: Option<&[u8]>,
     cap: usize,
 ) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; cap];
+    let buf = Loan::zeroed(cap);
     let mut e = eng.borrow_mut();
     let pat = Pattern {
         ctx,
         src: Some(peer),
         tag: Some(tag),
     };
-    let rop = e.recv_start(pat, Lent::of_mut(&mut buf));
+    let rop = e.recv_start(pat, buf.clone());
     let mut both = || -> Result<Status> {
         if let Some(data) = data {
-            if let Started::Op(op) =
-                e.send_start(peer as i32, ctx, tag, Lent::of(data), SendMode::Standard)?
-            {
+            if let Started::Op(op) = e.send_start(
+                peer as i32,
+                ctx,
+                tag,
+                &Loan::copied(data),
+                SendMode::Standard,
+            )? {
                 e.wait_blocking(op, blocked(ctx, tag))?;
             }
         }
@@ -443,17 +438,18 @@ pub(crate) fn swap_bytes(
     };
     match both() {
         Ok(st) => {
-            buf.truncate(st.bytes());
-            Ok(buf)
+            let mut v = buf
+                .to_packed()
+                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
+            v.truncate(st.bytes());
+            Ok(v)
         }
         Err(err) => {
-            // The receive may still be posted (the send failed first): withdraw it, and if
-            // that cannot be done, leave its buffer to it.
+            // The receive may still be posted (the send failed first): withdraw it (its
+            // buffer is a loan it holds, alive for as long as it needs).
             e.abandon(rop);
             if e.is_done(rop) {
                 let _ = e.take(rop);
-            } else {
-                std::mem::forget(buf);
             }
             Err(err)
         }

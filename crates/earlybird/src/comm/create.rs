@@ -18,14 +18,18 @@
 
 use super::agree::{self, coll_tag, lowest_common, no_pair, Agreement, Offer};
 use super::attr::Inheritance;
-use super::errhandler::{apply, ErrHandler, ErrSlot};
+use super::context;
+use super::errhandler::{apply, ErrHandler};
 use super::group::{Comparison, Group, UNDEFINED};
-use super::{Comm, CommShared, RankMap};
+use super::{Comm, CommShared};
 use crate::error::{Error, ErrorClass, Result};
 use crate::info::Info;
-use crate::p2p::engine::{Blocked, Engine};
+use crate::p2p::engine::Engine;
+use crate::p2p::ranks::RankMap;
+use crate::p2p::wait::Blocked;
 use crate::p2p::{Status, TAG_UB};
-use crate::request::{EngineRef, Request, Scope, Steps};
+use crate::request::steps::Steps;
+use crate::request::{EngineRef, Request, Scope};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -47,7 +51,7 @@ pub(super) fn assemble(
     shape: Shape,
     info: Info,
 ) -> Comm {
-    e.ctx_claim(pair);
+    context::claim(e, pair);
     let (me, endpoints) = (e.rank(), e.size());
     let rank = shape
         .local
@@ -156,7 +160,7 @@ fn host_name() -> [u8; HOST_LEN] {
 pub struct PendingComm {
     slot: Rc<RefCell<Slot>>,
     /// The parent, whose error handler applies to [`comm`](PendingComm::comm).
-    errh: ErrSlot,
+    errh: Rc<CommShared>,
 }
 
 #[derive(Debug)]
@@ -238,7 +242,7 @@ impl Steps for IdupSteps {
                     *self.slot.borrow_mut() = Slot::Ready(c);
                 } else {
                     // Nobody can reach the communicator any more: it is freed at once.
-                    e.ctx_release(pair);
+                    context::release(e, pair);
                 }
                 Ok(Status::empty())
             }
@@ -298,7 +302,7 @@ impl Comm {
     pub(super) fn offers(&self, extra: &[u8]) -> Result<(Vec<u32>, Vec<Offer>)> {
         let (parts, me) = self.parts();
         let tag = coll_tag(self.next_seq(), 0);
-        let offers = agree::offers(&self.eng, self.ctx + 1, tag, &parts, me, extra)?;
+        let offers = agree::offers(&self.eng, self.ctx.internal().raw(), tag, &parts, me, extra)?;
         Ok((parts, offers))
     }
 
@@ -377,7 +381,13 @@ impl Comm {
         self.shared.holds.set(self.shared.holds.get() + 1);
         let steps = IdupSteps {
             parent: self.shared.clone(),
-            agreement: Agreement::new("comm_idup", self.ctx + 1, self.next_seq(), parts, me),
+            agreement: Agreement::new(
+                "comm_idup",
+                self.ctx.internal().raw(),
+                self.next_seq(),
+                parts,
+                me,
+            ),
             eng: self.eng.clone(),
             errh: self.errhandler(),
             shape: self.shape(),
@@ -385,7 +395,8 @@ impl Comm {
             inheritance: Some(inheritance),
             slot: slot.clone(),
         };
-        let req = Request::steps(&self.eng, &s.ops, Box::new(steps), &self.shared);
+        s.inner().note_engine(&self.eng);
+        let req = Request::steps(&self.eng, self.origin(), steps);
         let pending = PendingComm {
             slot,
             errh: self.shared.clone(),
@@ -586,7 +597,14 @@ impl Comm {
             let Some(me) = group.rank() else {
                 return Ok(None);
             };
-            let offers = agree::offers(&self.eng, self.ctx + 1, tag, &members, me as usize, &[])?;
+            let offers = agree::offers(
+                &self.eng,
+                self.ctx.internal().raw(),
+                tag,
+                &members,
+                me as usize,
+                &[],
+            )?;
             let all: Vec<usize> = (0..members.len()).collect();
             self.make_of("comm_create_group", &members, &offers, &all, Info::new())
                 .map(Some)

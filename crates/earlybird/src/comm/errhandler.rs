@@ -23,10 +23,6 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::request::EngineRef;
 use std::rc::Rc;
 
-/// What requests keep of the communicator they were made on: its shared state, whose error
-/// handler they apply.
-pub(crate) type ErrSlot = Rc<CommShared>;
-
 /// How errors on a communicator reach the program (MPI_Errhandler).
 ///
 /// The predefined handlers are values; a user handler is made by
@@ -107,7 +103,7 @@ impl ErrHandler {
 /// Apply the communicator's error handler to a call's result: a success passes through at
 /// the cost of one branch; an error goes to [`raise`].
 #[inline(always)]
-pub(crate) fn apply<T>(c: &ErrSlot, what: &str, r: Result<T>) -> Result<T> {
+pub(crate) fn apply<T>(c: &Rc<CommShared>, what: &str, r: Result<T>) -> Result<T> {
     match r {
         Err(e) => Err(raise(c, what, e)),
         ok => ok,
@@ -118,7 +114,7 @@ pub(crate) fn apply<T>(c: &ErrSlot, what: &str, r: Result<T>) -> Result<T> {
 /// handlers after which the call returns (`Return`, user handlers).
 #[cold]
 #[inline(never)]
-pub(crate) fn raise(c: &ErrSlot, what: &str, e: Error) -> Error {
+pub(crate) fn raise(c: &Rc<CommShared>, what: &str, e: Error) -> Error {
     // Clone out of the cell: a user handler may set another handler on this communicator.
     let h = c.errh.borrow().clone();
     match h {

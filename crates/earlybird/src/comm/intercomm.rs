@@ -10,7 +10,8 @@
 //! the other group's mask and members on to its own group.
 #![forbid(unsafe_code)]
 
-use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, Mask, MASK_BYTES};
+use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, MASK_BYTES};
+use super::context::Mask;
 use super::create::Shape;
 use super::group::Group;
 use super::Comm;
@@ -160,7 +161,7 @@ impl Comm {
             }
             let local = self.local_members();
             let seq = self.next_seq();
-            let ctx = self.ctx + 1;
+            let ctx = self.ctx.internal().raw();
             let offers = agree::offers(
                 &self.eng,
                 ctx,
@@ -238,7 +239,14 @@ impl Comm {
         let mut mine = agree::mask_to_bytes(local_mask);
         mine.extend(local.iter().flat_map(|m| m.to_le_bytes()));
         let cap = MASK_BYTES + 4 * self.eng.borrow().size() as usize;
-        let got = agree::swap_bytes(&self.eng, peer_comm.ctx + 1, peer, tag, Some(&mine), cap)?;
+        let got = agree::swap_bytes(
+            &self.eng,
+            peer_comm.ctx.internal().raw(),
+            peer,
+            tag,
+            Some(&mine),
+            cap,
+        )?;
         let (mask, remote) = decode_group(&got)?;
         if let Some(m) = remote.iter().find(|m| local.contains(m)) {
             return Err(Error::new(

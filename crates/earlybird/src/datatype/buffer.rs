@@ -4,9 +4,9 @@
 
 use super::{Datatype, Equivalence, Sig};
 use crate::error::{Error, ErrorClass, Result};
-use crate::sys::lend::{Lent, Part};
+use crate::sys::lend::{Lending, Loan, Settle, View};
+use crate::sys::overlap::Part;
 use crate::sys::plain::{as_bytes, as_bytes_mut};
-use std::marker::PhantomData;
 
 /// Only this crate implements the buffer traits: a buffer hands the engine a raw view of
 /// memory, which must come from a borrow the library checked.
@@ -27,14 +27,38 @@ impl<B: BufferMut + ?Sized> Sealed for &mut B {}
 /// [`Typed`] view. Sealed: implemented by this crate only.
 pub trait Buffer: Sealed {
     #[doc(hidden)]
-    fn lent(&self) -> Result<Lent>;
+    fn view(&self) -> Result<BufView<'_>>;
 }
 
 /// A buffer a receive writes: `[T]`, `[T; N]`, `Vec<T>`, or a [`TypedMut`] view. Sealed.
 pub trait BufferMut: Sealed {
     #[doc(hidden)]
-    fn lent_mut(&mut self) -> Result<Lent>;
+    fn view_mut(&mut self) -> Result<BufView<'_>>;
 }
+
+/// Lend `buf` for the region `l` (a scope, or one blocking call).
+#[inline(always)]
+pub(crate) fn lend<'l, B: Buffer + ?Sized, S: Settle>(
+    buf: &'l B,
+    l: &Lending<'l, '_, S>,
+) -> Result<Loan> {
+    Ok(Loan::new(buf.view()?.0, l))
+}
+
+/// Lend `buf` for writing for the region `l`.
+#[inline(always)]
+pub(crate) fn lend_mut<'l, B: BufferMut + ?Sized, S: Settle>(
+    buf: &'l mut B,
+    l: &Lending<'l, '_, S>,
+) -> Result<Loan> {
+    Ok(Loan::new(buf.view_mut()?.0, l))
+}
+
+/// What a buffer argument hands the library: a view of its bytes under the borrow the call
+/// took (see the sealed [`Buffer`] and [`BufferMut`]). Opaque.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct BufView<'b>(pub(crate) View<'b>);
 
 /// The datatype of a type with padding, checked to describe one value: its data within
 /// `0..size_of::<T>()` and its extent `size_of::<T>()` (what the `Plain` contract promises
@@ -60,73 +84,84 @@ pub(crate) fn own_datatype<T: Equivalence>() -> Result<Datatype> {
 
 /// A slice of a type with padding moves through its own datatype.
 #[cold]
-fn lend_padded<T: Equivalence>(s: &[T]) -> Result<Lent> {
+fn view_padded<T: Equivalence>(s: &[T]) -> Result<View<'_>> {
     let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
-    Lent::of_layout(s, l)
-        .map(|l| l.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
+    View::read_laid(s, l)
+        .map(|v| v.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
         .map_err(|e| Error::new(ErrorClass::Type, e))
 }
 
 #[cold]
-fn lend_padded_mut<T: Equivalence>(s: &mut [T]) -> Result<Lent> {
+fn view_padded_mut<T: Equivalence>(s: &mut [T]) -> Result<View<'_>> {
     let t = own_datatype::<T>()?;
     let l = t.layout(s.len(), 0, std::mem::size_of_val(s))?;
-    Lent::of_layout_mut(s, l)
-        .map(|l| l.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
+    View::write_laid(s, l)
+        .map(|v| v.with_sig(T::SIG).with_elem(std::mem::size_of::<T>()))
         .map_err(|e| Error::new(ErrorClass::Type, e))
+}
+
+/// The view of a slice: its bytes when the type has no padding, else through its datatype.
+#[inline(always)]
+pub(crate) fn view_of<T: Equivalence>(s: &[T]) -> Result<View<'_>> {
+    if T::GAPLESS {
+        return Ok(View::read(s)
+            .with_sig(T::SIG)
+            .with_elem(std::mem::size_of::<T>()));
+    }
+    view_padded(s)
+}
+
+/// The writable view of a slice (see [`view_of`]).
+#[inline(always)]
+pub(crate) fn view_of_mut<T: Equivalence>(s: &mut [T]) -> Result<View<'_>> {
+    if T::GAPLESS {
+        return Ok(View::write(s)
+            .with_sig(T::SIG)
+            .with_elem(std::mem::size_of::<T>()));
+    }
+    view_padded_mut(s)
 }
 
 impl<T: Equivalence> Buffer for [T] {
     #[inline(always)]
-    fn lent(&self) -> Result<Lent> {
-        match as_bytes(self) {
-            Some(b) => Ok(Lent::of(b)
-                .with_sig(T::SIG)
-                .with_elem(std::mem::size_of::<T>())),
-            None => lend_padded(self),
-        }
+    fn view(&self) -> Result<BufView<'_>> {
+        view_of(self).map(BufView)
     }
 }
 
 impl<T: Equivalence> BufferMut for [T] {
     #[inline(always)]
-    fn lent_mut(&mut self) -> Result<Lent> {
-        if T::GAPLESS {
-            let b = as_bytes_mut(self).expect("gapless");
-            return Ok(Lent::of_mut(b)
-                .with_sig(T::SIG)
-                .with_elem(std::mem::size_of::<T>()));
-        }
-        lend_padded_mut(self)
+    fn view_mut(&mut self) -> Result<BufView<'_>> {
+        view_of_mut(self).map(BufView)
     }
 }
 
 impl<T: Equivalence, const N: usize> Buffer for [T; N] {
     #[inline(always)]
-    fn lent(&self) -> Result<Lent> {
-        self[..].lent()
+    fn view(&self) -> Result<BufView<'_>> {
+        self[..].view()
     }
 }
 
 impl<T: Equivalence, const N: usize> BufferMut for [T; N] {
     #[inline(always)]
-    fn lent_mut(&mut self) -> Result<Lent> {
-        self[..].lent_mut()
+    fn view_mut(&mut self) -> Result<BufView<'_>> {
+        self[..].view_mut()
     }
 }
 
 impl<T: Equivalence> Buffer for Vec<T> {
     #[inline(always)]
-    fn lent(&self) -> Result<Lent> {
-        self[..].lent()
+    fn view(&self) -> Result<BufView<'_>> {
+        self[..].view()
     }
 }
 
 impl<T: Equivalence> BufferMut for Vec<T> {
     #[inline(always)]
-    fn lent_mut(&mut self) -> Result<Lent> {
-        self[..].lent_mut()
+    fn view_mut(&mut self) -> Result<BufView<'_>> {
+        self[..].view_mut()
     }
 }
 
@@ -176,8 +211,7 @@ fn view<T: Equivalence>(
 /// (`MPI_ERR_BUFFER` otherwise); negative displacements are fine as long as they stay inside.
 #[derive(Debug)]
 pub struct Typed<'b> {
-    lent: Lent,
-    _buf: PhantomData<&'b [u8]>,
+    view: View<'b>,
 }
 
 impl<'b> Typed<'b> {
@@ -193,41 +227,35 @@ impl<'b> Typed<'b> {
         count: usize,
         dt: &Datatype,
     ) -> Result<Typed<'b>> {
-        let lent = match view::<T>("typed view", buf.len(), origin, count, dt)? {
-            Part::Run(r) => Lent::of(&as_bytes(buf).expect("gapless")[r]),
+        let v = match view::<T>("typed view", buf.len(), origin, count, dt)? {
+            Part::Run(r) => View::read(&as_bytes(buf).expect("gapless")[r]),
             Part::Laid(l) => {
-                Lent::of_layout(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+                View::read_laid(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
             }
         };
         Ok(Typed {
-            lent: lent
+            view: v
                 .with_sig(dt.sig_code())
                 .with_elem(dt.extent().max(1) as usize),
-            _buf: PhantomData,
         })
     }
 
     /// Bytes the view sends.
     pub fn packed_len(&self) -> usize {
-        self.lent.packed_len()
-    }
-
-    pub(crate) fn lent_ref(&self) -> &Lent {
-        &self.lent
+        self.view.packed_len()
     }
 }
 
 impl Buffer for Typed<'_> {
-    fn lent(&self) -> Result<Lent> {
-        Ok(self.lent.clone())
+    fn view(&self) -> Result<BufView<'_>> {
+        Ok(BufView(self.view.reborrow()))
     }
 }
 
 /// A slice seen through a derived datatype, for receiving (see [`Typed`]).
 #[derive(Debug)]
 pub struct TypedMut<'b> {
-    lent: Lent,
-    _buf: PhantomData<&'b mut [u8]>,
+    view: View<'b>,
 }
 
 impl<'b> TypedMut<'b> {
@@ -247,39 +275,34 @@ impl<'b> TypedMut<'b> {
         count: usize,
         dt: &Datatype,
     ) -> Result<TypedMut<'b>> {
-        let lent = match view::<T>("typed view", buf.len(), origin, count, dt)? {
-            Part::Run(r) => Lent::of_mut(&mut as_bytes_mut(buf).expect("gapless")[r]),
+        let v = match view::<T>("typed view", buf.len(), origin, count, dt)? {
+            Part::Run(r) => View::write(&mut as_bytes_mut(buf).expect("gapless")[r]),
             Part::Laid(l) => {
-                Lent::of_layout_mut(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
+                View::write_laid(buf, l).map_err(|e| Error::new(ErrorClass::Buffer, e))?
             }
         };
         Ok(TypedMut {
-            lent: lent
+            view: v
                 .with_sig(dt.sig_code())
                 .with_elem(dt.extent().max(1) as usize),
-            _buf: PhantomData,
         })
     }
 
     /// Bytes the view receives at most.
     pub fn packed_len(&self) -> usize {
-        self.lent.packed_len()
-    }
-
-    pub(crate) fn lent_ref(&mut self) -> &Lent {
-        &self.lent
+        self.view.packed_len()
     }
 }
 
 impl Buffer for TypedMut<'_> {
-    fn lent(&self) -> Result<Lent> {
-        Ok(self.lent.clone())
+    fn view(&self) -> Result<BufView<'_>> {
+        Ok(BufView(self.view.reborrow().read_only()))
     }
 }
 
 impl BufferMut for TypedMut<'_> {
-    fn lent_mut(&mut self) -> Result<Lent> {
-        Ok(self.lent.clone())
+    fn view_mut(&mut self) -> Result<BufView<'_>> {
+        Ok(BufView(self.view.reborrow()))
     }
 }
 
@@ -330,7 +353,7 @@ pub fn split_views<'b, T: Equivalence>(
     }
     let sigs: Vec<Sig> = sends.iter().chain(recvs).map(|v| v.2.sig_code()).collect();
     let size = std::mem::size_of::<T>();
-    let mut lents = Lent::split(buf, parts)
+    let mut views = View::split(buf, parts)
         .map_err(|o| {
             Error::new(
                 ErrorClass::Buffer,
@@ -344,20 +367,12 @@ pub fn split_views<'b, T: Equivalence>(
         })?
         .into_iter()
         .zip(sigs)
-        .map(|(l, sig)| l.with_sig(sig));
-    let typed = lents
+        .map(|(v, sig)| v.with_sig(sig));
+    let typed = views
         .by_ref()
         .take(sends.len())
-        .map(|lent| Typed {
-            lent,
-            _buf: PhantomData,
-        })
+        .map(|view| Typed { view })
         .collect();
-    let typed_mut = lents
-        .map(|lent| TypedMut {
-            lent,
-            _buf: PhantomData,
-        })
-        .collect();
+    let typed_mut = views.map(|view| TypedMut { view }).collect();
     Ok((typed, typed_mut))
 }

@@ -22,7 +22,7 @@ pub(crate) mod buffer;
 mod constructors;
 pub mod reduce;
 
-pub use buffer::{split_views, Buffer, BufferMut, Typed, TypedMut, ViewOf};
+pub use buffer::{split_views, BufView, Buffer, BufferMut, Typed, TypedMut, ViewOf};
 pub use constructors::Order;
 
 use crate::error::{Error, ErrorClass, Result};
@@ -211,6 +211,7 @@ impl BasicType {
     }
 }
 
+use crate::sys::lend::lending;
 pub use crate::sys::sig::Sig;
 
 /// A Rust type with an MPI datatype. Implemented for the primitives that have MPI
@@ -545,17 +546,20 @@ impl Datatype {
         position: &mut usize,
     ) -> Result<()> {
         let v = Typed::new(inbuf, count, self)?;
-        let lent = v.lent_ref();
-        let end = packed_end(
-            "pack",
-            "do not fit",
-            lent.packed_len(),
-            *position,
-            outbuf.len(),
-        )?;
-        lent.pack_into(&mut outbuf[*position..end]);
-        *position = end;
-        Ok(())
+        lending((), |l| {
+            let loan = buffer::lend(&v, l)?;
+            let end = packed_end(
+                "pack",
+                "do not fit",
+                loan.packed_len(),
+                *position,
+                outbuf.len(),
+            )?;
+            loan.pack_into(&mut outbuf[*position..end])
+                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
+            *position = end;
+            Ok(())
+        })
     }
 
     /// MPI_Unpack: unpack `count` elements of this type from `inbuf` at `*position` (which
@@ -568,17 +572,20 @@ impl Datatype {
         count: usize,
     ) -> Result<()> {
         let mut v = TypedMut::new(outbuf, count, self)?;
-        let lent = v.lent_ref();
-        let end = packed_end(
-            "unpack",
-            "wanted",
-            lent.packed_len(),
-            *position,
-            inbuf.len(),
-        )?;
-        lent.unpack_from(&inbuf[*position..end]);
-        *position = end;
-        Ok(())
+        lending((), |l| {
+            let loan = buffer::lend_mut(&mut v, l)?;
+            let end = packed_end(
+                "unpack",
+                "wanted",
+                loan.packed_len(),
+                *position,
+                inbuf.len(),
+            )?;
+            loan.unpack_from(&inbuf[*position..end])
+                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
+            *position = end;
+            Ok(())
+        })
     }
 
     /// Basic elements in the first `bytes` bytes of a message of this type; `None`

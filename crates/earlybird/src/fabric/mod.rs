@@ -1,12 +1,352 @@
-//! fabric — moves frames between endpoints.
+//! fabric — moves bytes between endpoints (DESIGN.md layer 2).
 //!
-//! Shared memory on one host, the same code whether the peers are threads of one process or
-//! separate processes: per ordered pair of endpoints one `ring` for eager frames and
-//! protocol messages, and single-copy bulk transfer for large payloads
-//! (`Lent::pull`: `memcpy` inside a process,
-//! `process_vm_readv` between processes). Later transports (TCP) come in beside `shm`.
+//! One seam, the [`Transport`] trait, says everything the layers above need from a way of
+//! reaching peers: put a frame on its way, take arrived frames in order, pull a peer's
+//! exposed buffer with one copy ([`bulk`]), and map a memory region a peer created (bound
+//! channels, later RMA windows). [`shm::Shm`] implements it for the endpoints of one host,
+//! threads or processes alike (one [`ring`] per ordered pair in the [`job`] segment); an OFI
+//! transport between hosts will implement it beside it.
+//!
+//! [`Fabric`] is what an endpoint holds: it decides, in one place ([`Fabric::route`]), how
+//! each peer is reached (itself: a loopback queue; a peer on this host: shared memory), keeps
+//! frames to one peer in order when its ring is full (they wait in a queue and leave with a
+//! later [`flush`](Fabric::flush)), and returns flow-control credit to peers. It implements
+//! [`Transport`] too, so p2p, channels and RMA are written against the seam alone.
 
-pub mod channel;
+pub(crate) mod bulk;
+pub(crate) mod channel;
+pub(crate) mod frame;
+pub(crate) mod job;
 pub(crate) mod ring;
-pub mod shm;
+pub(crate) mod shm;
 pub(crate) mod sync;
+
+use crate::sys::copy::copy_small;
+use crate::sys::lend::{Loan, Unusable};
+use crate::sys::segment::Segment;
+use bulk::RemoteRef;
+use frame::Frame;
+use job::JobSegment;
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::OwnedFd;
+
+/// Where a memory region one endpoint created can be mapped from by its peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegionKey {
+    pub(crate) pid: u32,
+    pub(crate) fd: i32,
+    pub(crate) bytes: usize,
+}
+
+impl RegionKey {
+    /// The key's bytes, as a control message carries them.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.extend(self.pid.to_le_bytes());
+        out.extend(self.fd.to_le_bytes());
+        out.extend((self.bytes as u64).to_le_bytes());
+    }
+
+    /// A key read from `b` (16 bytes), and the rest of `b`.
+    pub(crate) fn decode(b: &[u8]) -> Option<(RegionKey, &[u8])> {
+        let (k, rest) = b.split_first_chunk::<16>()?;
+        let key = RegionKey {
+            pid: u32::from_le_bytes(k[0..4].try_into().ok()?),
+            fd: i32::from_le_bytes(k[4..8].try_into().ok()?),
+            bytes: u64::from_le_bytes(k[8..16].try_into().ok()?) as usize,
+        };
+        Some((key, rest))
+    }
+}
+
+/// The seam: what the layers above need from a way of reaching peers. Frames from one peer
+/// arrive in the order it sent them.
+pub(crate) trait Transport {
+    /// The largest payload one frame carries.
+    fn max_payload(&self) -> usize;
+
+    /// Put `frame` with a payload of `len` bytes (at most [`max_payload`](Self::max_payload))
+    /// that `fill` writes on its way to `peer`. `false`, with nothing written, when there is
+    /// no room now.
+    fn try_send(
+        &mut self,
+        peer: u32,
+        frame: &Frame,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> bool;
+
+    /// The oldest frame from `peer` not yet consumed.
+    fn peek(&self, peer: u32) -> Option<Frame>;
+
+    /// The payload of `frame`, the frame [`peek`](Self::peek) returned; valid until it is
+    /// consumed.
+    fn payload<'f>(&'f self, peer: u32, frame: &'f Frame) -> &'f [u8];
+
+    /// Done with `frame`, the frame `peek` returned.
+    fn consume(&mut self, peer: u32, frame: &Frame);
+
+    /// Eager payload bytes `peer` reports delivered into receive buffers (flow control).
+    fn delivered_by(&self, peer: u32) -> u64;
+
+    /// Report `bytes` more of `from`'s eager payload delivered here.
+    fn report_delivered(&mut self, from: u32, bytes: u64);
+
+    /// Whether `peer` is a thread of this process.
+    fn same_process(&self, peer: u32) -> bool;
+
+    /// Fill the first `n` message bytes of `dst` from `peer`'s exposed bytes `remote` (see
+    /// [`bulk`]).
+    fn pull(&self, peer: u32, remote: &RemoteRef, dst: &Loan, n: usize) -> io::Result<()>;
+
+    /// A zero-filled region of `bytes` that peers can map with the returned key while the
+    /// returned descriptor is held.
+    fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)>;
+
+    /// Map the region a peer created.
+    fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment>;
+}
+
+/// How a peer is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// This endpoint itself: a queue in its own memory.
+    Loopback,
+    /// An endpoint of this host: shared memory.
+    Shm,
+}
+
+/// A frame and its payload, kept in memory (a loopback frame, or one that found its ring
+/// full).
+type Held = (Frame, Vec<u8>);
+
+/// An endpoint's fabric: its transports, routing, ordering queues and credit.
+pub(crate) struct Fabric {
+    me: u32,
+    shm: Shm,
+    /// Frames to this endpoint itself, in order, with their payloads.
+    loopback: VecDeque<Held>,
+    /// Frames that found their ring full, per peer, in order.
+    queued: Vec<VecDeque<Held>>,
+    queued_frames: usize,
+    job: JobSegment,
+}
+
+use shm::Shm;
+
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fabric")
+            .field("me", &self.me)
+            .field("queued_frames", &self.queued_frames)
+            .finish()
+    }
+}
+
+impl Fabric {
+    /// Endpoint `me` of `job` (`Err` if that endpoint was claimed already).
+    pub(crate) fn new(job: JobSegment, me: u32) -> Result<Fabric, String> {
+        let n = job.nranks() as usize;
+        Ok(Fabric {
+            me,
+            shm: Shm::new(job.clone(), me)?,
+            loopback: VecDeque::new(),
+            queued: (0..n).map(|_| VecDeque::new()).collect(),
+            queued_frames: 0,
+            job,
+        })
+    }
+
+    /// How `peer` is reached: the one place routing is decided.
+    #[inline(always)]
+    pub(crate) fn route(&self, peer: u32) -> Route {
+        if peer == self.me {
+            Route::Loopback
+        } else {
+            Route::Shm
+        }
+    }
+
+    /// The job segment (rank slots, abort flag).
+    pub(crate) fn job(&self) -> &JobSegment {
+        &self.job
+    }
+
+    /// Endpoints of the job.
+    pub(crate) fn nranks(&self) -> u32 {
+        self.job.nranks()
+    }
+
+    /// Send `frame` with `payload` to `peer`: into its ring at once when nothing waits before
+    /// it and there is room, else into its queue.
+    #[inline(always)]
+    pub(crate) fn send(&mut self, peer: u32, frame: &Frame, payload: &[u8]) {
+        if !self.try_send(peer, frame, payload.len(), |d| copy_small(d, payload)) {
+            self.enqueue(peer, *frame, payload.to_vec());
+        }
+    }
+
+    /// Send `frame` with the message `loan` holds as its payload, packed straight into the
+    /// ring when it goes there at once. `Err` (nothing sent) when the loan's buffer is no
+    /// longer lent.
+    #[inline(always)]
+    pub(crate) fn send_loan(
+        &mut self,
+        peer: u32,
+        frame: &Frame,
+        loan: &Loan,
+    ) -> Result<(), Unusable> {
+        let len = loan.packed_len();
+        let mut packed = Ok(());
+        // Check first so that nothing is sent from a dead loan.
+        loan.raw_to_read()?;
+        let sent = self.try_send(peer, frame, len, |d| packed = loan.pack_into(d));
+        packed?;
+        if !sent {
+            let bytes = loan.to_packed()?;
+            self.enqueue(peer, *frame, bytes);
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self, peer: u32, mut frame: Frame, payload: Vec<u8>) {
+        frame.len = payload.len() as u32;
+        match self.route(peer) {
+            Route::Loopback => self.loopback.push_back((frame, payload)),
+            Route::Shm => {
+                self.queued[peer as usize].push_back((frame, payload));
+                self.queued_frames += 1;
+            }
+        }
+    }
+
+    /// Frames waiting for room in a ring.
+    #[inline(always)]
+    pub(crate) fn queued_frames(&self) -> usize {
+        self.queued_frames
+    }
+
+    /// Move queued frames into their rings while there is room. True if any moved.
+    pub(crate) fn flush(&mut self) -> bool {
+        if self.queued_frames == 0 {
+            return false;
+        }
+        let mut did = false;
+        for (peer, q) in self.queued.iter_mut().enumerate() {
+            while let Some((f, p)) = q.front() {
+                if !self
+                    .shm
+                    .try_send(peer as u32, f, p.len(), |d| copy_small(d, p))
+                {
+                    break;
+                }
+                q.pop_front();
+                self.queued_frames -= 1;
+                did = true;
+            }
+        }
+        did
+    }
+
+    /// Take the first frame to this endpoint itself that `pred` accepts out of the
+    /// loopback queue; whether there was one.
+    pub(crate) fn withdraw_loopback(&mut self, pred: impl Fn(&Frame) -> bool) -> bool {
+        match self.loopback.iter().position(|(f, _)| pred(f)) {
+            Some(i) => {
+                self.loopback.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Transport for Fabric {
+    fn max_payload(&self) -> usize {
+        self.shm.max_payload()
+    }
+
+    /// Routes; a frame to this endpoint always goes (into the loopback queue), and one to a
+    /// peer with frames queued before it does not (order).
+    #[inline(always)]
+    fn try_send(
+        &mut self,
+        peer: u32,
+        frame: &Frame,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> bool {
+        match self.route(peer) {
+            Route::Loopback => {
+                let mut p = vec![0u8; len];
+                fill(&mut p);
+                self.enqueue(peer, *frame, p);
+                true
+            }
+            Route::Shm => {
+                self.queued[peer as usize].is_empty() && self.shm.try_send(peer, frame, len, fill)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn peek(&self, peer: u32) -> Option<Frame> {
+        match self.route(peer) {
+            Route::Loopback => self.loopback.front().map(|(f, _)| *f),
+            Route::Shm => self.shm.peek(peer),
+        }
+    }
+
+    #[inline(always)]
+    fn payload<'f>(&'f self, peer: u32, frame: &'f Frame) -> &'f [u8] {
+        match self.route(peer) {
+            Route::Loopback => self.loopback.front().map_or(&[], |(_, p)| &p[..]),
+            Route::Shm => self.shm.payload(peer, frame),
+        }
+    }
+
+    #[inline(always)]
+    fn consume(&mut self, peer: u32, frame: &Frame) {
+        match self.route(peer) {
+            Route::Loopback => {
+                self.loopback.pop_front();
+            }
+            Route::Shm => self.shm.consume(peer, frame),
+        }
+    }
+
+    fn delivered_by(&self, peer: u32) -> u64 {
+        match self.route(peer) {
+            Route::Loopback => 0,
+            Route::Shm => self.shm.delivered_by(peer),
+        }
+    }
+
+    fn report_delivered(&mut self, from: u32, bytes: u64) {
+        if self.route(from) == Route::Shm {
+            self.shm.report_delivered(from, bytes);
+        }
+    }
+
+    fn same_process(&self, peer: u32) -> bool {
+        match self.route(peer) {
+            Route::Loopback => true,
+            Route::Shm => self.shm.same_process(peer),
+        }
+    }
+
+    fn pull(&self, peer: u32, remote: &RemoteRef, dst: &Loan, n: usize) -> io::Result<()> {
+        match self.route(peer) {
+            Route::Loopback => bulk::pull(true, 0, remote, dst, n),
+            Route::Shm => self.shm.pull(peer, remote, dst, n),
+        }
+    }
+
+    fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)> {
+        self.shm.create_region(bytes)
+    }
+
+    fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment> {
+        self.shm.map_region(key)
+    }
+}

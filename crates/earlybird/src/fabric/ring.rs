@@ -26,37 +26,16 @@
 //! This is Lamport's single-producer single-consumer ring with a per-slot sequence word (as in
 //! Vyukov's bounded queue) so the consumer polls the very line it will read.
 
+use super::frame::{Frame, INLINE_BYTES};
 use super::sync::{AtomicU64, Ordering, UnsafeCell};
+#[cfg(test)]
 use crate::sys::copy::copy_small;
-use bytemuck::{Pod, Zeroable};
 
-/// Bytes of payload carried inside the frame itself.
-pub const INLINE_BYTES: usize = 24;
 /// Bytes of one slot.
-pub const SLOT_BYTES: usize = 128;
+pub(crate) const SLOT_BYTES: usize = 128;
 const CONSUMER_LINE_BYTES: usize = 128;
 const DATA_ALIGN: u64 = 64;
 
-/// The 56 bytes of a slot after its sequence word. `kind` and `flags` belong to the protocol
-/// layer above; the ring only reads `len` and `data_off` for payload placement.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable, PartialEq, Eq)]
-pub struct Frame {
-    pub kind: u8,
-    pub flags: u8,
-    pub reserved: u16,
-    pub ctx: u32,
-    pub tag: i32,
-    /// Payload bytes carried by this frame (inline or in the data area).
-    pub len: u32,
-    pub a: u64,
-    pub b: u64,
-    /// Inline payload, or protocol words for frames without payload.
-    pub inline: [u8; INLINE_BYTES],
-}
-
-#[cfg(not(loom))]
-const _: () = assert!(std::mem::size_of::<Frame>() == 56);
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<Slot>() == SLOT_BYTES);
 #[cfg(not(loom))]
@@ -66,7 +45,7 @@ const _: () = assert!(std::mem::size_of::<ConsumerLine>() == CONSUMER_LINE_BYTES
 /// prefetcher does not pull the slot being written into the reader's cache with the slot
 /// being read.
 #[repr(C, align(128))]
-pub struct Slot {
+pub(crate) struct Slot {
     seq: AtomicU64,
     body: UnsafeCell<Frame>,
 }
@@ -83,7 +62,7 @@ impl Slot {
 
 /// Written by the consumer only.
 #[repr(C, align(128))]
-pub struct ConsumerLine {
+pub(crate) struct ConsumerLine {
     head_slots: AtomicU64,
     head_bytes: AtomicU64,
     /// Eager payload bytes that reached a user buffer (flow control, see `p2p`).
@@ -103,31 +82,37 @@ impl ConsumerLine {
 
 /// Sizes of one ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RingShape {
-    pub nslots: usize,
-    pub data_bytes: usize,
+pub(crate) struct RingShape {
+    pub(crate) nslots: usize,
+    pub(crate) data_bytes: usize,
 }
 
 impl RingShape {
     /// Bytes the ring occupies in a segment (a multiple of 128).
-    pub const fn bytes(&self) -> usize {
+    pub(crate) const fn bytes(&self) -> usize {
         CONSUMER_LINE_BYTES + self.nslots * SLOT_BYTES + self.data_bytes
     }
 }
 
-/// Raw placement of one ring. Made by the segment layout (process memory) or by a test.
+/// Raw placement of one ring. Made by the job segment's layout (or by a test) with
+/// [`RingPtrs::at`], whose contract the ends rely on.
 #[derive(Clone, Copy, Debug)]
-pub struct RingPtrs {
-    pub ctl: *const ConsumerLine,
-    pub slots: *const Slot,
-    pub data: *mut u8,
-    pub shape: RingShape,
+pub(crate) struct RingPtrs {
+    ctl: *const ConsumerLine,
+    slots: *const Slot,
+    data: *mut u8,
+    shape: RingShape,
 }
 
 impl RingPtrs {
-    /// Place a ring at `base`, which must point at `shape.bytes()` zeroed bytes, 128-aligned,
-    /// that stay mapped for as long as any endpoint uses the ring.
-    pub fn at(base: *mut u8, shape: RingShape) -> RingPtrs {
+    /// Place a ring at `base`.
+    ///
+    /// # Safety
+    /// `base` points at `shape.bytes()` bytes, 128-aligned, zeroed when the ring was first
+    /// placed, that stay mapped for as long as any end made from the result lives; nothing
+    /// but ends of this ring accesses them; `shape.nslots` is a power of two and
+    /// `shape.data_bytes` a multiple of 64.
+    pub(crate) unsafe fn at(base: *mut u8, shape: RingShape) -> RingPtrs {
         debug_assert_eq!(base as usize % 128, 0);
         debug_assert!(shape.nslots.is_power_of_two() && shape.data_bytes.is_multiple_of(64));
         // wrapping_add: pure address arithmetic, dereferenced only under the ring invariants.
@@ -137,6 +122,12 @@ impl RingPtrs {
             data: base.wrapping_add(CONSUMER_LINE_BYTES + shape.nslots * SLOT_BYTES),
             shape,
         }
+    }
+
+    /// Where the ring starts.
+    #[cfg(test)]
+    pub(crate) fn base(&self) -> *const u8 {
+        self.ctl.cast()
     }
 
     fn ctl(&self) -> &ConsumerLine {
@@ -153,7 +144,7 @@ impl RingPtrs {
 }
 
 /// The producing end. Lives in the sender's private memory.
-pub struct Producer {
+pub(crate) struct Producer {
     ring: RingPtrs,
     tail_slots: u64,
     tail_bytes: u64,
@@ -166,7 +157,11 @@ pub struct Producer {
 unsafe impl Send for Producer {}
 
 impl Producer {
-    pub fn new(ring: RingPtrs) -> Producer {
+    /// The producing end of `ring`.
+    ///
+    /// # Safety
+    /// No other `Producer` of this ring exists while this one lives (invariant 1).
+    pub(crate) unsafe fn new(ring: RingPtrs) -> Producer {
         Producer {
             ring,
             tail_slots: 0,
@@ -177,12 +172,12 @@ impl Producer {
     }
 
     /// Largest payload one frame can carry in the data area.
-    pub fn max_payload(&self) -> usize {
+    pub(crate) fn max_payload(&self) -> usize {
         self.ring.shape.data_bytes / 2
     }
 
     /// Eager bytes the consumer reports delivered to user buffers.
-    pub fn delivered_bytes(&self) -> u64 {
+    pub(crate) fn delivered_bytes(&self) -> u64 {
         self.ring.ctl().delivered_bytes.load(Ordering::Relaxed)
     }
 
@@ -190,7 +185,7 @@ impl Producer {
     /// Payloads up to [`INLINE_BYTES`] travel inside the frame. Returns false, writing
     /// nothing, when the ring has no room now.
     #[inline(always)]
-    pub fn try_push_with(
+    pub(crate) fn try_push_with(
         &mut self,
         frame: &Frame,
         len: usize,
@@ -253,14 +248,14 @@ impl Producer {
     }
 
     /// [`try_push_with`](Self::try_push_with) copying a byte slice.
-    #[inline(always)]
-    pub fn try_push(&mut self, frame: &Frame, payload: &[u8]) -> bool {
+    #[cfg(test)]
+    pub(crate) fn try_push(&mut self, frame: &Frame, payload: &[u8]) -> bool {
         self.try_push_with(frame, payload.len(), |dst| copy_small(dst, payload))
     }
 }
 
 /// The consuming end. Lives in the receiver's private memory.
-pub struct Consumer {
+pub(crate) struct Consumer {
     ring: RingPtrs,
     head_slots: u64,
     head_bytes: u64,
@@ -271,7 +266,11 @@ pub struct Consumer {
 unsafe impl Send for Consumer {}
 
 impl Consumer {
-    pub fn new(ring: RingPtrs) -> Consumer {
+    /// The consuming end of `ring`.
+    ///
+    /// # Safety
+    /// No other `Consumer` of this ring exists while this one lives (invariant 1).
+    pub(crate) unsafe fn new(ring: RingPtrs) -> Consumer {
         Consumer {
             ring,
             head_slots: 0,
@@ -282,7 +281,7 @@ impl Consumer {
 
     /// The next frame, if one has been published. Does not consume it.
     #[inline]
-    pub fn peek(&self) -> Option<Frame> {
+    pub(crate) fn peek(&self) -> Option<Frame> {
         let slot = self.ring.slot(self.head_slots);
         if slot.seq.load(Ordering::Acquire) != self.head_slots + 1 {
             return None;
@@ -295,7 +294,7 @@ impl Consumer {
 
     /// The payload of `frame` (the frame last returned by `peek`), valid until `pop`.
     #[inline]
-    pub fn payload<'f>(&'f self, frame: &'f Frame) -> &'f [u8] {
+    pub(crate) fn payload<'f>(&'f self, frame: &'f Frame) -> &'f [u8] {
         let len = frame.len as usize;
         if len <= INLINE_BYTES {
             return &frame.inline[..len];
@@ -309,7 +308,7 @@ impl Consumer {
 
     /// Consume `frame`, the one last returned by `peek`.
     #[inline]
-    pub fn pop(&mut self, frame: &Frame) {
+    pub(crate) fn pop(&mut self, frame: &Frame) {
         self.head_slots += 1;
         if frame.len as usize > INLINE_BYTES {
             self.head_bytes = frame.b + (frame.len as u64).div_ceil(DATA_ALIGN) * DATA_ALIGN;
@@ -326,7 +325,7 @@ impl Consumer {
 
     /// Report `n` more eager bytes delivered into user buffers (flow control).
     #[inline]
-    pub fn add_delivered(&mut self, n: u64) {
+    pub(crate) fn add_delivered(&mut self, n: u64) {
         if n > 0 {
             self.delivered += n;
             self.ring
@@ -345,7 +344,9 @@ mod tests {
         let mut mem = vec![0u128; shape.bytes() / 16 + 8];
         let base = mem.as_mut_ptr() as usize;
         let aligned = (base + 127) & !127;
-        let ptrs = RingPtrs::at(aligned as *mut u8, shape);
+        // SAFETY: `mem` has shape.bytes() zeroed bytes past the 128-aligned `aligned` (8
+        // spare u128s cover the alignment) and outlives every end made in the test.
+        let ptrs = unsafe { RingPtrs::at(aligned as *mut u8, shape) };
         (mem, ptrs)
     }
 
@@ -356,17 +357,14 @@ mod tests {
             data_bytes: 1024,
         };
         let (_mem, ptrs) = heap_ring(shape);
-        let mut p = Producer::new(ptrs);
-        let mut c = Consumer::new(ptrs);
+        // SAFETY: one producer and one consumer of this ring.
+        let (mut p, mut c) = unsafe { (Producer::new(ptrs), Consumer::new(ptrs)) };
         let mut sent = 0u32;
         let mut got = 0u32;
         while got < 1000 {
             let len = (sent as usize * 37) % 300;
             let payload: Vec<u8> = (0..len).map(|i| (i as u32 + sent) as u8).collect();
-            let f = Frame {
-                tag: sent as i32,
-                ..Frame::default()
-            };
+            let f = Frame::new(0, 0, sent as i32);
             if sent < 1000 && p.try_push(&f, &payload) {
                 sent += 1;
             }
@@ -392,16 +390,10 @@ mod tests {
             data_bytes: 512,
         };
         let (_mem, ptrs) = heap_ring(shape);
-        let mut p = Producer::new(ptrs);
-        let mut c = Consumer::new(ptrs);
+        // SAFETY: one producer and one consumer of this ring.
+        let (mut p, mut c) = unsafe { (Producer::new(ptrs), Consumer::new(ptrs)) };
         for i in 0..4 {
-            assert!(p.try_push(
-                &Frame {
-                    tag: i,
-                    ..Frame::default()
-                },
-                &[1, 2, 3]
-            ));
+            assert!(p.try_push(&Frame::new(0, 0, i), &[1, 2, 3]));
         }
         assert!(!p.try_push(&Frame::default(), &[]));
         let f = c.peek().unwrap();
@@ -413,7 +405,8 @@ mod tests {
             data_bytes: 512,
         };
         let (_mem2, ptrs) = heap_ring(shape);
-        let mut p = Producer::new(ptrs);
+        // SAFETY: the one producer of this ring.
+        let mut p = unsafe { Producer::new(ptrs) };
         assert!(p.try_push(&Frame::default(), &[7u8; 256]));
         assert!(p.try_push(&Frame::default(), &[7u8; 256]));
         assert!(!p.try_push(&Frame::default(), &[7u8; 100]));
@@ -459,14 +452,12 @@ mod loom_tests {
             let sp = SendPtrs(ptrs);
             let t = loom::thread::spawn(move || {
                 let sp = sp;
-                let mut p = Producer::new(sp.0);
+                // SAFETY: the model's one producer.
+                let mut p = unsafe { Producer::new(sp.0) };
                 let mut i = 0u8;
                 while i < 3 {
                     let payload = [i; 40];
-                    let f = Frame {
-                        tag: i as i32,
-                        ..Frame::default()
-                    };
+                    let f = Frame::new(0, 0, i as i32);
                     if p.try_push(&f, &payload[..if i == 1 { 40 } else { 4 }]) {
                         i += 1;
                     } else {
@@ -474,7 +465,8 @@ mod loom_tests {
                     }
                 }
             });
-            let mut c = Consumer::new(ptrs);
+            // SAFETY: the model's one consumer.
+            let mut c = unsafe { Consumer::new(ptrs) };
             let mut got = 0u8;
             while got < 3 {
                 if let Some(f) = c.peek() {

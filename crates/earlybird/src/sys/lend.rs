@@ -1,129 +1,67 @@
-//! Raw views of user buffers lent to operations in progress.
+//! Lending user buffers to operations that run later (from the progress engine, after the
+//! call that started them has returned), without any safe function able to reach memory
+//! that is no longer lent.
 //!
-//! A [`Lent`] is the address and length of a user buffer that a nonblocking or persistent
-//! operation will read or write later, from the progress engine. **Crate invariant:** a
-//! `Lent` is made only by the request layer, from a buffer that it keeps alive and unaliased
-//! (borrowed for the request's lifetime inside a [`scope`](crate::scope), or owned by the
-//! request) until the operation has completed or been cancelled. Every `unsafe` block below
-//! leans on that invariant.
+//! * [`Lent`]: the raw view of some bytes (address, length, and where the message's bytes
+//!   are: all of them, or a datatype's [`Layout`]). It carries no proof of anything: the
+//!   methods that read or write the bytes are `unsafe fn`, each with its `# Safety`.
+//! * [`View<'b>`]: a raw view made from a borrow of the buffer for `'b` (a slice, a part of
+//!   one, a datatype's view of one). It cannot be dereferenced either; it is what a buffer
+//!   argument becomes before it is lent.
+//! * [`Lending`]: a region in which views may be lent (a request scope, or one blocking
+//!   call), made only by [`lending`], which ends it when its closure returns or unwinds:
+//!   first it lets the region settle its operations ([`Settle`]), then it ends the region's
+//!   *life*.
+//! * [`Loan`]: a view lent for a region ([`Loan::new`] takes a `View<'l>` and a
+//!   `&Lending<'l, ..>` of the same `'l`, so the buffer outlives the region), or memory the
+//!   loan owns. Its methods that touch the bytes are safe: each checks that the region's life
+//!   has not ended (one load of a flag) and then calls the `unsafe` method of [`Lent`]. This
+//!   is where the `# Safety` obligations of `Lent` are discharged: a live region's buffers
+//!   are alive (the borrow outlives the region), and written only through loans of a `&mut`
+//!   borrow (checked per loan), one call at a time on the endpoint's thread (a `Loan` is not
+//!   `Send`).
+//!
+//! A region that ends while loans of it are still held (an operation the settling missed, a
+//! request leaked with `mem::forget`) leaves those loans dead: any later access through them
+//! is refused ([`Unusable`]), never a use of freed memory. A region whose loans are all gone
+//! when it ends gives its life back to a per-thread pool, so a blocking call (one region per
+//! call) allocates nothing.
+//!
+//! Reads of a *peer's* lent bytes (a rendezvous receiver pulling a sender's buffer) are not
+//! made through a `Loan`: they go through the fabric's bulk transfer, whose protocol keeps the
+//! sender's buffer lent until the receiver says it is done (see `fabric::bulk`).
 
 use super::layout::{Layout, Segment};
+use super::overlap::{first_overlap, Overlap, Part};
 use super::plain::Plain;
 use super::sig::Sig;
-use std::io;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 use std::rc::Rc;
 
-/// Address and length of a buffer lent to an operation, and where in it the message's bytes
-/// are: all of it in order (contiguous), or a [`Layout`] of a derived datatype.
+/// The address and length of some bytes, and where in them a message's bytes are: all of
+/// them in order (contiguous), or a [`Layout`] of a derived datatype. A raw view: nothing
+/// about it says the bytes are alive, so reading or writing them is `unsafe`.
 #[derive(Clone, Debug)]
-pub struct Lent {
+pub(crate) struct Lent {
     ptr: *mut u8,
     len: usize,
-    /// `None`: the message is the buffer's bytes. `Some`: its pieces, checked to lie within
-    /// `0..len`.
+    /// `None`: the message is the bytes. `Some`: its pieces, checked to lie within `0..len`.
     layout: Option<Rc<Layout>>,
-    /// Whether all `len` bytes are initialised data (no padding) lent to this operation
-    /// alone, so that whole-buffer byte views are sound (false for a laid-out part of a split
-    /// buffer, see [`Lent::split`]).
+    /// Whether all `len` bytes are initialised data (no padding) lent to this view alone, so
+    /// that whole-buffer byte views are sound (false for a laid-out part of a split buffer,
+    /// which spans bytes of the other parts).
     gapless: bool,
-    /// The basic type the message is made of when it is made of one; a receive compares it
-    /// with the sender's.
+    /// The basic type the message is made of, which a receive compares with the sender's.
     sig: Sig,
     /// Bytes of one element of the buffer's type (its extent), 1 when unknown: the unit of a
     /// bound channel's address increment.
     elem: u32,
 }
 
-/// One part of a buffer lent by [`Lent::split`]: a run of bytes, or a datatype's layout.
-#[derive(Debug)]
-pub(crate) enum Part {
-    Run(std::ops::Range<usize>),
-    Laid(Layout),
-}
-
-/// Two parts of a split buffer that share a byte while one of them is written: part `a`,
-/// part `b` (`a` reaches the byte first in address order) and the lowest such byte of `b`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Overlap {
-    pub a: usize,
-    pub b: usize,
-    pub byte: usize,
-}
-
-/// The first overlap among `pieces` (`(start, end, part)`, nonempty) between two different
-/// parts at least one of which is written. One sweep in address order: each piece is checked
-/// against the furthest-reaching earlier piece of another part (of any part if it is written,
-/// of a written part if not).
-fn first_overlap(pieces: &mut [(usize, usize, usize)], writes: &[bool]) -> Option<Overlap> {
-    pieces.sort_unstable();
-    let (mut any, mut written) = (Reach::default(), Reach::default());
-    for &(start, end, part) in pieces.iter() {
-        let against = if writes[part] { &any } else { &written };
-        if let Some(a) = against.past(start, part) {
-            return Some(Overlap {
-                a,
-                b: part,
-                byte: start,
-            });
-        }
-        any.add(end, part);
-        if writes[part] {
-            written.add(end, part);
-        }
-    }
-    None
-}
-
-/// The furthest end among pieces seen (`best`, with its part) and the furthest among those
-/// of other parts than `best`'s (`second`): enough to find, for any part, the furthest end
-/// among the other parts.
-#[derive(Default)]
-struct Reach {
-    best: Option<(usize, usize)>,
-    second: Option<(usize, usize)>,
-}
-
-impl Reach {
-    fn add(&mut self, end: usize, part: usize) {
-        match self.best {
-            None => self.best = Some((end, part)),
-            Some((be, bp)) if bp == part => self.best = Some((be.max(end), part)),
-            Some((be, _)) if end > be => {
-                self.second = self.best;
-                self.best = Some((end, part));
-            }
-            Some(_) => {
-                if self.second.is_none_or(|(se, _)| end > se) {
-                    self.second = Some((end, part));
-                }
-            }
-        }
-    }
-
-    /// A part other than `part` with a piece that ends after `start`.
-    fn past(&self, start: usize, part: usize) -> Option<usize> {
-        [self.best, self.second]
-            .into_iter()
-            .flatten()
-            .find(|&(_, q)| q != part)
-            .filter(|&(e, _)| e > start)
-            .map(|(_, q)| q)
-    }
-}
-
-/// Where a rendezvous sender's bytes are, as its RTS describes them.
-#[derive(Clone, Copy, Debug)]
-pub enum Remote {
-    /// One run of bytes at this address.
-    Contiguous(u64),
-    /// A table of `[address, length]` segments (`[u64; 2]` each) at `table`, `entries` long;
-    /// the sender keeps it alive until the FIN.
-    Segments { table: u64, entries: usize },
-}
-
 impl Lent {
-    /// An empty buffer (zero-length messages, PROC_NULL).
-    pub const EMPTY: Lent = Lent {
+    /// No bytes (zero-length messages, PROC_NULL).
+    pub(crate) const EMPTY: Lent = Lent {
         ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
         len: 0,
         layout: None,
@@ -132,41 +70,25 @@ impl Lent {
         elem: 1,
     };
 
-    /// Lend a buffer that the operation will only read.
-    pub(crate) fn of(buf: &[u8]) -> Lent {
+    fn run(ptr: *mut u8, len: usize, gapless: bool) -> Lent {
         Lent {
-            ptr: buf.as_ptr() as *mut u8,
-            len: buf.len(),
+            ptr,
+            len,
+            gapless,
             ..Lent::EMPTY
         }
-    }
-
-    /// Lend a buffer that the operation will write.
-    pub(crate) fn of_mut(buf: &mut [u8]) -> Lent {
-        Lent {
-            ptr: buf.as_mut_ptr(),
-            len: buf.len(),
-            ..Lent::EMPTY
-        }
-    }
-
-    /// Lend a slice of a plain type, to be read through `layout` (checked against it).
-    pub(crate) fn of_layout<T: Plain>(buf: &[T], layout: Layout) -> Result<Lent, String> {
-        Lent::laid_out(
-            buf.as_ptr() as *mut u8,
-            std::mem::size_of_val(buf),
-            T::GAPLESS,
-            layout,
-        )
-    }
-
-    /// Lend a slice of a plain type, to be written through `layout` (checked against it).
-    pub(crate) fn of_layout_mut<T: Plain>(buf: &mut [T], layout: Layout) -> Result<Lent, String> {
-        let len = std::mem::size_of_val(buf);
-        Lent::laid_out(buf.as_mut_ptr().cast(), len, T::GAPLESS, layout)
     }
 
     fn laid_out(ptr: *mut u8, len: usize, gapless: bool, layout: Layout) -> Result<Lent, String> {
+        Lent::laid_out_rc(ptr, len, gapless, Rc::new(layout))
+    }
+
+    fn laid_out_rc(
+        ptr: *mut u8,
+        len: usize,
+        gapless: bool,
+        layout: Rc<Layout>,
+    ) -> Result<Lent, String> {
         if layout.end() > len {
             return Err(format!(
                 "the datatype reaches byte {} of a buffer of {len} bytes",
@@ -176,30 +98,362 @@ impl Lent {
         Ok(Lent {
             ptr,
             len,
-            layout: Some(Rc::new(layout)),
+            layout: Some(layout),
             gapless,
             sig: Sig::MIXED,
             elem: 1,
         })
     }
 
-    /// Lend parts of one buffer at once to operations that will be in progress together
-    /// (a halo exchange sends a grid's boundary cells while it receives into the halo around
-    /// them): `parts[i]` is a [`Part`] and whether its operation writes it. A part that is
-    /// written must share no byte with any other part; `Err` names the first two that do.
+    /// Bytes `off..off + len` of this contiguous view, or with `layout` a layout placed over
+    /// them (checked to lie within them). Panics if the range leaves the view: callers cut
+    /// blocks from counts they have checked.
+    pub(crate) fn sub(
+        &self,
+        off: usize,
+        len: usize,
+        layout: Option<Rc<Layout>>,
+    ) -> Result<Lent, String> {
+        assert!(
+            self.layout.is_none() && off.checked_add(len).is_some_and(|e| e <= self.len),
+            "sub: bytes {off}+{len} of a buffer of {} bytes",
+            self.len
+        );
+        // In bounds (asserted); same provenance as `ptr`.
+        let ptr = self.ptr.wrapping_add(off);
+        match layout {
+            None => Ok(Lent {
+                ptr,
+                len,
+                layout: None,
+                gapless: self.gapless,
+                sig: self.sig,
+                elem: self.elem,
+            }),
+            Some(l) => {
+                Lent::laid_out_rc(ptr, len, self.gapless, l).map(|x| Lent { sig: self.sig, ..x })
+            }
+        }
+    }
+
+    /// Bytes of the view (its extent in memory).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes of the message: the length when contiguous, the layout's packed size otherwise.
+    #[inline(always)]
+    pub(crate) fn packed_len(&self) -> usize {
+        match &self.layout {
+            None => self.len,
+            Some(l) => l.packed_len(),
+        }
+    }
+
+    pub(crate) fn is_contiguous(&self) -> bool {
+        self.layout.is_none()
+    }
+
+    pub(crate) fn sig(&self) -> Sig {
+        self.sig
+    }
+
+    /// Bytes of one element of the buffer's type (1 when unknown).
+    pub(crate) fn elem(&self) -> usize {
+        self.elem as usize
+    }
+
+    /// The address of the first byte (of the view, not of the message).
+    pub(crate) fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    /// The pointer the bytes are reached through (for the fabric's bulk transfers).
+    pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// The first `n` message bytes as `(address, length)` segments (one for a contiguous
+    /// view), for a single-copy read by a peer or by this side.
+    pub(crate) fn segments(&self, n: usize) -> Vec<Segment> {
+        match &self.layout {
+            None => vec![[self.addr(), n.min(self.len) as u64]],
+            Some(l) => l.segments(self.addr(), n),
+        }
+    }
+
+    /// Whether the two views are the same bytes.
+    pub(crate) fn same_bytes(&self, other: &Lent) -> bool {
+        self.ptr == other.ptr && self.len == other.len
+    }
+
+    /// Write the first `dst.len()` message bytes into `dst`.
     ///
-    /// Every pointer lent comes from the one exclusive borrow of `buf` taken here, and no byte
-    /// is both written by one part and touched by another, so the operations never race. A
-    /// laid-out part spans the whole buffer, parts of which belong to the others: it is marked
-    /// so that it is never handed out as one byte slice
-    /// ([`bytes_mut_while`](Lent::bytes_mut_while) refuses it).
+    /// # Safety
+    /// The bytes are alive for the duration of the call, and nothing writes them meanwhile;
+    /// `dst.len()` is at most [`packed_len`](Self::packed_len).
+    #[inline(always)]
+    pub(crate) unsafe fn pack_into(&self, dst: &mut [u8]) {
+        match &self.layout {
+            None => {
+                if dst.is_empty() {
+                    return;
+                }
+                debug_assert!(dst.len() <= self.len);
+                // SAFETY: the bytes are alive and not written meanwhile (this function's
+                // contract), initialised (a contiguous view is made from a slice of a plain
+                // type, whose bytes are all initialised, or from zeroed or copied memory),
+                // and `dst.len() <= len`; the slice does not escape.
+                let src = unsafe { std::slice::from_raw_parts(self.ptr, dst.len()) };
+                super::copy::copy_small(dst, src);
+            }
+            Some(l) => l.pieces(dst.len(), |b, p, n| {
+                // SAFETY: the piece lies within `0..len` (checked when the layout was
+                // placed), the bytes are alive (contract) and initialised (a layout's pieces
+                // are a plain type's data bytes); `dst[p..p + n]` is in bounds (`pieces`
+                // stops at `dst.len()`).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.ptr.add(b), dst[p..p + n].as_mut_ptr(), n)
+                }
+            }),
+        }
+    }
+
+    /// Write `src` as the first `src.len()` message bytes (at most the message's length).
     ///
-    /// Every part must lie within `buf` (the datatype layer checks views before lending
-    /// them); one outside is a bug of the caller and panics.
+    /// # Safety
+    /// The bytes are alive for the duration of the call, may be written (the view was made
+    /// from a `&mut` borrow or from memory its owner writes), and nothing else reads or
+    /// writes them meanwhile.
+    #[inline(always)]
+    pub(crate) unsafe fn unpack_from(&self, src: &[u8]) {
+        match &self.layout {
+            None => {
+                let n = src.len().min(self.len);
+                if n == 0 {
+                    return;
+                }
+                // SAFETY: alive, writable and not otherwise accessed during the call
+                // (contract); `n <= len`; the slice does not escape.
+                let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr, n) };
+                super::copy::copy_small(dst, &src[..n]);
+            }
+            Some(l) => l.pieces(src.len(), |b, p, n| {
+                // SAFETY: the piece lies within the view (checked at placement), which is
+                // alive and writable (contract); any bytes are valid in a plain type's data
+                // positions; `src[p..p + n]` is in bounds.
+                unsafe { std::ptr::copy_nonoverlapping(src[p..p + n].as_ptr(), self.ptr.add(b), n) }
+            }),
+        }
+    }
+
+    /// Copy the message `self` holds into `dst`, as a collective moves a block locally;
+    /// copying a view onto itself does nothing.
+    ///
+    /// # Safety
+    /// Both are alive for the call; `self` is not written meanwhile; `dst` may be written
+    /// and nothing else accesses it meanwhile; the two share no byte unless they are the
+    /// same contiguous view.
+    pub(crate) unsafe fn copy_to(&self, dst: &Lent) {
+        if self.same_bytes(dst) && self.layout.is_none() && dst.layout.is_none() {
+            return;
+        }
+        let n = self.packed_len().min(dst.packed_len());
+        if n == 0 {
+            return;
+        }
+        match (&self.layout, &dst.layout) {
+            (None, _) => {
+                // SAFETY: `self` is alive and not written during the call and holds `n <=
+                // len` initialised bytes (contract); `dst` is a different view (contract).
+                let src = unsafe { std::slice::from_raw_parts(self.ptr, n) };
+                // SAFETY: `dst`'s obligations are this function's.
+                unsafe { dst.unpack_from(src) };
+            }
+            (Some(_), None) => {
+                // SAFETY: `dst` is alive, writable and not otherwise accessed (contract) and
+                // holds `n <= len` bytes; it shares no byte with `self`.
+                let d = unsafe { std::slice::from_raw_parts_mut(dst.ptr, n) };
+                // SAFETY: `self`'s obligations are this function's.
+                unsafe { self.pack_into(d) };
+            }
+            (Some(_), Some(_)) => {
+                let mut tmp = vec![0u8; n];
+                // SAFETY: as above, each for its own view.
+                unsafe {
+                    self.pack_into(&mut tmp);
+                    dst.unpack_from(&tmp);
+                }
+            }
+        }
+    }
+
+    /// Run `f` on the elements of two contiguous views of whole `T`s of equal length: `src`
+    /// read, `dst` written (a reduction step, `dst = src op dst`). Panics when they are not
+    /// whole, aligned runs of `T` of one length, or overlap.
+    ///
+    /// # Safety
+    /// Both are alive for the call; `src` is not written meanwhile; `dst` may be written and
+    /// nothing else accesses it meanwhile; both hold initialised values of `T` (slices of
+    /// `T`, or zeroed memory that only messages of `T` wrote).
+    pub(crate) unsafe fn typed_pair<T: Plain>(
+        src: &Lent,
+        dst: &Lent,
+        f: impl FnOnce(&[T], &mut [T]),
+    ) {
+        if src.len == 0 && dst.len == 0 {
+            return;
+        }
+        let size = std::mem::size_of::<T>();
+        let align = std::mem::align_of::<T>();
+        let whole = |l: &Lent| {
+            l.layout.is_none()
+                && size > 0
+                && l.len.is_multiple_of(size)
+                && (l.ptr as usize).is_multiple_of(align)
+        };
+        assert!(
+            whole(src) && whole(dst) && src.len == dst.len,
+            "typed_pair: views of {} and {} bytes are not equal runs of {}",
+            src.len,
+            dst.len,
+            std::any::type_name::<T>()
+        );
+        if src.len == 0 {
+            return;
+        }
+        let (s0, d0) = (src.ptr as usize, dst.ptr as usize);
+        assert!(
+            s0 + src.len <= d0 || d0 + dst.len <= s0,
+            "typed_pair: overlapping views"
+        );
+        let n = src.len / size;
+        // SAFETY: alive, `src` unwritten and `dst` exclusively ours for the call, both
+        // initialised `T`s (contract); aligned whole runs of `n` values that do not overlap
+        // (checked); the slices do not escape `f`.
+        unsafe {
+            let a = std::slice::from_raw_parts(src.ptr as *const T, n);
+            let b = std::slice::from_raw_parts_mut(dst.ptr as *mut T, n);
+            f(a, b)
+        }
+    }
+
+    /// All the view's bytes as one slice, for `'a`.
+    ///
+    /// # Safety
+    /// The bytes are alive, writable and initialised for all of `'a`, and nothing else reads
+    /// or writes them during `'a`.
+    pub(crate) unsafe fn bytes_mut<'a>(&self) -> &'a mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: the contract above, for all of `'a`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// A raw view made from a borrow of its buffer for `'b`: what a buffer argument becomes
+/// before it is lent. It gives no access to the bytes; [`Loan::new`] lends it for a region
+/// that `'b` outlives.
+#[derive(Debug)]
+pub(crate) struct View<'b> {
+    raw: Lent,
+    /// Made from a `&mut` borrow (or memory that may be written through a shared one): a
+    /// receive may write it.
+    writable: bool,
+    _borrow: PhantomData<&'b [u8]>,
+}
+
+impl<'b> View<'b> {
+    /// All the bytes of a slice of a plain type (padding included), read only.
+    pub(crate) fn read<T: Plain>(buf: &'b [T]) -> View<'b> {
+        let raw = Lent::run(
+            buf.as_ptr() as *mut u8,
+            std::mem::size_of_val(buf),
+            T::GAPLESS,
+        );
+        View {
+            raw,
+            writable: false,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// All the bytes of a slice of a plain type (padding included), writable.
+    pub(crate) fn write<T: Plain>(buf: &'b mut [T]) -> View<'b> {
+        let raw = Lent::run(
+            buf.as_mut_ptr().cast(),
+            std::mem::size_of_val(buf),
+            T::GAPLESS,
+        );
+        View {
+            raw,
+            writable: true,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A slice read through `layout` (checked to lie within it).
+    pub(crate) fn read_laid<T: Plain>(buf: &'b [T], layout: Layout) -> Result<View<'b>, String> {
+        let raw = Lent::laid_out(
+            buf.as_ptr() as *mut u8,
+            std::mem::size_of_val(buf),
+            T::GAPLESS,
+            layout,
+        )?;
+        Ok(View {
+            raw,
+            writable: false,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A slice written through `layout` (checked to lie within it).
+    pub(crate) fn write_laid<T: Plain>(
+        buf: &'b mut [T],
+        layout: Layout,
+    ) -> Result<View<'b>, String> {
+        let len = std::mem::size_of_val(buf);
+        let raw = Lent::laid_out(buf.as_mut_ptr().cast(), len, T::GAPLESS, layout)?;
+        Ok(View {
+            raw,
+            writable: true,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A receive buffer many receives may share (see [`ScratchBuffer`]).
+    pub(crate) fn scratch(buf: &'b ScratchBuffer) -> View<'b> {
+        // A pointer to UnsafeCell contents may be written through from a shared reference;
+        // the writes happen only on the receiving thread (see the type's doc).
+        let raw = Lent::run(
+            std::cell::UnsafeCell::raw_get(buf.bytes.as_ptr()),
+            buf.bytes.len(),
+            true,
+        );
+        View {
+            raw,
+            writable: true,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Views of parts of one buffer that operations will use at once (a halo exchange sends
+    /// a grid's boundary cells while it receives into the halo around them): `parts[i]` is
+    /// a [`Part`] and whether its operation writes it. A part that is written must share no
+    /// byte with any other part; `Err` names the first two that do.
+    ///
+    /// Every view comes from the one exclusive borrow of `buf` taken here, and no byte is
+    /// both written by one part and touched by another, so the operations never race. A
+    /// laid-out part spans the whole buffer, parts of which belong to the others: it is
+    /// marked so that it is never handed out as one byte slice.
+    ///
+    /// Every part must lie within `buf` (the datatype layer checks views before making them);
+    /// one outside is a bug of the caller and panics.
     pub(crate) fn split<T: Plain>(
-        buf: &mut [T],
+        buf: &'b mut [T],
         parts: Vec<(Part, bool)>,
-    ) -> Result<Vec<Lent>, Overlap> {
+    ) -> Result<Vec<View<'b>>, Overlap> {
         let len = std::mem::size_of_val(buf);
         let base = buf.as_mut_ptr().cast::<u8>();
         let mut pieces = Vec::new();
@@ -230,382 +484,453 @@ impl Lent {
         }
         Ok(parts
             .into_iter()
-            .map(|(part, _)| match part {
-                Part::Run(r) => Lent {
+            .map(|(part, writable)| {
+                let raw = match part {
                     // In bounds (asserted above); same provenance as `base`.
-                    ptr: base.wrapping_add(r.start),
-                    len: r.len(),
-                    layout: None,
-                    gapless: T::GAPLESS,
-                    sig: Sig::MIXED,
-                    elem: 1,
-                },
-                Part::Laid(l) => Lent {
-                    ptr: base,
-                    len,
-                    layout: Some(Rc::new(l)),
-                    gapless: false,
-                    sig: Sig::MIXED,
-                    elem: 1,
-                },
+                    Part::Run(r) => Lent::run(base.wrapping_add(r.start), r.len(), T::GAPLESS),
+                    Part::Laid(l) => Lent {
+                        ptr: base,
+                        len,
+                        layout: Some(Rc::new(l)),
+                        gapless: false,
+                        sig: Sig::MIXED,
+                        elem: 1,
+                    },
+                };
+                View {
+                    raw,
+                    writable,
+                    _borrow: PhantomData,
+                }
             })
             .collect())
     }
 
-    /// Bytes `off..off + len` of this contiguous buffer, or, with `layout`, a layout placed
-    /// over them (checked to lie within them), lent to the same kind of operation as the whole
-    /// (a collective's block of one rank). Panics if the range leaves the buffer: the
-    /// collective layer computes blocks from counts it has checked.
+    /// The same view, of the same borrow, for a shorter one (a view kept in a `Typed` is
+    /// lent again by each call that takes it).
+    pub(crate) fn reborrow(&self) -> View<'_> {
+        View {
+            raw: self.raw.clone(),
+            writable: self.writable,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The same view, read only.
+    pub(crate) fn read_only(mut self) -> View<'b> {
+        self.writable = false;
+        self
+    }
+
+    /// The same view, its message made of the basic type `sig`.
+    pub(crate) fn with_sig(mut self, sig: Sig) -> View<'b> {
+        self.raw.sig = sig;
+        self
+    }
+
+    /// The same view, with elements of `bytes` bytes (the type's extent).
+    pub(crate) fn with_elem(mut self, bytes: usize) -> View<'b> {
+        self.raw.elem = bytes.clamp(1, u32::MAX as usize) as u32;
+        self
+    }
+
+    /// Bytes of the message.
+    pub(crate) fn packed_len(&self) -> usize {
+        self.raw.packed_len()
+    }
+
+    /// Bytes of the view.
+    pub(crate) fn len(&self) -> usize {
+        self.raw.len()
+    }
+}
+
+/// What a lending region does when it ends, before its loans die: complete (or withdraw)
+/// every operation that may still touch its buffers. Whatever it does, the region's loans
+/// die after it, so no operation it missed can reach the buffers any more.
+pub(crate) trait Settle {
+    fn settle(&self);
+}
+
+/// A region that settles nothing: one blocking call, which waits for its own operations.
+impl Settle for () {
+    fn settle(&self) {}
+}
+
+/// Whether the buffers of one region are still lent.
+#[derive(Debug)]
+struct Life {
+    alive: Cell<bool>,
+}
+
+thread_local! {
+    /// Lives of regions that ended with no loan left, alive and ready for the next region.
+    static LIVES: RefCell<Vec<Rc<Life>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Lives kept in the pool at most.
+const POOLED_LIVES: usize = 16;
+
+fn take_life() -> Rc<Life> {
+    LIVES
+        .try_with(|p| p.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            Rc::new(Life {
+                alive: Cell::new(true),
+            })
+        })
+}
+
+/// A region in which views of buffers borrowed for `'l` may be lent, and the settling state
+/// `S` it ends with: a request [`Scope`](crate::Scope) is one. Made only by the library.
+pub struct Lending<'l, 'env: 'l, S> {
+    life: Rc<Life>,
+    inner: S,
+    _region: PhantomData<&'l mut &'l ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<S> Lending<'_, '_, S> {
+    /// The region's settling state.
+    pub(crate) fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for Lending<'_, '_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lending")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+/// Run `f` in a new lending region: views of buffers that outlive it may be lent for it.
+/// When `f` returns or unwinds, the region settles (`inner.settle()`) and then its loans die:
+/// if any is still held, the region's life is revoked; if none is, the life goes back to
+/// this thread's pool, alive, for a later region (no loan can refer to it any more).
+pub(crate) fn lending<'env, S: Settle, R>(
+    inner: S,
+    f: impl for<'l> FnOnce(&'l Lending<'l, 'env, S>) -> R,
+) -> R {
+    struct End<'a, 'l, 'env, S: Settle>(&'a Lending<'l, 'env, S>);
+    impl<S: Settle> Drop for End<'_, '_, '_, S> {
+        fn drop(&mut self) {
+            self.0.inner.settle();
+            if Rc::strong_count(&self.0.life) > 1 {
+                self.0.life.alive.set(false);
+            }
+        }
+    }
+    let l = Lending {
+        life: take_life(),
+        inner,
+        _region: PhantomData,
+        _env: PhantomData,
+    };
+    let r = {
+        let _end = End(&l);
+        f(&l)
+    };
+    // No loan is left: the life (alive) goes to the pool, for a region that starts after
+    // this one has gone.
+    if l.life.alive.get() && Rc::strong_count(&l.life) == 1 {
+        let _ = LIVES.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOLED_LIVES {
+                p.push(l.life.clone());
+            }
+        });
+    }
+    r
+}
+
+/// A region lent to one holder: its clones are counted, so that the holder can tell when
+/// no operation holds a copy and the bytes may be handed out whole.
+#[derive(Debug)]
+struct Exclusive {
+    life: Rc<Life>,
+}
+
+/// Memory a loan owns: zeroed, 16-byte aligned.
+#[derive(Debug)]
+struct Owned {
+    _mem: Box<[std::cell::UnsafeCell<u128>]>,
+}
+
+/// What keeps a loan's bytes alive.
+#[derive(Clone, Debug)]
+enum Keep {
+    /// No bytes.
+    Nothing,
+    /// Lent for a region: alive while its life lasts.
+    Region(Rc<Life>),
+    /// Lent for a region to one holder (see [`Loan::exclusive`]).
+    Exclusive(Rc<Exclusive>),
+    /// Owned by the loan (and its clones).
+    Owned(Rc<Owned>),
+}
+
+/// Why a loan's bytes cannot be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unusable {
+    /// The region it was lent for has ended.
+    Ended,
+    /// Written through a loan of a read-only borrow.
+    ReadOnly,
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unusable::Ended => {
+                "the buffer is no longer lent (the scope or call that lent it has ended)"
+            }
+            Unusable::ReadOnly => "the buffer was lent read-only",
+        })
+    }
+}
+
+/// A view lent to operations for a region, or memory it owns: the handle through which the
+/// library reads and writes buffers of operations in progress (see the module doc).
+#[derive(Clone, Debug)]
+pub(crate) struct Loan {
+    raw: Lent,
+    keep: Keep,
+    writable: bool,
+}
+
+impl Loan {
+    /// No bytes.
+    pub(crate) const EMPTY: Loan = Loan {
+        raw: Lent::EMPTY,
+        keep: Keep::Nothing,
+        writable: true,
+    };
+
+    /// Lend `view` for the region `lending`: its buffer is borrowed for the region's `'l`,
+    /// which ends only after the region's life has (see [`lending`]).
+    #[inline(always)]
+    pub(crate) fn new<'l, S: Settle>(view: View<'l>, lending: &Lending<'l, '_, S>) -> Loan {
+        Loan {
+            raw: view.raw,
+            keep: Keep::Region(lending.life.clone()),
+            writable: view.writable,
+        }
+    }
+
+    /// `bytes` zeroed bytes the loan owns, 16-byte aligned (a collective's scratch).
+    pub(crate) fn zeroed(bytes: usize) -> Loan {
+        if bytes == 0 {
+            return Loan::EMPTY;
+        }
+        let mem: Box<[std::cell::UnsafeCell<u128>]> = (0..bytes.div_ceil(16))
+            .map(|_| std::cell::UnsafeCell::new(0u128))
+            .collect();
+        // Writes go through the cells' raw pointers, from the loan's one thread.
+        let ptr = std::cell::UnsafeCell::raw_get(mem.as_ptr()).cast::<u8>();
+        Loan {
+            raw: Lent::run(ptr, bytes, true),
+            keep: Keep::Owned(Rc::new(Owned { _mem: mem })),
+            writable: true,
+        }
+    }
+
+    /// A copy of `bytes` the loan owns (a buffered send's copy, a small control message).
+    pub(crate) fn copied(bytes: &[u8]) -> Loan {
+        let l = Loan::zeroed(bytes.len());
+        // Owned, writable and alive: cannot fail.
+        let _ = l.unpack_from(bytes);
+        l
+    }
+
+    /// The same loan, lent to one holder (a persistent request, a channel): the holder can
+    /// then hand its bytes out whole ([`bytes_mut`](Self::bytes_mut)) whenever no copy of
+    /// the loan is held by an operation.
+    pub(crate) fn exclusive(self) -> Loan {
+        let keep = match self.keep {
+            Keep::Region(life) => Keep::Exclusive(Rc::new(Exclusive { life })),
+            k => k,
+        };
+        Loan { keep, ..self }
+    }
+
+    #[inline(always)]
+    fn alive(&self) -> bool {
+        match &self.keep {
+            Keep::Nothing | Keep::Owned(_) => true,
+            Keep::Region(l) => l.alive.get(),
+            Keep::Exclusive(x) => x.life.alive.get(),
+        }
+    }
+
+    /// The raw view, to read the bytes now (the fabric's bulk transfer), if they are alive.
+    #[inline(always)]
+    pub(crate) fn raw_to_read(&self) -> Result<&Lent, Unusable> {
+        if self.alive() {
+            Ok(&self.raw)
+        } else {
+            Err(Unusable::Ended)
+        }
+    }
+
+    /// The raw view, to write the bytes now (the fabric's bulk transfer), if they are alive
+    /// and writable.
+    #[inline(always)]
+    pub(crate) fn raw_to_write(&self) -> Result<&Lent, Unusable> {
+        if !self.writable {
+            return Err(Unusable::ReadOnly);
+        }
+        self.raw_to_read()
+    }
+
+    /// Bytes `off..off + len` (or a layout over them) of this contiguous loan, lent alike.
     pub(crate) fn sub(
         &self,
         off: usize,
         len: usize,
-        layout: Option<Layout>,
-    ) -> Result<Lent, String> {
+        layout: Option<Rc<Layout>>,
+    ) -> Result<Loan, String> {
+        Ok(Loan {
+            raw: self.raw.sub(off, len, layout)?,
+            keep: self.keep.clone(),
+            writable: self.writable,
+        })
+    }
+
+    /// The same loan, its message made of the basic type `sig`.
+    #[inline(always)]
+    pub(crate) fn with_sig(mut self, sig: Sig) -> Loan {
+        self.raw.sig = sig;
+        self
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the loan may be written (made from a `&mut` borrow, or owned).
+    pub(crate) fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    #[inline(always)]
+    pub(crate) fn packed_len(&self) -> usize {
+        self.raw.packed_len()
+    }
+
+    pub(crate) fn is_contiguous(&self) -> bool {
+        self.raw.is_contiguous()
+    }
+
+    pub(crate) fn sig(&self) -> Sig {
+        self.raw.sig()
+    }
+
+    pub(crate) fn elem(&self) -> usize {
+        self.raw.elem()
+    }
+
+    /// The address of the first byte (a key, never dereferenced).
+    pub(crate) fn addr(&self) -> u64 {
+        self.raw.addr()
+    }
+
+    /// Write the first `dst.len()` message bytes (at most the message's length) into `dst`.
+    #[inline(always)]
+    pub(crate) fn pack_into(&self, dst: &mut [u8]) -> Result<(), Unusable> {
+        let raw = self.raw_to_read()?;
+        assert!(dst.len() <= raw.packed_len(), "pack past the message");
+        // SAFETY: the loan is alive (checked), so its buffer is (module doc); the loan is
+        // used on its endpoint's thread only, one call at a time, and a writable loan's bytes
+        // are written only by such calls, none of which runs during this one.
+        unsafe { raw.pack_into(dst) };
+        Ok(())
+    }
+
+    /// Write `src` as the first message bytes.
+    #[inline(always)]
+    pub(crate) fn unpack_from(&self, src: &[u8]) -> Result<(), Unusable> {
+        let raw = self.raw_to_write()?;
+        // SAFETY: alive (checked), writable (checked: made from a `&mut` borrow, or owned),
+        // and nothing else reads or writes the bytes during the call (calls on the loan's
+        // thread run one at a time; a user's `&mut` of them exists only through
+        // `bytes_mut`, which needs the loan's only copy).
+        unsafe { raw.unpack_from(src) };
+        Ok(())
+    }
+
+    /// Copy the message this loan holds into `dst` (a collective's local copy step).
+    pub(crate) fn copy_to(&self, dst: &Loan) -> Result<(), Unusable> {
+        let (s, d) = (self.raw_to_read()?, dst.raw_to_write()?);
         assert!(
-            self.layout.is_none() && off.checked_add(len).is_some_and(|e| e <= self.len),
-            "sub: bytes {off}+{len} of a buffer of {} bytes",
-            self.len
+            s.same_bytes(d) || !overlaps(s, d),
+            "copy between overlapping buffers"
         );
-        let ptr = self.ptr.wrapping_add(off);
-        match layout {
-            None => Ok(Lent {
-                ptr,
-                len,
-                layout: None,
-                gapless: self.gapless,
-                sig: self.sig,
-                elem: self.elem,
-            }),
-            Some(l) => Lent::laid_out(ptr, len, self.gapless, l).map(|x| x.with_sig(self.sig)),
-        }
+        // SAFETY: both alive, `dst` writable (checked) and not otherwise accessed during the
+        // call (as in `unpack_from`); they do not overlap unless they are the same bytes
+        // (asserted).
+        unsafe { s.copy_to(d) };
+        Ok(())
     }
 
-    /// Whether the two buffers are the same bytes (an in-place collective's block).
-    pub(crate) fn same_bytes(&self, other: &Lent) -> bool {
-        self.ptr == other.ptr && self.len == other.len
-    }
-
-    /// Copy the message `self` holds into `dst` (each contiguous or laid out), as a collective
-    /// moves a block locally. Both must be lent to the calling operation, `self` for reading
-    /// and `dst` for writing; copying a buffer onto itself does nothing.
-    pub(crate) fn copy_to(&self, dst: &Lent) {
-        if self.same_bytes(dst) && self.layout.is_none() && dst.layout.is_none() {
-            return;
-        }
-        let n = self.packed_len().min(dst.packed_len());
-        match (&self.layout, &dst.layout) {
-            (None, _) => {
-                if n == 0 {
-                    return;
-                }
-                // SAFETY: the source is alive and only read meanwhile (crate invariant) and
-                // covers `n <= len` initialised bytes; `unpack_from` writes only `dst`, which
-                // is a different lent buffer or laid-out pieces disjoint from the source (the
-                // collective layer never copies between overlapping blocks).
-                let src = unsafe { std::slice::from_raw_parts(self.ptr, n) };
-                dst.unpack_from(src);
-            }
-            (Some(_), None) => {
-                dst.with_bytes_mut(|d| self.pack_into(&mut d[..n]));
-            }
-            (Some(_), Some(_)) => {
-                let mut tmp = vec![0u8; n];
-                self.pack_into(&mut tmp);
-                dst.unpack_from(&tmp);
-            }
-        }
-    }
-
-    /// Run `f` on the elements of two contiguous buffers of whole `T`s of equal length:
-    /// `src` read, `dst` written (a reduction step: `dst = src op dst`). Panics when the
-    /// buffers are not whole, aligned runs of `T` or overlap; the collective layer makes them
-    /// from slices of `T` or from its own aligned, zeroed scratch of `T`s.
-    pub(crate) fn with_typed_pair<T: Plain>(
-        src: &Lent,
-        dst: &Lent,
+    /// Run `f` on `src` and `dst` as slices of `T` (a reduction step, `dst = src op dst`).
+    /// Panics unless both are equal, aligned, disjoint runs of whole `T`s.
+    pub(crate) fn typed_pair<T: Plain>(
+        src: &Loan,
+        dst: &Loan,
         f: impl FnOnce(&[T], &mut [T]),
-    ) {
-        let size = std::mem::size_of::<T>();
-        let align = std::mem::align_of::<T>();
-        let whole = |l: &Lent| {
-            l.layout.is_none()
-                && size > 0
-                && l.len.is_multiple_of(size)
-                && (l.ptr as usize).is_multiple_of(align)
-        };
-        assert!(
-            whole(src) && whole(dst) && src.len == dst.len,
-            "with_typed_pair: buffers of {} and {} bytes are not equal runs of {}",
-            src.len,
-            dst.len,
-            std::any::type_name::<T>()
-        );
-        if src.len == 0 {
-            return;
-        }
-        let (s0, d0) = (src.ptr as usize, dst.ptr as usize);
-        assert!(
-            s0 + src.len <= d0 || d0 + dst.len <= s0,
-            "with_typed_pair: overlapping buffers"
-        );
-        let n = src.len / size;
-        // SAFETY: both buffers are alive and lent to the calling operation (crate invariant),
-        // `src` for reading and `dst` for writing by it alone; they hold `n` aligned values of
-        // `T` (slices of `T`, or zeroed scratch that only messages of `T` wrote, and any
-        // bytes in a plain type's data positions are valid, zero padding included); they do
-        // not overlap (checked); the slices do not escape `f`.
-        unsafe {
-            let a = std::slice::from_raw_parts(src.ptr as *const T, n);
-            let b = std::slice::from_raw_parts_mut(dst.ptr as *mut T, n);
-            f(a, b)
-        }
+    ) -> Result<(), Unusable> {
+        let (s, d) = (src.raw_to_read()?, dst.raw_to_write()?);
+        // SAFETY: both alive, `dst` writable and not otherwise accessed (as in
+        // `unpack_from`); they hold initialised `T`s: a collective lends slices of `T`, or
+        // its own zeroed scratch that only messages of `T` write (any bytes are valid in a
+        // plain type's data positions, and zero in its padding).
+        unsafe { Lent::typed_pair(s, d, f) };
+        Ok(())
     }
 
-    /// The same buffer, tagged with the basic type its message is made of.
-    #[inline(always)]
-    pub(crate) fn with_sig(mut self, sig: Sig) -> Lent {
-        self.sig = sig;
-        self
-    }
-
-    /// The same buffer, with elements of `bytes` bytes (the type's extent).
-    #[inline(always)]
-    pub(crate) fn with_elem(mut self, bytes: usize) -> Lent {
-        self.elem = bytes.clamp(1, u32::MAX as usize) as u32;
-        self
-    }
-
-    /// Bytes of one element of the buffer's type (1 when unknown).
-    pub fn elem(&self) -> usize {
-        self.elem as usize
-    }
-
-    pub fn sig(&self) -> Sig {
-        self.sig
-    }
-
-    /// Bytes of the buffer (its extent in memory).
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Bytes of the message the buffer holds or takes: the buffer's length when contiguous,
-    /// the layout's packed size otherwise.
-    #[inline(always)]
-    pub fn packed_len(&self) -> usize {
-        match &self.layout {
-            None => self.len,
-            Some(l) => l.packed_len(),
-        }
-    }
-
-    pub fn is_contiguous(&self) -> bool {
-        self.layout.is_none()
-    }
-
-    /// The address, as a peer's rendezvous read of a contiguous buffer needs it.
-    pub fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-
-    /// The first `n` message bytes as `(address, length)` segments (one for a contiguous
-    /// buffer), for a peer's single-copy read or this side's.
-    pub fn segments(&self, n: usize) -> Vec<Segment> {
-        match &self.layout {
-            None => vec![[self.addr(), n.min(self.len) as u64]],
-            Some(l) => l.segments(self.addr(), n),
-        }
-    }
-
-    /// Write the first `dst.len()` message bytes into `dst` (an eager slot). The operation
-    /// must be a reader.
-    #[inline(always)]
-    pub(crate) fn pack_into(&self, dst: &mut [u8]) {
-        match &self.layout {
-            None => {
-                if dst.is_empty() {
-                    return;
-                }
-                // SAFETY: by the crate invariant the buffer is alive for the operation and
-                // nobody writes it meanwhile; a contiguous Lent covers initialised bytes (it
-                // was made from a `&[u8]`), and `dst.len() <= len` (callers pack at most
-                // `packed_len()`); the slice does not escape.
-                let src = unsafe { std::slice::from_raw_parts(self.ptr, dst.len()) };
-                super::copy::copy_small(dst, src);
-            }
-            Some(l) => l.pieces(dst.len(), |b, p, n| {
-                // SAFETY: the layout was checked to lie within `0..len` of the lent buffer,
-                // which is alive (crate invariant); its pieces are initialised (the `Plain`
-                // contract); `dst[p..p + n]` is in bounds (`pieces` stops at `dst.len()`).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(self.ptr.add(b), dst[p..p + n].as_mut_ptr(), n)
-                }
-            }),
-        }
-    }
-
-    /// Write `src` as the first `src.len()` message bytes into the buffer. The operation must
-    /// be the buffer's writer.
-    #[inline(always)]
-    pub(crate) fn unpack_from(&self, src: &[u8]) {
-        match &self.layout {
-            None => {
-                let n = src.len().min(self.len);
-                if n == 0 {
-                    return;
-                }
-                // SAFETY: the buffer is alive and lent for writing to this operation alone
-                // (crate invariant); `n <= len`; the slice does not escape.
-                let dst = unsafe { std::slice::from_raw_parts_mut(self.ptr, n) };
-                super::copy::copy_small(dst, &src[..n]);
-            }
-            Some(l) => l.pieces(src.len(), |b, p, n| {
-                // SAFETY: the piece lies within the lent buffer (checked at construction),
-                // which is alive and lent for writing to this operation alone; any bytes are
-                // valid there (the `Plain` contract); `src[p..p + n]` is in bounds.
-                unsafe { std::ptr::copy_nonoverlapping(src[p..p + n].as_ptr(), self.ptr.add(b), n) }
-            }),
-        }
-    }
-
-    /// The message bytes, packed into a new vector (a queued frame, a buffered send).
-    pub(crate) fn to_packed(&self) -> Vec<u8> {
+    /// The message bytes, packed into a new vector.
+    pub(crate) fn to_packed(&self) -> Result<Vec<u8>, Unusable> {
         let mut v = vec![0u8; self.packed_len()];
-        self.pack_into(&mut v);
-        v
+        self.pack_into(&mut v)?;
+        Ok(v)
     }
 
-    /// The lent bytes, writable, for the duration of a closure (a contiguous buffer only).
-    pub(crate) fn with_bytes_mut<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        assert!(self.layout.is_none(), "with_bytes_mut on a laid-out buffer");
-        if self.len == 0 {
-            return f(&mut []);
-        }
-        // SAFETY: by the crate invariant the buffer is alive and lent for writing to this
-        // operation alone; the slice does not escape the closure.
-        f(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
-    }
-
-    /// The lent bytes for as long as `holder` is borrowed mutably; `None` if the buffer's
-    /// element type has padding (its bytes are not all data). The request layer calls this
-    /// only on an inactive persistent request that lent the buffer mutably (`holder` is that
-    /// request): no operation touches the bytes meanwhile, and the request's exclusive borrow
-    /// of the user's buffer keeps anyone else away.
-    pub(crate) fn bytes_mut_while<'h, H: ?Sized>(&self, holder: &'h mut H) -> Option<&'h mut [u8]> {
-        let _ = holder;
-        if !self.gapless {
+    /// All the bytes, for as long as this loan is borrowed mutably: `None` unless it is an
+    /// [`exclusive`](Self::exclusive) (or owned) loan of a writable, gapless, contiguous buffer
+    /// that is alive and of which no copy exists (so no operation can touch the bytes
+    /// meanwhile).
+    pub(crate) fn bytes_mut(&mut self) -> Option<&mut [u8]> {
+        let sole = match &self.keep {
+            Keep::Exclusive(x) => Rc::strong_count(x) == 1 && x.life.alive.get(),
+            Keep::Owned(o) => Rc::strong_count(o) == 1,
+            Keep::Nothing => true,
+            Keep::Region(_) => false,
+        };
+        if !(sole && self.writable && self.raw.gapless && self.raw.is_contiguous()) {
             return None;
         }
-        if self.len == 0 {
-            return Some(&mut []);
-        }
-        // SAFETY: (1) the buffer outlives the holder (crate invariant: it is borrowed for the
-        // request's scope); (2) the slice's lifetime is that of `&mut holder`, during which
-        // the holder cannot start an operation on the buffer; (3) it was lent mutably, so no
-        // other reference to it exists; (4) it is gapless, so every byte is initialised.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
-    }
-
-    /// Fill the first `n` message bytes from a rendezvous sender's buffer: `memcpy` when the
-    /// sender is a thread of this process, `process_vm_readv` when it is another process.
-    pub(crate) fn pull(
-        &self,
-        same_process: bool,
-        pid: u32,
-        remote: Remote,
-        n: usize,
-    ) -> io::Result<()> {
-        assert!(n <= self.packed_len(), "rendezvous pull out of range");
-        if n == 0 {
-            return Ok(());
-        }
-        if let (Remote::Contiguous(addr), None) = (remote, &self.layout) {
-            // The common case: one run on each side.
-            if same_process {
-                // SAFETY: (1) `addr` is the address of the sender's lent buffer, which the
-                // sender keeps alive and unmodified until our FIN reaches it (rendezvous
-                // protocol, and the crate invariant on its side); (2) it is at least `n`
-                // bytes (the RTS says so); (3) our own buffer is a different, exclusively lent
-                // allocation of at least `n` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, self.ptr, n) };
-                return Ok(());
-            }
-            return self.with_bytes_mut(|dst| super::cma::read_remote(pid, addr, &mut dst[..n]));
-        }
-        let theirs = match remote {
-            Remote::Contiguous(addr) => vec![[addr, n as u64]],
-            Remote::Segments { table, entries } => {
-                read_segment_table(same_process, pid, table, entries)?
-            }
-        };
-        let mine = self.segments(n);
-        if same_process {
-            copy_segments(&mine, &theirs, n);
-            Ok(())
-        } else {
-            // SAFETY: `mine` are the segments of this receive's buffer, lent for writing to
-            // this operation alone (crate invariant) and checked to lie within it (layouts
-            // are checked at construction).
-            unsafe { super::cma::read_remote_segments(pid, &mine, &theirs, n) }
-        }
+        // SAFETY: (1) alive: an owned loan owns the memory; an exclusive one's region is
+        // alive (checked), so its buffer is; (2) writable and gapless, so every byte is
+        // initialised and may be written; (3) this is the only copy of the loan (checked), no
+        // other loan of these bytes exists (an exclusive loan is made from the one view of a
+        // `&mut` borrow), and it is borrowed mutably for the slice's lifetime, so nothing else
+        // reads or writes the bytes meanwhile.
+        Some(unsafe { self.raw.bytes_mut() })
     }
 }
 
-/// A rendezvous sender's segment table, read out of its memory.
-fn read_segment_table(
-    same_process: bool,
-    pid: u32,
-    table: u64,
-    entries: usize,
-) -> io::Result<Vec<Segment>> {
-    let mut v: Vec<Segment> = vec![[0; 2]; entries];
-    if same_process {
-        // SAFETY: `table` is the sender's segment table of `entries` `[u64; 2]` (its RTS says
-        // so), which it keeps alive until our FIN; `v` has room for exactly that.
-        unsafe { std::ptr::copy_nonoverlapping(table as *const Segment, v.as_mut_ptr(), entries) };
-    } else {
-        let raw: &mut [u8] = bytemuck::cast_slice_mut(&mut v);
-        super::cma::read_remote(pid, table, raw)?;
-    }
-    Ok(v)
-}
-
-/// Copy the first `n` bytes described by `src` segments into those described by `dst`
-/// segments, both in this address space.
-fn copy_segments(dst: &[Segment], src: &[Segment], n: usize) {
-    let (mut di, mut doff, mut si, mut soff, mut left) = (0, 0u64, 0, 0u64, n as u64);
-    while left > 0 && di < dst.len() && si < src.len() {
-        let [da, dl] = dst[di];
-        let [sa, sl] = src[si];
-        let k = (dl - doff).min(sl - soff).min(left);
-        // SAFETY: `dst` segments are pieces of our exclusively lent receive buffer; `src`
-        // segments are pieces of the sender's lent buffer, alive and unmodified until our FIN
-        // (rendezvous protocol); both are within their buffers (layouts are checked), and the
-        // two buffers are different allocations.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (sa + soff) as *const u8,
-                (da + doff) as *mut u8,
-                k as usize,
-            )
-        };
-        left -= k;
-        doff += k;
-        soff += k;
-        if doff == dl {
-            di += 1;
-            doff = 0;
-        }
-        if soff == sl {
-            si += 1;
-            soff = 0;
-        }
-    }
+/// Whether two contiguous views share a byte (views with layouts: compared by their spans).
+fn overlaps(a: &Lent, b: &Lent) -> bool {
+    let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+    a.len > 0
+        && b.len > 0
+        && a0 < b0 + b.len
+        && b0 < a0 + a.len
+        && (a.is_contiguous() && b.is_contiguous())
 }
 
 /// A receive buffer that many pending receives may share, as OSU-style benchmarks post a
@@ -646,42 +971,9 @@ impl ScratchBuffer {
     pub fn get_mut(&mut self) -> &mut [u8] {
         let cells: &mut [std::cell::UnsafeCell<u8>] = &mut self.bytes;
         // SAFETY: UnsafeCell<u8> has the layout of u8 (repr(transparent)), and `&mut self`
-        // proves that no request (each holds `&self`) can write the bytes meanwhile.
+        // proves that no request (each borrows `&self` for its scope) can write the bytes
+        // meanwhile.
         unsafe { &mut *(cells as *mut [std::cell::UnsafeCell<u8>] as *mut [u8]) }
-    }
-
-    /// Lend the bytes for writing to one more receive.
-    pub(crate) fn lend(&self) -> Lent {
-        // A pointer to UnsafeCell contents may be written through from a shared reference;
-        // the writes happen only on the receiving thread (see the type's doc).
-        Lent {
-            ptr: std::cell::UnsafeCell::raw_get(self.bytes.as_ptr()),
-            len: self.bytes.len(),
-            ..Lent::EMPTY
-        }
-    }
-}
-
-impl Lent {
-    /// The bytes of a slice of `T` as one contiguous run (padding included), for a
-    /// collective that places its blocks itself; it is read by the operation.
-    pub(crate) fn of_elems<T: Plain>(s: &[T]) -> Lent {
-        Lent {
-            ptr: s.as_ptr() as *mut u8,
-            len: std::mem::size_of_val(s),
-            gapless: T::GAPLESS,
-            ..Lent::EMPTY
-        }
-    }
-
-    /// As [`of_elems`](Lent::of_elems), for a slice the operation writes.
-    pub(crate) fn of_elems_mut<T: Plain>(s: &mut [T]) -> Lent {
-        Lent {
-            ptr: s.as_mut_ptr().cast(),
-            len: std::mem::size_of_val(s),
-            gapless: T::GAPLESS,
-            ..Lent::EMPTY
-        }
     }
 }
 
@@ -693,46 +985,6 @@ mod tests {
         let lo = blocks.iter().map(|b| b.0).min().unwrap();
         let hi = blocks.iter().map(|b| b.0 + b.1 as isize).max().unwrap();
         Part::Laid(Layout::new(Rc::from(blocks), extent, count, origin, lo, hi, 1 << 20).unwrap())
-    }
-
-    #[test]
-    fn overlap_needs_a_writer_and_two_parts() {
-        let w = [true, false, false];
-        // Reads may overlap reads; a part may overlap itself.
-        assert_eq!(
-            first_overlap(&mut [(0, 8, 1), (4, 12, 2), (2, 6, 0), (0, 2, 0)], &w),
-            Some(Overlap {
-                a: 0,
-                b: 1,
-                byte: 0
-            })
-        );
-        assert_eq!(
-            first_overlap(&mut [(0, 8, 1), (4, 12, 2), (12, 16, 0), (12, 14, 0)], &w),
-            None
-        );
-        // A write reached by an earlier read that is not the furthest-reaching piece.
-        assert_eq!(
-            first_overlap(&mut [(0, 100, 1), (10, 30, 2), (50, 60, 0)], &w),
-            Some(Overlap {
-                a: 1,
-                b: 0,
-                byte: 50
-            })
-        );
-        // A write inside an earlier read.
-        assert_eq!(
-            first_overlap(&mut [(0, 100, 1), (10, 30, 0), (20, 21, 1)], &w),
-            Some(Overlap {
-                a: 1,
-                b: 0,
-                byte: 10
-            })
-        );
-        assert_eq!(
-            first_overlap(&mut [(0, 8, 0), (8, 16, 1), (16, 24, 0)], &w),
-            None
-        );
     }
 
     #[test]
@@ -748,14 +1000,15 @@ mod tests {
             (col(2), false),
             (Part::Run(0..32), true),
         ];
-        let lents = Lent::split(&mut grid, parts).unwrap();
-        assert_eq!(lents.len(), 5);
+        let views = View::split(&mut grid, parts).unwrap();
+        assert_eq!(views.len(), 5);
         assert_eq!(
-            lents[0].segments(16),
-            vec![[lents[0].addr() + 32, 8], [lents[0].addr() + 64, 8]]
+            views[0].raw.segments(16),
+            vec![[views[0].raw.addr() + 32, 8], [views[0].raw.addr() + 64, 8]]
         );
-        assert_eq!((lents[4].len(), lents[4].is_contiguous()), (32, true));
-        assert!(!lents[0].gapless && lents[4].gapless);
+        assert_eq!((views[4].len(), views[4].raw.is_contiguous()), (32, true));
+        assert!(!views[0].raw.gapless && views[4].raw.gapless);
+        assert!(!views[1].writable && views[2].writable);
         // Receiving into column 1 while sending it is refused, naming both parts.
         let bad = vec![
             (col(1), false),
@@ -763,12 +1016,71 @@ mod tests {
             (laid(&[(0, 16)], 32, 1, 32), true),
         ];
         assert_eq!(
-            Lent::split(&mut grid, bad).unwrap_err(),
+            View::split(&mut grid, bad).unwrap_err(),
             Overlap {
                 a: 1,
                 b: 2,
                 byte: 32
             }
         );
+    }
+
+    #[test]
+    fn loans_die_with_their_region_and_pooled_lives_are_fresh() {
+        let mut buf = [1u8, 2, 3, 4];
+        let kept = lending((), |l| {
+            let loan = Loan::new(View::write(&mut buf[..]), l);
+            loan.unpack_from(&[9, 9]).unwrap();
+            loan // outlives the region
+        });
+        assert_eq!(buf, [9, 9, 3, 4]);
+        assert_eq!(kept.pack_into(&mut [0u8; 2]), Err(Unusable::Ended));
+        assert_eq!(kept.unpack_from(&[1]), Err(Unusable::Ended));
+        // A region whose loans are all gone recycles its life, alive, for the next one.
+        for _ in 0..3 {
+            let got = lending((), |l| {
+                let loan = Loan::new(View::read(&buf[..]), l);
+                let mut d = [0u8; 4];
+                loan.pack_into(&mut d).unwrap();
+                assert_eq!(loan.unpack_from(&[0]), Err(Unusable::ReadOnly));
+                d
+            });
+            assert_eq!(got, [9, 9, 3, 4]);
+        }
+        // The revoked life stays revoked while a loan holds it.
+        assert_eq!(kept.pack_into(&mut [0u8; 1]), Err(Unusable::Ended));
+    }
+
+    #[test]
+    fn an_exclusive_loan_is_handed_out_only_without_copies() {
+        let mut buf = [0u32; 4];
+        let mut two = [0u8; 2];
+        lending((), |l| {
+            let mut ex = Loan::new(View::write(&mut buf[..]), l).exclusive();
+            assert!(ex.bytes_mut().is_some());
+            let copy = ex.clone();
+            assert!(ex.bytes_mut().is_none(), "a copy is held by an operation");
+            copy.unpack_from(&[7, 0, 0, 0]).unwrap();
+            drop(copy);
+            ex.bytes_mut().unwrap()[4] = 8;
+            let mut plain = Loan::new(View::write(&mut two[..]), l);
+            assert!(
+                plain.bytes_mut().is_none(),
+                "only exclusive loans are handed out"
+            );
+        });
+        assert_eq!(buf[0], 7);
+        assert_eq!(buf[1], 8);
+    }
+
+    #[test]
+    fn owned_scratch_is_zeroed_and_aligned() {
+        let s = Loan::zeroed(40);
+        assert_eq!(s.raw.addr() % 16, 0);
+        let mut out = [1u8; 40];
+        s.pack_into(&mut out).unwrap();
+        assert!(out.iter().all(|&b| b == 0));
+        let c = Loan::copied(&[5, 6, 7]);
+        assert_eq!(c.to_packed().unwrap(), vec![5, 6, 7]);
     }
 }

@@ -7,6 +7,7 @@ pub mod cma;
 pub(crate) mod copy;
 pub mod layout;
 pub mod lend;
+pub(crate) mod overlap;
 pub mod plain;
 pub mod process;
 pub mod segment;

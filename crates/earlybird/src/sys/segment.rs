@@ -196,11 +196,6 @@ pub fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_cloexec_flag(fd, false)
 }
 
-/// Set FD_CLOEXEC on an inherited descriptor so our own children do not keep it.
-pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
-    set_cloexec_flag(fd, true)
-}
-
 fn set_cloexec_flag(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     let fd = fd.as_raw_fd();
     // SAFETY: fcntl F_GETFD on a descriptor open for the borrow's duration reads its flags.

@@ -224,7 +224,7 @@ pub fn child(lookup: fn(&str) -> Option<Scn>) {
     let Ok(name) = std::env::var(ENV_SCENARIO) else {
         return;
     };
-    if std::env::var_os(earlybird::bootstrap::ENV_RANK).is_none() {
+    if std::env::var_os(earlybird::launch::ENV_RANK).is_none() {
         // Set in the test's own environment but not started by ebrun: nothing to do.
         return;
     }

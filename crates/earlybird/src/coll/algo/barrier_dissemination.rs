@@ -6,7 +6,7 @@
 use super::super::registry::Algorithm;
 use super::super::sched::Sink;
 use super::super::{Args, Coll};
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
     coll: Coll::Barrier,
@@ -20,8 +20,8 @@ fn run(a: &Args, s: &mut dyn Sink) {
     let (r, n) = (a.rank, a.size);
     let mut d = 1;
     while d < n {
-        s.send((r + d) % n, Lent::EMPTY);
-        s.recv((r - d + n) % n, Lent::EMPTY);
+        s.send((r + d) % n, Block::EMPTY);
+        s.recv((r - d + n) % n, Block::EMPTY);
         s.wait();
         d *= 2;
     }

@@ -4,12 +4,12 @@
 
 use super::super::sched::Sink;
 use super::super::Args;
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 use crate::sys::sig::Sig;
 
 /// The block received from rank `i`: alltoallw's receive view of it, else the (v form's)
 /// receive block.
-pub(super) fn incoming(a: &Args, i: usize) -> Lent {
+pub(super) fn incoming(a: &Args, i: usize) -> Block {
     match &a.wblocks {
         Some(w) => w[i].1.clone(),
         None => a.rblock_of(i as i32),
@@ -17,7 +17,7 @@ pub(super) fn incoming(a: &Args, i: usize) -> Lent {
 }
 
 /// The block sent to rank `i` as the call gave it (in place: the receive block).
-fn given(a: &Args, i: usize) -> Lent {
+fn given(a: &Args, i: usize) -> Block {
     match &a.wblocks {
         Some(w) => w[i].0.clone(),
         None => a.sblock_of(i as i32),
@@ -27,8 +27,8 @@ fn given(a: &Args, i: usize) -> Lent {
 /// The message for every rank `0..n`. In place, every block but this rank's own is first
 /// copied, packed, into scratch (a copy step before any receive is posted), so that what
 /// arrives may overwrite the receive buffer; this rank's own block stays where it is.
-pub(super) fn outgoing(a: &Args, s: &mut dyn Sink, n: usize) -> Vec<Lent> {
-    let blocks: Vec<Lent> = (0..n).map(|i| given(a, i)).collect();
+pub(super) fn outgoing(a: &Args, s: &mut dyn Sink, n: usize) -> Vec<Block> {
+    let blocks: Vec<Block> = (0..n).map(|i| given(a, i)).collect();
     if a.send.is_some() {
         return blocks;
     }
@@ -58,14 +58,12 @@ pub(super) fn outgoing(a: &Args, s: &mut dyn Sink, n: usize) -> Vec<Lent> {
 }
 
 /// Bytes `off..off + len` of the scratch buffer `buf` as a message of signature `sig`.
-pub(super) fn packed(buf: &Lent, off: usize, len: usize, sig: Sig) -> Lent {
-    buf.sub(off, len, None)
-        .expect("a run inside its scratch")
-        .with_sig(sig)
+pub(super) fn packed(buf: &Block, off: usize, len: usize, sig: Sig) -> Block {
+    buf.sub(off, len, None).with_sig(sig)
 }
 
 /// This rank's own block: copied from the send side (in place it is already there).
-pub(super) fn keep_own(a: &Args, s: &mut dyn Sink, out: &[Lent]) {
+pub(super) fn keep_own(a: &Args, s: &mut dyn Sink, out: &[Block]) {
     let me = a.rank as usize;
     if a.send.is_some() {
         s.copy(out[me].clone(), incoming(a, me));

@@ -10,7 +10,7 @@
 use super::super::registry::Algorithm;
 use super::super::sched::Sink;
 use super::super::{Args, Coll};
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
     coll: Coll::Gather,
@@ -43,7 +43,7 @@ pub(super) fn children(vr: i32, n: i32) -> impl Iterator<Item = (i32, i32)> {
 }
 
 /// `k` blocks of `count` elements of `raw`, from block `first`.
-pub(super) fn blocks(a: &Args, raw: &Lent, first: i32, k: i32) -> Lent {
+pub(super) fn blocks(a: &Args, raw: &Block, first: i32, k: i32) -> Block {
     a.elem
         .block(raw, first as usize * a.count, k as usize * a.count)
 }
@@ -83,7 +83,7 @@ pub(super) fn actual(a: &Args, v: i32) -> i32 {
 /// The root's blocks in relative order 1.. are those of ranks root + 1, ..., n - 1, then
 /// 0, ..., root - 1: the two pieces, each as (blocks of the whole-communicator buffer `raw`,
 /// blocks of the relative-order buffer `rel`).
-pub(super) fn wrapped(a: &Args, raw: &Lent, rel: &Lent) -> [(Lent, Lent); 2] {
+pub(super) fn wrapped(a: &Args, raw: &Block, rel: &Block) -> [(Block, Block); 2] {
     let (n, root) = (a.size, a.root);
     [
         (

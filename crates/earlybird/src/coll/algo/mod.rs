@@ -5,7 +5,7 @@
 use super::registry::Algorithm;
 use super::sched::Sink;
 use super::{Args, Coll};
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 
 mod allgather_bruck;
 mod allgather_recursive_doubling;
@@ -134,14 +134,14 @@ pub(super) fn pow2(n: i32) -> bool {
 /// Buffers a reduction accumulates in: the running result moves between two writable
 /// buffers, arranged so that after `steps` reductions it is in `last`.
 pub(super) struct Alternate {
-    pub(super) last: Lent,
-    pub(super) other: Lent,
+    pub(super) last: Block,
+    pub(super) other: Block,
     steps: usize,
     done: usize,
 }
 
 impl Alternate {
-    pub(super) fn new(last: Lent, other: Lent, steps: usize) -> Alternate {
+    pub(super) fn new(last: Block, other: Block, steps: usize) -> Alternate {
         Alternate {
             last,
             other,
@@ -151,7 +151,7 @@ impl Alternate {
     }
 
     /// The buffer the next reduction writes.
-    pub(super) fn next(&mut self) -> Lent {
+    pub(super) fn next(&mut self) -> Block {
         let left = self.steps - self.done;
         self.done += 1;
         if left % 2 == 1 {
@@ -164,7 +164,7 @@ impl Alternate {
 
 /// The running result of a reduction at the start: the send buffer, or (in place) a scratch
 /// copy of the receive buffer, so that the receive buffer is free to be written.
-pub(super) fn own_contribution(a: &Args, s: &mut dyn Sink) -> Lent {
+pub(super) fn own_contribution(a: &Args, s: &mut dyn Sink) -> Block {
     match &a.send {
         Some(sb) => a.elem.run(sb, 0, a.count),
         None => {
@@ -176,6 +176,6 @@ pub(super) fn own_contribution(a: &Args, s: &mut dyn Sink) -> Lent {
 }
 
 /// A message view of the whole run `raw` of the call's `count` elements.
-pub(super) fn msg(a: &Args, raw: &Lent) -> Lent {
+pub(super) fn msg(a: &Args, raw: &Block) -> Block {
     a.elem.block(raw, 0, a.count)
 }

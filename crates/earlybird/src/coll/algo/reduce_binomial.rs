@@ -9,7 +9,7 @@ use super::super::registry::Algorithm;
 use super::super::sched::Sink;
 use super::super::{Args, Coll};
 use super::{msg, own_contribution, Alternate};
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
     coll: Coll::Reduce,
@@ -35,7 +35,7 @@ fn run(a: &Args, s: &mut dyn Sink) {
 /// Reduce everyone's contribution to rank 0 in the canonical association. Returns the
 /// buffer holding this rank's partial result when it is done (rank 0: the whole result,
 /// in the receive buffer if `into_recv`).
-pub(in super::super) fn to_rank0(a: &Args, s: &mut dyn Sink, into_recv: bool) -> Lent {
+pub(in super::super) fn to_rank0(a: &Args, s: &mut dyn Sink, into_recv: bool) -> Block {
     let (r, n) = (a.rank, a.size);
     let bytes = a.count * a.elem.size;
     // How many partial results this rank receives and folds in.

@@ -15,7 +15,7 @@ use super::super::sched::Sink;
 use super::super::{Args, Coll};
 use super::pow2;
 use super::reduce_scatter_reduce_scatterv::{displ, total};
-use crate::sys::lend::Lent;
+use crate::coll::sched::Block;
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
     coll: Coll::ReduceScatterBlock,
@@ -65,7 +65,7 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
 /// of the pieces still held if bit k of the rank is clear, the upper half otherwise, and
 /// leaves in it the partial result over the aligned block of `2^(k+1)` ranks. Returns the
 /// pieces held before each round and at the end (`[0, n)` first, one piece last).
-pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Lent, off: &[usize]) -> Vec<(usize, usize)> {
+pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Block, off: &[usize]) -> Vec<(usize, usize)> {
     let (r, n) = (a.rank, a.size);
     let e = &a.elem;
     let mut held = vec![(0, n as usize)];
@@ -75,7 +75,7 @@ pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Lent, off: &[usize]) -> Vec<
         let h = n as usize / 2;
         s.scratch((off[h] - off[0]).max(off[2 * h] - off[h]) * e.size)
     } else {
-        Lent::EMPTY
+        Block::EMPTY
     };
     let mut d = 1;
     while d < n {

@@ -18,22 +18,25 @@
 //! receive bind, can never complete: both calls fail (MPI_ERR_REQUEST) instead of hanging.
 #![forbid(unsafe_code)]
 
+use crate::comm::context::ContextId;
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::channel::{ChannelMem, ChannelShape, INLINE_BYTES};
+use crate::fabric::channel::{ChannelMem, ChannelShape, Gone, Word, INLINE_BYTES};
+use crate::fabric::{RegionKey, Transport};
 use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
-use crate::sys::lend::Lent;
+use crate::p2p::wait::Blocked;
+use crate::sys::lend::Loan;
 use crate::sys::sig::Sig;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, OwnedFd};
-
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 
-/// Context of bind offers (above every communicator's: contexts are 2 x pair < 8192).
-pub(crate) const OFFER_CTX: u32 = u32::MAX - 1;
+/// Context of bind offers.
+const OFFER_CTX: u32 = ContextId::CHANNEL_OFFERS.raw();
 /// Context of bind replies.
-pub(crate) const REPLY_CTX: u32 = u32::MAX;
+const REPLY_CTX: u32 = ContextId::CHANNEL_REPLIES.raw();
 
 /// What a send end offers, as it travels.
 #[derive(Clone, Debug)]
@@ -166,7 +169,7 @@ pub(crate) struct SendBind {
     pub orphan: bool,
 }
 
-/// A channel layer's state per endpoint, kept in the engine.
+/// A channel layer's state per endpoint, kept in the engine's extensions.
 #[derive(Default)]
 struct Table {
     sends: Vec<Rc<RefCell<SendBind>>>,
@@ -180,10 +183,7 @@ struct Table {
 }
 
 fn table(eng: &mut Engine) -> &mut Table {
-    eng.ext_binds
-        .get_or_insert_with(|| Box::new(Table::default()))
-        .downcast_mut::<Table>()
-        .expect("the engine's bind table")
+    eng.ext.get::<Table>()
 }
 
 /// A new call id (one per bind call, for the never-match rule).
@@ -195,21 +195,24 @@ pub(crate) fn new_call(eng: &mut Engine) -> u64 {
 
 /// Send `bytes` to `peer` and wait until they have left (binds are small and rare).
 fn send_bytes(eng: &mut Engine, peer: u32, ctx: u32, tag: i32, bytes: &[u8]) -> Result<()> {
-    let lent = Lent::of(bytes);
-    if let Started::Op(op) = eng.send_start(peer as i32, ctx, tag, lent, SendMode::Standard)? {
-        let blocked = crate::p2p::engine::Blocked::send(peer as i32, tag, ctx);
-        eng.wait(op, blocked)?;
+    let loan = Loan::copied(bytes);
+    if let Started::Op(op) = eng.send_start(peer as i32, ctx, tag, &loan, SendMode::Standard)? {
+        eng.wait(op, Blocked::send(peer as i32, tag, ctx))?;
     }
     Ok(())
 }
 
-/// Receive the message `m` (already matched) into a new vector.
+/// Take the first message `pat` matches, if one has arrived, into a new vector.
 fn take_bytes(eng: &mut Engine, pat: &Pattern) -> Option<Result<(u32, Vec<u8>)>> {
     let m = eng.improbe(pat)?;
     let src = m.envelope().src;
-    let mut v = vec![0u8; m.len()];
-    let op = eng.mrecv_start(m, Lent::of_mut(&mut v));
-    Some(eng.take(op).map(|_| (src, v)))
+    let buf = Loan::zeroed(m.len());
+    let op = eng.mrecv_start(m, buf.clone());
+    Some(eng.take(op).and_then(|_| {
+        buf.to_packed()
+            .map(|v| (src, v))
+            .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))
+    }))
 }
 
 /// Post an offer for a send end; its replies are taken by [`progress`].
@@ -236,11 +239,7 @@ fn map_failed_tag(id: u64) -> i32 {
 /// Whether the sender of an accepted offer has mapped the channel (`Some(Ok)`), failed to
 /// (`Some(Err)`), or not yet answered (`None`).
 pub(crate) fn mapped(eng: &mut Engine, a: &Accepted) -> Option<Result<()>> {
-    if a.mem
-        .word(crate::fabric::channel::Word::Mapped)
-        .load(std::sync::atomic::Ordering::Acquire)
-        != 0
-    {
+    if a.mem.word(Word::Mapped).load(Ordering::Acquire) != 0 {
         return Some(Ok(()));
     }
     let pat = Pattern {
@@ -285,7 +284,7 @@ pub(crate) fn poll_reply(eng: &mut Engine, dest: u32, id: u64) -> Option<Result<
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
-    let r = decode_reply(&b);
+    let r = decode_reply(eng, &b);
     if let Err(e) = &r {
         if e.class() == ErrorClass::Other && b.first() == Some(&1) {
             // Accepted, but this end could not map the memory: tell the receiver.
@@ -301,13 +300,13 @@ pub(crate) fn poll_reply(eng: &mut Engine, dest: u32, id: u64) -> Option<Result<
     Some(r)
 }
 
-fn decode_reply(b: &[u8]) -> Result<Mapped> {
+fn decode_reply(eng: &mut Engine, b: &[u8]) -> Result<Mapped> {
     let bad = || Error::new(ErrorClass::Intern, "malformed channel bind reply");
     let mut r = Reader(b);
     match r.u8().ok_or_else(bad)? {
         1 => {
-            let pid = r.u32().ok_or_else(bad)?;
-            let fd = r.u32().ok_or_else(bad)? as i32;
+            let (key, rest) = RegionKey::decode(r.0).ok_or_else(bad)?;
+            r.0 = rest;
             let shape = ChannelShape {
                 units: r.u32().ok_or_else(bad)?,
                 unit_bytes: r.u64().ok_or_else(bad)? as usize,
@@ -315,14 +314,27 @@ fn decode_reply(b: &[u8]) -> Result<Mapped> {
             };
             let per = r.u64().ok_or_else(bad)?;
             let partner_bytes = r.u64().ok_or_else(bad)? as usize;
-            let mem = ChannelMem::open(pid, fd, shape).map_err(|e| {
+            let cannot = |e: String| {
                 Error::new(
                     ErrorClass::Other,
-                    format!("cannot map the channel's memory (segment {fd} of process {pid}): {e}"),
+                    format!(
+                        "cannot map the channel's memory (region {} of process {}): {e}",
+                        key.fd, key.pid
+                    ),
                 )
-            })?;
-            mem.word(crate::fabric::channel::Word::Mapped)
-                .store(1, std::sync::atomic::Ordering::Release);
+            };
+            if !shape.valid() || key.bytes < shape.total_bytes() {
+                return Err(cannot(format!(
+                    "a region of {} bytes for {shape:?}",
+                    key.bytes
+                )));
+            }
+            let seg = eng
+                .fabric
+                .map_region(&key)
+                .map_err(|e| cannot(e.to_string()))?;
+            let mem = ChannelMem::new(seg, shape).map_err(cannot)?;
+            mem.word(Word::Mapped).store(1, Ordering::Release);
             Ok(Mapped {
                 mem,
                 partner_bytes,
@@ -407,7 +419,7 @@ fn accept(eng: &mut Engine, o: &Offer, rb: &mut RecvBind) {
             unit_bytes: unit,
             inline: a == 1 && b == 1 && unit <= INLINE_BYTES,
         };
-        let (mem, fd) = ChannelMem::create(shape).map_err(|e| {
+        let no_mem = |e: String| {
             Error::new(
                 ErrorClass::NoMem,
                 format!(
@@ -415,15 +427,19 @@ fn accept(eng: &mut Engine, o: &Offer, rb: &mut RecvBind) {
                     shape.total_bytes()
                 ),
             )
-        })?;
-        Ok((mem, fd, a, b))
+        };
+        let (seg, key, fd) = eng
+            .fabric
+            .create_region(shape.total_bytes())
+            .map_err(|e| no_mem(e.to_string()))?;
+        let mem = ChannelMem::new(seg, shape).map_err(no_mem)?;
+        Ok((mem, key, fd, a, b))
     });
     match made {
-        Ok((mem, fd, a, b)) => {
+        Ok((mem, key, fd, a, b)) => {
             let shape = mem.shape();
             let mut v = vec![1u8];
-            v.extend(crate::sys::process::pid().to_le_bytes());
-            v.extend((fd.as_raw_fd() as u32).to_le_bytes());
+            key.encode(&mut v);
             v.extend(shape.units.to_le_bytes());
             v.extend((shape.unit_bytes as u64).to_le_bytes());
             v.push(shape.inline as u8);
@@ -484,8 +500,8 @@ pub(crate) fn progress(eng: &mut Engine) -> Result<()> {
             if b.orphan {
                 if let Ok(m) = &r {
                     m.mem
-                        .word(crate::fabric::channel::Word::SenderGone)
-                        .store(2, std::sync::atomic::Ordering::Release);
+                        .word(Word::SenderGone)
+                        .store(Gone::Dropped as u64, Ordering::Release);
                 }
             } else {
                 b.result = Some(r);

@@ -1,0 +1,670 @@
+//! Point-to-point communication on a communicator: blocking, nonblocking and persistent
+//! sends in the four modes, receives, sendrecv, probes and matched probes.
+//!
+//! Every call checks its arguments (rank, tag) and returns the MPI error class with a message
+//! naming the bad value, through the communicator's error handler.
+//!
+//! # Standard section(s)
+//! MPI 4.1 §3 (point-to-point communication).
+#![forbid(unsafe_code)]
+
+use super::Comm;
+use crate::datatype::buffer::{lend, lend_mut, Buffer, BufferMut};
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::job::BlockedIn;
+use crate::p2p::engine::{SendMode, Started};
+use crate::p2p::matching::{Envelope, Pattern};
+use crate::p2p::ranks::to_comm_ranks;
+use crate::p2p::wait::Blocked;
+use crate::p2p::{Matched, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
+use crate::request::pt2pt::{Persistent, Plan};
+use crate::request::{Request, Scope};
+use crate::sys::lend::{lending, Loan, ScratchBuffer, View};
+
+/// A buffer a persistent send may be given: `&B` for constant data, or `&mut B` for data the
+/// program changes between starts through [`Request::buffer_mut`], where `B` is a
+/// [`Buffer`] (`[T]`, `[T; N]`, `Vec<T>`, a [`Typed`](crate::Typed) view). Sealed.
+pub trait SendBuf<'s>: crate::datatype::buffer::Sealed {
+    #[doc(hidden)]
+    fn loan(self, s: &'s Scope<'s, '_>) -> Result<SendLoan>;
+}
+
+/// What a persistent send's buffer becomes when lent. Opaque.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct SendLoan(Loan);
+
+impl<'s, B: Buffer + ?Sized> SendBuf<'s> for &'s B {
+    fn loan(self, s: &'s Scope<'s, '_>) -> Result<SendLoan> {
+        lend(self, s).map(SendLoan)
+    }
+}
+
+impl<'s, B: BufferMut + ?Sized> SendBuf<'s> for &'s mut B {
+    fn loan(self, s: &'s Scope<'s, '_>) -> Result<SendLoan> {
+        // Lent to the request alone, which hands it back between starts.
+        lend_mut(self, s).map(|l| SendLoan(l.exclusive()))
+    }
+}
+
+/// A message taken out of matching by [`Comm::mprobe`] (MPI_Message); receive it with
+/// [`Message::recv`].
+#[derive(Debug)]
+#[must_use = "a matched message must be received"]
+pub struct Message {
+    comm: Comm,
+    m: Option<Matched>,
+}
+
+/// The blocking, nonblocking and persistent sends of one mode.
+macro_rules! send_mode {
+    ($mode:expr, $mpi:literal, $doc:literal, $send:ident, $isend:ident, $init:ident) => {
+        #[doc = concat!("MPI_", $mpi, ": ", $doc)]
+        pub fn $send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+            self.blocking_send(stringify!($send), buf, dest, tag, $mode)
+        }
+
+        #[doc = concat!("MPI_I", $mpi, ": the nonblocking form of [`", stringify!($send), "`](Self::", stringify!($send), ").")]
+        pub fn $isend<'s, B: Buffer + ?Sized>(
+            &self,
+            s: &'s Scope<'s, '_>,
+            buf: &'s B,
+            dest: i32,
+            tag: i32,
+        ) -> Result<Request<'s>> {
+            self.nonblocking_send(s, stringify!($isend), buf, dest, tag, $mode)
+        }
+
+        #[doc = concat!("MPI_", $mpi, "_init: a persistent [`", stringify!($send), "`](Self::", stringify!($send), ") of `buf`, started with [`Request::start`]. The buffer is read at each start. Lend it as `&mut [T]` to change it between starts through [`Request::buffer_mut`], or as `&[T]` for constant data.")]
+        pub fn $init<'s, B: SendBuf<'s>>(
+            &self,
+            s: &'s Scope<'s, '_>,
+            buf: B,
+            dest: i32,
+            tag: i32,
+        ) -> Result<Request<'s>> {
+            self.persistent_send(s, stringify!($init), buf, dest, tag, $mode)
+        }
+    };
+}
+
+impl Comm {
+    #[inline(always)]
+    fn check_dest(&self, dest: i32) -> Result<()> {
+        if dest == PROC_NULL || (0..self.peers).contains(&dest) {
+            Ok(())
+        } else {
+            Err(self.bad_rank("destination", dest))
+        }
+    }
+
+    #[inline(always)]
+    fn check_source(&self, src: i32) -> Result<()> {
+        if src == PROC_NULL || src == ANY_SOURCE || (0..self.peers).contains(&src) {
+            Ok(())
+        } else {
+            Err(self.bad_rank("source", src))
+        }
+    }
+
+    #[cold]
+    fn bad_rank(&self, what: &str, r: i32) -> Error {
+        let of = if self.is_inter() {
+            format!("remote group of size {}", self.peers)
+        } else {
+            format!("communicator of size {}", self.size)
+        };
+        Error::new(ErrorClass::Rank, format!("invalid {what} rank {r} ({of})"))
+    }
+
+    #[inline(always)]
+    fn check_send_tag(tag: i32) -> Result<()> {
+        if (0..=TAG_UB).contains(&tag) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorClass::Tag,
+                format!("invalid send tag {tag} (tags run from 0 to {TAG_UB})"),
+            ))
+        }
+    }
+
+    #[inline(always)]
+    fn check_recv_tag(tag: i32) -> Result<()> {
+        if tag == ANY_TAG || (0..=TAG_UB).contains(&tag) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorClass::Tag,
+                format!("invalid receive tag {tag} (tags run from 0 to {TAG_UB}, or ANY_TAG)"),
+            ))
+        }
+    }
+
+    /// The plan of a send to rank `dest` with `tag`, checked.
+    #[inline(always)]
+    fn send_plan(&self, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
+        self.check_live()?;
+        self.check_dest(dest)?;
+        Self::check_send_tag(tag)?;
+        Ok(Plan::Send {
+            peer: self.ep(dest),
+            ctx: self.ctx.raw(),
+            tag,
+            mode,
+        })
+    }
+
+    /// The pattern of a receive from rank `src` with `tag`, checked (`None` for PROC_NULL).
+    #[inline(always)]
+    pub(super) fn pattern(&self, src: i32, tag: i32) -> Result<Option<Pattern>> {
+        self.check_live()?;
+        self.check_source(src)?;
+        Self::check_recv_tag(tag)?;
+        if src == PROC_NULL {
+            return Ok(None);
+        }
+        Ok(Some(Pattern {
+            ctx: self.ctx.raw(),
+            src: (src != ANY_SOURCE).then_some(self.ep(src) as u32),
+            tag: (tag != ANY_TAG).then_some(tag),
+        }))
+    }
+
+    /// The core of every blocking send: lend the buffer for the call, start the send and
+    /// wait until it completes.
+    fn blocking_send<B: Buffer + ?Sized>(
+        &self,
+        what: &str,
+        buf: &B,
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<()> {
+        let r = lending((), |l| {
+            let loan = lend(buf, l)?;
+            let Plan::Send {
+                peer,
+                ctx,
+                tag,
+                mode,
+            } = self.send_plan(dest, tag, mode)?
+            else {
+                unreachable!("a send plan")
+            };
+            let mut e = self.eng.borrow_mut();
+            if let Started::Op(op) = e.send_start(peer, ctx, tag, &loan, mode)? {
+                e.wait_blocking(op, Blocked::send(peer, tag, ctx))?;
+            }
+            Ok(())
+        });
+        self.ret(what, r)
+    }
+
+    /// The core of every nonblocking send.
+    #[inline(always)]
+    fn nonblocking_send<'s, B: Buffer + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        buf: &'s B,
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<Request<'s>> {
+        let r = (|| {
+            let loan = lend(buf, s)?;
+            let Plan::Send {
+                peer,
+                ctx,
+                tag,
+                mode,
+            } = self.send_plan(dest, tag, mode)?
+            else {
+                unreachable!("a send plan")
+            };
+            let mut e = self.eng.borrow_mut();
+            let started = match e.send_start(peer, ctx, tag, &loan, mode)? {
+                Started::Done => Err(Ok(Status::empty())),
+                Started::Op(op) => {
+                    s.inner().register(&self.eng, &mut e, op);
+                    Ok(op)
+                }
+            };
+            drop(e);
+            Ok(Request::nonblocking(
+                &self.eng,
+                self.origin(),
+                started,
+                Blocked::send(peer, tag, ctx),
+            ))
+        })();
+        self.ret(what, r)
+    }
+
+    /// The core of every persistent send.
+    fn persistent_send<'s, B: SendBuf<'s>>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        buf: B,
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<Request<'s>> {
+        let r = buf.loan(s).and_then(|SendLoan(loan)| {
+            let plan = self.send_plan(dest, tag, mode)?;
+            Ok(self.persistent(s, plan, loan))
+        });
+        self.ret(what, r)
+    }
+
+    /// An inactive persistent point-to-point request of this communicator.
+    fn persistent<'s>(&self, s: &'s Scope<'s, '_>, plan: Plan, loan: Loan) -> Request<'s> {
+        s.inner().note_engine(&self.eng);
+        let p = Persistent::new(&mut self.eng.borrow_mut(), plan, loan, s.inner().id());
+        Request::persistent(&self.eng, self.origin(), p)
+    }
+
+    send_mode!(
+        SendMode::Standard,
+        "Send",
+        "standard-mode blocking send.",
+        send,
+        isend,
+        send_init
+    );
+    send_mode!(
+        SendMode::Synchronous,
+        "Ssend",
+        "returns once the matching receive has started.",
+        ssend,
+        issend,
+        ssend_init
+    );
+    send_mode!(
+        SendMode::Ready,
+        "Rsend",
+        "the program promises the receive is posted (sent as standard mode).",
+        rsend,
+        irsend,
+        rsend_init
+    );
+    send_mode!(
+        SendMode::Buffered,
+        "Bsend",
+        "copies into the attached buffer ([`Universe::buffer_attach`](crate::Universe::buffer_attach)) and returns; MPI_ERR_BUFFER when it does not fit.",
+        bsend,
+        ibsend,
+        bsend_init
+    );
+
+    /// MPI_Recv: blocking receive into `buf`; `src` may be [`ANY_SOURCE`] or [`PROC_NULL`],
+    /// `tag` may be [`ANY_TAG`]. A message longer than `buf` is MPI_ERR_TRUNCATE (the error
+    /// carries the filled status).
+    pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: i32, tag: i32) -> Result<Status> {
+        let r = lending((), |l| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Status::proc_null());
+            };
+            let loan = lend_mut(buf, l)?;
+            let mut e = self.eng.borrow_mut();
+            let op = e.recv_start(pat, loan);
+            e.wait_blocking(op, Blocked::recv(src, tag, self.ctx.raw()))
+        });
+        self.ret("recv", to_comm_ranks(&self.map, r))
+    }
+
+    /// A receive request on `loan` (nonblocking and started, or persistent and inactive),
+    /// reporting statuses in this communicator's ranks.
+    fn recv_request<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        loan: Result<Loan>,
+        src: i32,
+        tag: i32,
+        persistent: bool,
+    ) -> Result<Request<'s>> {
+        let r = loan.and_then(|loan| {
+            let pat = self.pattern(src, tag)?;
+            if persistent {
+                return Ok(self.persistent(s, Plan::Recv { pat }, loan.exclusive()));
+            }
+            let blocked = Blocked::recv(src, tag, self.ctx.raw());
+            let Some(pat) = pat else {
+                return Ok(Request::nonblocking(
+                    &self.eng,
+                    self.origin(),
+                    Err(Ok(Status::proc_null())),
+                    blocked,
+                ));
+            };
+            let mut e = self.eng.borrow_mut();
+            let op = e.recv_start(pat, loan);
+            let started = if e.is_done(op) {
+                // Matched a message that had already arrived: nothing left in flight.
+                Err(e.take(op))
+            } else {
+                s.inner().register(&self.eng, &mut e, op);
+                Ok(op)
+            };
+            drop(e);
+            Ok(Request::nonblocking(
+                &self.eng,
+                self.origin(),
+                started,
+                blocked,
+            ))
+        });
+        self.ret(what, r)
+    }
+
+    /// MPI_Irecv.
+    pub fn irecv<'s, B: BufferMut + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut B,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        self.recv_request(s, "irecv", lend_mut(buf, s), src, tag, false)
+    }
+
+    /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
+    /// pattern of OSU-style bandwidth benchmarks).
+    pub fn irecv_scratch<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s ScratchBuffer,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let loan = Loan::new(View::scratch(buf), s);
+        self.recv_request(s, "irecv", Ok(loan), src, tag, false)
+    }
+
+    /// MPI_Recv_init: a persistent receive into `buf`.
+    pub fn recv_init<'s, B: BufferMut + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut B,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        self.recv_request(s, "recv_init", lend_mut(buf, s), src, tag, true)
+    }
+
+    /// MPI_Sendrecv.
+    pub fn sendrecv<S: Buffer + ?Sized, R: BufferMut + ?Sized>(
+        &self,
+        sbuf: &S,
+        dest: i32,
+        stag: i32,
+        rbuf: &mut R,
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        let r = crate::scope(|s| {
+            let send = lend(sbuf, s)?;
+            let recv = lend_mut(rbuf, s)?;
+            self.sendrecv_loans(s, send, dest, stag, recv, src, rtag)
+        });
+        self.ret("sendrecv", r)
+    }
+
+    /// Start the receive, then the send, and wait for both.
+    #[allow(clippy::too_many_arguments)]
+    fn sendrecv_loans<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        send: Loan,
+        dest: i32,
+        stag: i32,
+        recv: Loan,
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        let mut rr = self.recv_request_unchecked(s, recv, src, rtag)?;
+        let Plan::Send {
+            peer,
+            ctx,
+            tag,
+            mode,
+        } = self.send_plan(dest, stag, SendMode::Standard)?
+        else {
+            unreachable!("a send plan")
+        };
+        let started = {
+            let mut e = self.eng.borrow_mut();
+            match e.send_start(peer, ctx, tag, &send, mode)? {
+                Started::Done => None,
+                Started::Op(op) => {
+                    s.inner().register(&self.eng, &mut e, op);
+                    Some(op)
+                }
+            }
+        };
+        if let Some(op) = started {
+            let mut sr = Request::nonblocking(
+                &self.eng,
+                self.origin(),
+                Ok(op),
+                Blocked::send(peer, tag, ctx),
+            );
+            sr.wait()?;
+        }
+        rr.wait()
+    }
+
+    /// [`recv_request`](Self::recv_request) without its own error handler (a part of a
+    /// larger call).
+    fn recv_request_unchecked<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        loan: Loan,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let pat = self.pattern(src, tag)?;
+        let blocked = Blocked::recv(src, tag, self.ctx.raw());
+        let Some(pat) = pat else {
+            return Ok(Request::nonblocking(
+                &self.eng,
+                self.origin(),
+                Err(Ok(Status::proc_null())),
+                blocked,
+            ));
+        };
+        let mut e = self.eng.borrow_mut();
+        let op = e.recv_start(pat, loan);
+        s.inner().register(&self.eng, &mut e, op);
+        drop(e);
+        Ok(Request::nonblocking(
+            &self.eng,
+            self.origin(),
+            Ok(op),
+            blocked,
+        ))
+    }
+
+    /// MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing message is packed
+    /// into a copy first).
+    pub fn sendrecv_replace<B: BufferMut + ?Sized>(
+        &self,
+        buf: &mut B,
+        dest: i32,
+        stag: i32,
+        src: i32,
+        rtag: i32,
+    ) -> Result<Status> {
+        let r = crate::scope(|s| {
+            let recv = lend_mut(buf, s)?;
+            let packed = recv
+                .to_packed()
+                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
+            let send = Loan::copied(&packed).with_sig(recv.sig());
+            self.sendrecv_loans(s, send, dest, stag, recv, src, rtag)
+        });
+        self.ret("sendrecv_replace", r)
+    }
+
+    // ---- probe ----------------------------------------------------------------------------
+
+    fn probe_status(&self, env: Envelope, len: usize) -> Status {
+        Status {
+            source: self
+                .map
+                .as_ref()
+                .map_or(env.src as i32, |m| m.rank_of(env.src as i32)),
+            tag: env.tag,
+            bytes: len,
+            cancelled: false,
+            error: ErrorClass::Success,
+        }
+    }
+
+    /// MPI_Iprobe: the status of a message that a receive with `src`/`tag` would match now.
+    pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Some(Status::proc_null()));
+            };
+            Ok(self
+                .eng
+                .borrow_mut()
+                .iprobe(&pat)
+                .map(|(e, l)| self.probe_status(e, l)))
+        })();
+        self.ret("iprobe", r)
+    }
+
+    /// MPI_Probe: block until such a message is there.
+    pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Status::proc_null());
+            };
+            let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx.raw());
+            self.eng
+                .borrow_mut()
+                .wait_for(blocked, |e| e.iprobe(&pat))
+                .map(|(e, l)| self.probe_status(e, l))
+        })();
+        self.ret("probe", r)
+    }
+
+    /// MPI_Improbe: take the message out of matching, so that only [`Message::recv`] gets it.
+    pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message, Status)>> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok(Some((self.null_message(), Status::proc_null())));
+            };
+            Ok(self.eng.borrow_mut().improbe(&pat).map(|m| self.matched(m)))
+        })();
+        self.ret("improbe", r)
+    }
+
+    /// MPI_Mprobe: block until a message matches, and take it out of matching.
+    pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message, Status)> {
+        let r = (|| {
+            let Some(pat) = self.pattern(src, tag)? else {
+                return Ok((self.null_message(), Status::proc_null()));
+            };
+            let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx.raw());
+            let m = self
+                .eng
+                .borrow_mut()
+                .wait_for(blocked, |e| e.improbe(&pat))?;
+            Ok(self.matched(m))
+        })();
+        self.ret("mprobe", r)
+    }
+
+    fn null_message(&self) -> Message {
+        Message {
+            comm: self.clone(),
+            m: None,
+        }
+    }
+
+    fn matched(&self, m: Matched) -> (Message, Status) {
+        let st = self.probe_status(m.envelope(), m.len());
+        (
+            Message {
+                comm: self.clone(),
+                m: Some(m),
+            },
+            st,
+        )
+    }
+}
+
+impl Message {
+    /// MPI_Mrecv: receive the matched message into `buf`.
+    pub fn recv<B: BufferMut + ?Sized>(mut self, buf: &mut B) -> Result<Status> {
+        let comm = self.comm.clone();
+        let r = lending((), |l| match (self.m.take(), lend_mut(buf, l)) {
+            (None, _) => Ok(Status::proc_null()),
+            (Some(m), Err(e)) => {
+                self.m = Some(m);
+                Err(e)
+            }
+            (Some(m), Ok(loan)) => {
+                let env = m.envelope();
+                let mut e = comm.eng.borrow_mut();
+                let op = e.mrecv_start(m, loan);
+                e.wait_blocking(op, Blocked::recv(env.src as i32, env.tag, env.ctx))
+            }
+        });
+        comm.ret("mrecv", to_comm_ranks(&comm.map, r))
+    }
+
+    /// MPI_Imrecv: the matched message is delivered at once (it has arrived), so the request
+    /// is already complete; it exists for programs written against the nonblocking form.
+    pub fn irecv<'s, B: BufferMut + ?Sized>(
+        mut self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut B,
+    ) -> Result<Request<'s>> {
+        let comm = self.comm.clone();
+        let loan = match lend_mut(buf, s) {
+            Ok(l) => l,
+            Err(e) => return comm.ret("imrecv", Err(e)),
+        };
+        match self.m.take() {
+            None => Ok(Request::nonblocking(
+                &comm.eng,
+                comm.origin(),
+                Err(Ok(Status::proc_null())),
+                Blocked::recv(PROC_NULL, ANY_TAG, comm.ctx.raw()),
+            )),
+            Some(m) => {
+                let env = m.envelope();
+                let mut e = comm.eng.borrow_mut();
+                let op = e.mrecv_start(m, loan);
+                s.inner().register(&comm.eng, &mut e, op);
+                drop(e);
+                Ok(Request::nonblocking(
+                    &comm.eng,
+                    comm.origin(),
+                    Ok(op),
+                    Blocked::recv(env.src as i32, env.tag, env.ctx),
+                ))
+            }
+        }
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        // Receive it into nothing so that a rendezvous sender is released; the data is
+        // discarded (MPI leaves a matched message that is never received undefined).
+        if let Some(m) = self.m.take() {
+            if let Ok(mut e) = self.comm.eng.try_borrow_mut() {
+                let op = e.mrecv_start(m, Loan::EMPTY);
+                let _ = e.take(op);
+            }
+        }
+    }
+}

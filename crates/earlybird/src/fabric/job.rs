@@ -1,0 +1,448 @@
+//! The job segment: what every rank of a job on one host maps.
+//!
+//! ```text
+//! [JobHeader: 256 B][RankSlot x nranks: 128 B each][pad to 4 KiB][rings]
+//! ```
+//!
+//! There is one `ring` per ordered pair of distinct endpoints; ring (s -> r)
+//! is written by s and read by r. A rank's slot carries its pid (for single-copy transfers),
+//! its state, and what it is blocked in (for `ebrun --timeout` reports). The header carries
+//! the abort flag that ends every wait when the job fails.
+//!
+//! All of it is created zero-filled; a zero sequence word is an empty slot, so no rank has
+//! to wait for another before sending.
+
+use super::ring::{RingPtrs, RingShape};
+use crate::sys::segment::Segment;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const MAGIC: u64 = 0x6561_726c_7962_6972; // "earlybir"
+const VERSION: u32 = 2;
+const HEADER_BYTES: usize = 512;
+const FLOOR_LINE_OFFSET: usize = 256;
+const RANK_SLOT_BYTES: usize = 128;
+/// The peer word of a rank slot when its wait is on no particular peer.
+const NO_PEER: i32 = i32::MIN;
+
+#[repr(C, align(128))]
+struct JobHeader {
+    magic: AtomicU64,
+    version: AtomicU32,
+    nranks: AtomicU32,
+    nslots: AtomicU32,
+    _pad: AtomicU32,
+    data_bytes: AtomicU64,
+    total_bytes: AtomicU64,
+    /// 0 while the job runs; once some rank failed or the job was aborted, bit 63 set with
+    /// the rank (bits 32..62, as i32 bits) and the code (bits 0..31): one word, so a reader
+    /// never sees the flag without the reason.
+    aborted: AtomicU64,
+    /// Ranks that have entered finalize.
+    finalizing: AtomicU32,
+    /// pid of the launcher (0 for thread jobs and singletons).
+    launcher_pid: AtomicU32,
+}
+const _: () = assert!(std::mem::size_of::<JobHeader>() <= FLOOR_LINE_OFFSET);
+
+/// A rank's lifecycle, as published in its slot.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankState {
+    NotStarted = 0,
+    Running = 1,
+    Finalized = 2,
+}
+
+/// What a rank is blocked in (published only once a wait stops being a short spin).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockedIn {
+    Nothing = 0,
+    Send = 1,
+    Recv = 2,
+    Wait = 3,
+    Probe = 4,
+    Finalize = 5,
+    BufferDetach = 6,
+}
+
+impl BlockedIn {
+    fn from_u32(v: u32) -> BlockedIn {
+        match v {
+            1 => BlockedIn::Send,
+            2 => BlockedIn::Recv,
+            3 => BlockedIn::Wait,
+            4 => BlockedIn::Probe,
+            5 => BlockedIn::Finalize,
+            6 => BlockedIn::BufferDetach,
+            _ => BlockedIn::Nothing,
+        }
+    }
+}
+
+#[repr(C, align(128))]
+struct RankSlot {
+    pid: AtomicU32,
+    state: AtomicU32,
+    blocked: AtomicU32,
+    peer: AtomicI32,
+    tag: AtomicI32,
+    ctx: AtomicU32,
+}
+const _: () = assert!(std::mem::size_of::<RankSlot>() == RANK_SLOT_BYTES);
+
+/// Sizes of a job's segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobShape {
+    pub nranks: u32,
+    pub(crate) ring: RingShape,
+}
+
+impl JobShape {
+    /// The default shape for `nranks`: 256 slots per ring and a data area that shrinks as
+    /// the number of rings grows (256 KiB per ring up to 8 ranks, never under 64 KiB).
+    /// `EARLYBIRD_RING_DATA_BYTES` overrides the data area (rounded to 4 KiB).
+    pub fn for_ranks(nranks: u32) -> JobShape {
+        let rings = (nranks as usize) * (nranks as usize).saturating_sub(1);
+        let mut data = (64usize << 20).checked_div(rings).unwrap_or(0);
+        data = data.clamp(64 << 10, 256 << 10);
+        if let Some(v) = std::env::var("EARLYBIRD_RING_DATA_BYTES")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            data = v.clamp(4096, 64 << 20);
+        }
+        data = data / 4096 * 4096;
+        JobShape {
+            nranks,
+            ring: RingShape {
+                nslots: 256,
+                data_bytes: data,
+            },
+        }
+    }
+
+    fn rings_offset(&self) -> usize {
+        (HEADER_BYTES + self.nranks as usize * RANK_SLOT_BYTES).div_ceil(4096) * 4096
+    }
+
+    /// Total bytes of the segment.
+    pub fn total_bytes(&self) -> usize {
+        let n = self.nranks as usize;
+        self.rings_offset() + n * n.saturating_sub(1) * self.ring.bytes()
+    }
+
+    fn ring_offset(&self, from: u32, to: u32) -> usize {
+        let n = self.nranks as usize;
+        let (s, r) = (from as usize, to as usize);
+        let idx = s * (n - 1) + if r < s { r } else { r - 1 };
+        self.rings_offset() + idx * self.ring.bytes()
+    }
+}
+
+/// A mapped job segment. Cheap to clone (an `Arc`).
+#[derive(Clone)]
+pub struct JobSegment {
+    seg: Arc<Segment>,
+    shape: JobShape,
+}
+
+impl std::fmt::Debug for JobSegment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobSegment")
+            .field("shape", &self.shape)
+            .finish()
+    }
+}
+
+impl JobSegment {
+    /// Write the header of a freshly created, zero-filled segment.
+    pub fn init(seg: Segment, shape: JobShape) -> JobSegment {
+        assert!(
+            seg.len() >= shape.total_bytes(),
+            "segment too small for its shape"
+        );
+        let js = JobSegment {
+            seg: Arc::new(seg),
+            shape,
+        };
+        let h = js.header();
+        h.version.store(VERSION, Ordering::Relaxed);
+        h.nranks.store(shape.nranks, Ordering::Relaxed);
+        h.nslots.store(shape.ring.nslots as u32, Ordering::Relaxed);
+        h.data_bytes
+            .store(shape.ring.data_bytes as u64, Ordering::Relaxed);
+        h.total_bytes
+            .store(shape.total_bytes() as u64, Ordering::Relaxed);
+        h.magic.store(MAGIC, Ordering::Release);
+        js
+    }
+
+    /// Adopt a segment created (and initialised) by the launcher; checks its header.
+    pub fn attach(seg: Segment) -> Result<JobSegment, String> {
+        if seg.len() < HEADER_BYTES {
+            return Err(format!("job segment of {} bytes is too small", seg.len()));
+        }
+        // SAFETY: the segment is at least HEADER_BYTES long and page aligned; JobHeader is
+        // made of atomics, valid for any bit pattern.
+        let h = unsafe { &*(seg.base() as *const JobHeader) };
+        if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION
+        {
+            return Err("job segment has a bad magic number or version (launcher and program built from different earlybird versions?)".into());
+        }
+        let shape = JobShape {
+            nranks: h.nranks.load(Ordering::Relaxed),
+            ring: RingShape {
+                nslots: h.nslots.load(Ordering::Relaxed) as usize,
+                data_bytes: h.data_bytes.load(Ordering::Relaxed) as usize,
+            },
+        };
+        if seg.len() < shape.total_bytes() {
+            return Err(format!(
+                "job segment of {} bytes is smaller than its shape needs ({})",
+                seg.len(),
+                shape.total_bytes()
+            ));
+        }
+        Ok(JobSegment {
+            seg: Arc::new(seg),
+            shape,
+        })
+    }
+
+    pub fn shape(&self) -> JobShape {
+        self.shape
+    }
+
+    pub fn nranks(&self) -> u32 {
+        self.shape.nranks
+    }
+
+    fn header(&self) -> &JobHeader {
+        // SAFETY: offset 0 of a segment at least total_bytes long (checked at init/attach),
+        // page aligned; atomics only.
+        unsafe { &*(self.seg.base() as *const JobHeader) }
+    }
+
+    fn slot(&self, rank: u32) -> &RankSlot {
+        assert!(rank < self.shape.nranks);
+        // SAFETY: the slot array follows the header inside the segment; 128-aligned; atomics.
+        unsafe {
+            &*(self
+                .seg
+                .base()
+                .add(HEADER_BYTES + rank as usize * RANK_SLOT_BYTES)
+                as *const RankSlot)
+        }
+    }
+
+    /// The ring that `from` writes and `to` reads. Its ends must not outlive this segment
+    /// (hold a clone of it).
+    pub(crate) fn ring(&self, from: u32, to: u32) -> RingPtrs {
+        assert!(from != to && from < self.shape.nranks && to < self.shape.nranks);
+        let off = self.shape.ring_offset(from, to);
+        // SAFETY: rings are laid out one after another from a 4 KiB boundary, each
+        // `ring.bytes()` long (a multiple of 128), all inside the segment (total_bytes checks
+        // at init/attach), which was created zero-filled and stays mapped while a clone of
+        // this JobSegment lives; the ring shape comes from `JobShape::for_ranks` (256 slots,
+        // data a multiple of 4 KiB) or a header checked at attach; only ring ends touch
+        // ring memory.
+        unsafe { RingPtrs::at(self.seg.base().wrapping_add(off), self.shape.ring) }
+    }
+
+    // ---- rank slots -------------------------------------------------------------------
+
+    /// Take endpoint `rank` of the job for process `pid`: its state goes from not started to
+    /// running, once. `Err` if it was taken already (by this process or another), so each
+    /// ring of the job gets one producer and one consumer.
+    pub fn claim(&self, rank: u32, pid: u32) -> Result<(), String> {
+        let s = self.slot(rank);
+        s.pid.store(pid, Ordering::Relaxed);
+        s.state
+            .compare_exchange(
+                RankState::NotStarted as u32,
+                RankState::Running as u32,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(|_| format!("rank {rank} of this job has already started"))
+    }
+
+    pub fn set_finalized(&self, rank: u32) {
+        self.slot(rank)
+            .state
+            .store(RankState::Finalized as u32, Ordering::Release);
+    }
+
+    pub fn state(&self, rank: u32) -> RankState {
+        match self.slot(rank).state.load(Ordering::Acquire) {
+            1 => RankState::Running,
+            2 => RankState::Finalized,
+            _ => RankState::NotStarted,
+        }
+    }
+
+    pub fn pid(&self, rank: u32) -> u32 {
+        self.slot(rank).pid.load(Ordering::Acquire)
+    }
+
+    /// Publish what `rank` is blocked in (Nothing clears it), and on which peer (`None`:
+    /// no particular one).
+    pub fn set_blocked(&self, rank: u32, what: BlockedIn, peer: Option<i32>, tag: i32, ctx: u32) {
+        let s = self.slot(rank);
+        s.peer.store(peer.unwrap_or(NO_PEER), Ordering::Relaxed);
+        s.tag.store(tag, Ordering::Relaxed);
+        s.ctx.store(ctx, Ordering::Relaxed);
+        s.blocked.store(what as u32, Ordering::Release);
+    }
+
+    /// A sentence saying what `rank` is doing, for launcher reports.
+    pub fn describe(&self, rank: u32) -> String {
+        let s = self.slot(rank);
+        let state = self.state(rank);
+        let what = BlockedIn::from_u32(s.blocked.load(Ordering::Acquire));
+        let peer = s.peer.load(Ordering::Relaxed);
+        let tag = s.tag.load(Ordering::Relaxed);
+        let ctx = s.ctx.load(Ordering::Relaxed);
+        let peer_s = match peer {
+            -1 => "ANY_SOURCE".to_string(),
+            NO_PEER => "-".to_string(),
+            p => p.to_string(),
+        };
+        let tag_s = if tag == -1 {
+            "ANY_TAG".to_string()
+        } else {
+            tag.to_string()
+        };
+        match (state, what) {
+            (RankState::NotStarted, _) => "had not initialised earlybird".into(),
+            (RankState::Finalized, _) => "had finalized".into(),
+            (_, BlockedIn::Nothing) => "was computing (not blocked in earlybird)".into(),
+            (_, BlockedIn::Send) => {
+                format!("was blocked in send to rank {peer_s} (tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Recv) => {
+                format!("was blocked in recv from rank {peer_s} (tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Wait) => {
+                format!("was blocked in wait (peer {peer_s}, tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Probe) => {
+                format!("was blocked in probe (source {peer_s}, tag {tag_s}, context {ctx})")
+            }
+            (_, BlockedIn::Finalize) => "was blocked in finalize, waiting for other ranks".into(),
+            (_, BlockedIn::BufferDetach) => "was blocked in buffer_detach".into(),
+        }
+    }
+
+    // ---- job-wide flags ----------------------------------------------------------------
+
+    /// Mark the job failed because of `rank` (or -1 for the launcher) with `code`.
+    /// The first caller wins; later calls leave the first reason in place.
+    pub fn abort(&self, rank: i32, code: i32) {
+        let word = (1u64 << 63) | (((rank as u32 as u64) & 0x7fff_ffff) << 32) | code as u32 as u64;
+        let _ =
+            self.header()
+                .aborted
+                .compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// `Some((rank, code))` once the job has been aborted (rank -1: the launcher).
+    #[inline]
+    pub fn aborted(&self) -> Option<(i32, i32)> {
+        let w = self.header().aborted.load(Ordering::Acquire);
+        if w == 0 {
+            return None;
+        }
+        // Sign-extend the 31-bit rank field (the launcher records -1).
+        let rank = (((w >> 32) as u32) << 1) as i32 >> 1;
+        Some((rank, w as u32 as i32))
+    }
+
+    /// Count this rank into finalize; returns how many ranks have entered it so far.
+    pub fn enter_finalize(&self) -> u32 {
+        self.header().finalizing.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Record the launcher's pid (ranks check it is alive during long waits).
+    pub fn set_launcher_pid(&self, pid: u32) {
+        self.header().launcher_pid.store(pid, Ordering::Release);
+    }
+
+    /// The launcher's pid, 0 when there is none.
+    #[inline]
+    pub fn launcher_pid(&self) -> u32 {
+        self.header().launcher_pid.load(Ordering::Relaxed)
+    }
+
+    pub fn finalizing(&self) -> u32 {
+        self.header().finalizing.load(Ordering::Acquire)
+    }
+
+    /// The physical floor: ranks 0 and 1 hand one 8-byte atomic on one cache line back and
+    /// forth `iters` times (rank 0 waits for even values, rank 1 for odd ones, each stores the
+    /// next), as `bench-ref/floor/cacheline.c one` does. `round` must grow by one per call on
+    /// both ranks. Returns the seconds the loop took on this rank.
+    pub fn floor_pingpong(&self, rank: u32, round: u64, iters: u64) -> f64 {
+        // SAFETY: the floor line lies inside the header area of a segment at least
+        // total_bytes long; it is 128-aligned and only accessed as an atomic.
+        let x = unsafe { &*(self.seg.base().add(FLOOR_LINE_OFFSET) as *const AtomicU64) };
+        let base = round * 2 * iters;
+        let who = (rank & 1) as u64;
+        let t0 = std::time::Instant::now();
+        for i in 0..iters {
+            let want = base + 2 * i + who;
+            while x.load(Ordering::Acquire) != want {
+                std::hint::spin_loop();
+            }
+            x.store(want + 1, Ordering::Release);
+        }
+        t0.elapsed().as_secs_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_do_not_overlap_and_fit() {
+        for n in [1u32, 2, 3, 8, 17] {
+            let shape = JobShape::for_ranks(n);
+            let seg = Segment::anonymous(shape.total_bytes()).unwrap();
+            let base = seg.base() as usize;
+            let js = JobSegment::init(seg, shape);
+            let mut starts = vec![];
+            for s in 0..n {
+                for r in 0..n {
+                    if s != r {
+                        let p = js.ring(s, r);
+                        starts.push(p.base() as usize - base);
+                    }
+                }
+            }
+            starts.sort();
+            for w in starts.windows(2) {
+                assert!(w[1] - w[0] >= shape.ring.bytes());
+            }
+            if let Some(last) = starts.last() {
+                assert!(last + shape.ring.bytes() <= shape.total_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn abort_keeps_first_reason() {
+        let shape = JobShape::for_ranks(2);
+        let js = JobSegment::init(Segment::anonymous(shape.total_bytes()).unwrap(), shape);
+        assert_eq!(js.aborted(), None);
+        js.abort(1, 9);
+        js.abort(0, 3);
+        assert_eq!(js.aborted(), Some((1, 9)));
+        let js2 = JobSegment::init(Segment::anonymous(shape.total_bytes()).unwrap(), shape);
+        js2.abort(-1, -1);
+        assert_eq!(js2.aborted(), Some((-1, -1)));
+    }
+}

@@ -1,0 +1,263 @@
+//! Waiting: what a long wait reports ([`Blocked`]), how it backs off ([`Waiter`]: spin, then
+//! yield the core, checking now and then that the job is alive), and the engine's waits,
+//! all one loop ([`Engine::wait_for`]).
+#![forbid(unsafe_code)]
+
+use super::engine::Engine;
+use super::matching::Pattern;
+use super::ops::OpId;
+use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::job::{BlockedIn, JobSegment};
+use crate::status::Status;
+
+/// What a wait reports to the launcher once it becomes long: the kind of call, and the
+/// peer, tag and context it waits on when there is one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Blocked {
+    what: BlockedIn,
+    /// The peer (endpoint or rank, ANY_SOURCE for a wildcard receive); `None` when the
+    /// wait is not on one peer (a wait on several requests, finalize, ...).
+    peer: Option<i32>,
+    tag: i32,
+    ctx: u32,
+}
+
+impl Blocked {
+    /// A wait in a send to `peer`.
+    pub(crate) const fn send(peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked::on(BlockedIn::Send, peer, tag, ctx)
+    }
+
+    /// A wait in a receive from `peer` (ANY_SOURCE and ANY_TAG allowed).
+    pub(crate) const fn recv(peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked::on(BlockedIn::Recv, peer, tag, ctx)
+    }
+
+    /// A wait in a receive matching `pat` (endpoints; wildcards as ANY_SOURCE / ANY_TAG).
+    pub(crate) fn recv_matching(pat: &Pattern) -> Blocked {
+        Blocked::recv(
+            pat.src.map_or(crate::ANY_SOURCE, |s| s as i32),
+            pat.tag.unwrap_or(crate::ANY_TAG),
+            pat.ctx,
+        )
+    }
+
+    /// A wait in `what` on `peer`, `tag`, `ctx`.
+    pub(crate) const fn on(what: BlockedIn, peer: i32, tag: i32, ctx: u32) -> Blocked {
+        Blocked {
+            what,
+            peer: Some(peer),
+            tag,
+            ctx,
+        }
+    }
+
+    /// A wait in `what` on no particular peer (finalize, buffer detach, a wait on several
+    /// requests).
+    pub(crate) const fn in_call(what: BlockedIn) -> Blocked {
+        Blocked {
+            what,
+            peer: None,
+            tag: 0,
+            ctx: 0,
+        }
+    }
+
+    /// A wait on a collective operation's messages on `ctx` with `tag`, from whichever
+    /// peer comes next.
+    pub(crate) const fn collective(tag: i32, ctx: u32) -> Blocked {
+        Blocked {
+            what: BlockedIn::Wait,
+            peer: None,
+            tag,
+            ctx,
+        }
+    }
+
+    /// A wait on requests with nothing more to say.
+    pub(crate) const fn wait() -> Blocked {
+        Blocked::in_call(BlockedIn::Wait)
+    }
+
+    /// The same peer, tag and context, reported as a wait on a request.
+    pub(crate) const fn as_wait(self) -> Blocked {
+        Blocked {
+            what: BlockedIn::Wait,
+            ..self
+        }
+    }
+
+    /// The same wait, on `peer`.
+    pub(crate) const fn with_peer(self, peer: i32) -> Blocked {
+        Blocked {
+            peer: Some(peer),
+            ..self
+        }
+    }
+
+    /// What kind of call waits.
+    pub(crate) const fn what(&self) -> BlockedIn {
+        self.what
+    }
+}
+
+/// Backoff for waits: spin first (latency), then yield the core (8 ranks on 2 cores must
+/// progress), checking the job's abort flag now and then.
+pub(crate) struct Waiter {
+    spins: u32,
+    spin_budget: u32,
+    blocked: Blocked,
+    published: bool,
+    /// When the wait left its spin phase (then it is "blocked" for the launcher's report).
+    slow_since: Option<std::time::Instant>,
+    last_launcher_check: Option<std::time::Instant>,
+}
+
+/// Idle polls before a wait starts yielding its core: long when every rank has a core of its
+/// own (a yield costs a syscall and the partner answers within microseconds), short when
+/// ranks outnumber cores (the partner may need this core to answer at all). Decided when the
+/// endpoint is made, from the CPUs the process may then use: a program that pins itself to
+/// one core afterwards (benchmarks do) must not turn its waits into yields.
+pub(crate) fn spin_budget(nranks: u32) -> u32 {
+    if nranks as usize <= crate::sys::process::cpus() {
+        50_000
+    } else {
+        50
+    }
+}
+
+/// A wait this long is reported as "blocked in ..." to the launcher.
+const PUBLISH_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
+/// How often a long wait checks that the launcher is still alive.
+const LAUNCHER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl Waiter {
+    pub(crate) fn new(spin_budget: u32, blocked: Blocked) -> Waiter {
+        Waiter {
+            spins: 0,
+            spin_budget,
+            blocked,
+            published: false,
+            slow_since: None,
+            last_launcher_check: None,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn idle(&mut self, job: &JobSegment, me: u32) -> Result<()> {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins < self.spin_budget {
+            // One PAUSE between polls: a reader that hammers the slot the writer is filling
+            // steals the line mid-write. More than one makes a caught-up reader the bottleneck.
+            std::hint::spin_loop();
+            return Ok(());
+        }
+        if self.spins.is_multiple_of(64) {
+            self.slow_checks(job, me)?;
+        }
+        std::thread::yield_now();
+        Ok(())
+    }
+
+    /// The checks of a long wait: abort flag, launcher alive, "blocked in" report.
+    #[cold]
+    fn slow_checks(&mut self, job: &JobSegment, me: u32) -> Result<()> {
+        if let Some((rank, code)) = job.aborted() {
+            self.finish(job, me);
+            let who = if rank < 0 {
+                "the launcher".to_string()
+            } else {
+                format!("rank {rank}")
+            };
+            return Err(Error::new(
+                ErrorClass::ProcFailed,
+                format!("the job was aborted by {who} (code {code}) while this rank waited"),
+            ));
+        }
+        let now = std::time::Instant::now();
+        let since = *self.slow_since.get_or_insert(now);
+        if !self.published && now - since >= PUBLISH_AFTER {
+            let b = self.blocked;
+            job.set_blocked(me, b.what, b.peer, b.tag, b.ctx);
+            self.published = true;
+        }
+        let launcher = job.launcher_pid();
+        if launcher != 0
+            && self
+                .last_launcher_check
+                .is_none_or(|t| now - t >= LAUNCHER_CHECK_EVERY)
+        {
+            self.last_launcher_check = Some(now);
+            if !crate::sys::process::alive(launcher) {
+                self.finish(job, me);
+                return Err(Error::new(
+                    ErrorClass::ProcFailed,
+                    format!("the launcher (ebrun, pid {launcher}) is gone"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn finish(&mut self, job: &JobSegment, me: u32) {
+        if self.published {
+            job.set_blocked(me, BlockedIn::Nothing, None, 0, 0);
+            self.published = false;
+        }
+    }
+}
+
+impl Engine {
+    /// Drive progress until `f` finds what it waits for; `blocked` says what to report to
+    /// the launcher if this turns into a long wait. `Err` (MPIX_ERR_PROC_FAILED) when the
+    /// job is aborted or the launcher is gone meanwhile.
+    #[inline(always)]
+    pub(crate) fn wait_for<T>(
+        &mut self,
+        blocked: Blocked,
+        mut f: impl FnMut(&mut Engine) -> Option<T>,
+    ) -> Result<T> {
+        if let Some(t) = f(self) {
+            return Ok(t);
+        }
+        let mut w = Waiter::new(self.spin_budget(), blocked);
+        loop {
+            if !self.progress() {
+                w.idle(self.job(), self.rank())?;
+            }
+            if let Some(t) = f(self) {
+                w.finish(self.job(), self.rank());
+                return Ok(t);
+            }
+        }
+    }
+
+    /// Drive progress until `op` completes, and take its result (its slot is freed).
+    #[inline(always)]
+    pub(crate) fn wait(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
+        self.wait_for(blocked, |e| e.is_done(op).then_some(()))?;
+        self.take(op)
+    }
+
+    /// Like [`wait`](Self::wait) for a bound receive: its slot stays bound.
+    #[inline(always)]
+    pub(crate) fn wait_bound(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
+        self.wait_for(blocked, |e| e.is_done(op).then_some(()))?;
+        self.collect(op)
+    }
+
+    /// [`wait`](Self::wait) for a blocking call whose buffer is released when it returns:
+    /// if the wait fails before `op` completes, the operation is abandoned first.
+    pub(crate) fn wait_blocking(&mut self, op: OpId, blocked: Blocked) -> Result<Status> {
+        let r = self.wait(op, blocked);
+        if r.is_err() && !self.is_done(op) {
+            self.abandon(op);
+            // A withdrawn receive (or self-send) is complete now and nobody will collect it.
+            if self.is_done(op) {
+                let _ = self.take(op);
+            }
+        }
+        r
+    }
+}
