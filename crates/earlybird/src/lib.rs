@@ -33,6 +33,7 @@ pub mod comm;
 pub mod datatype;
 pub mod error;
 pub(crate) mod fabric;
+pub mod grequest;
 pub mod info;
 pub mod p2p;
 pub mod request;
@@ -46,7 +47,7 @@ pub mod threads;
 #[doc(hidden)]
 pub mod launch {
     pub use crate::bootstrap::{LaunchedJob, ENV_RANK, ENV_SHM_DIR};
-    pub use crate::fabric::job::{JobSegment, RankState};
+    pub use crate::fabric::job::{BlockedIn, JobSegment, Published, RankState};
     pub use crate::sys::process::{cpus, pin_to_cpu, signal};
 }
 
@@ -71,6 +72,7 @@ pub use error::{
     remove_error_class, remove_error_code, remove_error_string, Error, ErrorClass, ErrorCode,
     Result, UserClass, ERR_LASTCODE, MAX_ERROR_STRING,
 };
+pub use grequest::GrequestCompleter;
 pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, TAG_UB};
 pub use request::{
@@ -135,6 +137,13 @@ impl Universe {
             world,
             done: false,
         })
+    }
+
+    /// The job segment this rank is part of: what every rank publishes about itself (see
+    /// [`launch::JobSegment::await_blocked`]). For tests and launchers, not programs.
+    #[doc(hidden)]
+    pub fn job_segment(&self) -> launch::JobSegment {
+        self.eng.borrow().job().clone()
     }
 
     /// MPI_COMM_WORLD.

@@ -77,4 +77,24 @@ impl Status {
     pub fn error(&self) -> ErrorClass {
         self.error
     }
+
+    /// Set the source (MPI_SOURCE), for a generalized request's query function.
+    pub fn set_source(&mut self, source: i32) {
+        self.source = source;
+    }
+
+    /// Set the tag (MPI_TAG), for a generalized request's query function.
+    pub fn set_tag(&mut self, tag: i32) {
+        self.tag = tag;
+    }
+
+    /// MPI_Status_set_elements: say that `count` elements of `T` were transferred.
+    pub fn set_elements<T>(&mut self, count: usize) {
+        self.bytes = count * std::mem::size_of::<T>();
+    }
+
+    /// MPI_Status_set_cancelled: say whether the operation was cancelled.
+    pub fn set_cancelled(&mut self, cancelled: bool) {
+        self.cancelled = cancelled;
+    }
 }

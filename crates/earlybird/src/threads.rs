@@ -15,8 +15,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
-use crate::bootstrap::{anonymous_job, Placement};
+use crate::bootstrap::Placement;
 use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::job::JobSegment;
 use crate::Universe;
 use std::time::{Duration, Instant};
 
@@ -40,8 +41,11 @@ impl Job {
     }
 
     /// Run `f` on every rank, each in its own thread with its own [`Universe`]; returns the
-    /// results in rank order. A panic in one rank aborts the job (so the others stop waiting)
-    /// and is re-raised here.
+    /// results in rank order. A panic in one rank aborts the job (so the others stop
+    /// waiting); once every rank has ended, this panics with every rank's panic message, one
+    /// line each (`rank R: message`), the rank that aborted the job first (the cause) on the
+    /// first line, the others in rank order: an assertion that fails on a surviving rank is
+    /// reported too, not hidden behind the first failure.
     pub fn run<R, F>(&self, f: F) -> Result<Vec<R>>
     where
         R: Send,
@@ -53,7 +57,7 @@ impl Job {
                 "a thread job needs at least 1 rank, got 0",
             ));
         }
-        let job = anonymous_job(self.n)?;
+        let job = JobSegment::anonymous(self.n)?;
         let f = &f;
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.n)
@@ -101,18 +105,27 @@ impl Job {
                 }
             }
             if !panics.is_empty() {
-                // Re-raise the panic of the rank that aborted the job first (the cause; the
-                // others are usually its consequences), else the lowest rank's.
+                // The rank that aborted the job first is the cause; the others are usually
+                // its consequences, but each is reported.
                 let first = job.aborted().map(|(r, _)| r);
-                let i = panics
+                panics.sort_by_key(|(r, _)| (Some(*r) != first, *r));
+                let text: Vec<String> = panics
                     .iter()
-                    .position(|(r, _)| Some(*r) == first)
-                    .unwrap_or(0);
-                std::panic::resume_unwind(panics.swap_remove(i).1);
+                    .map(|(r, p)| format!("rank {r}: {}", panic_message(p)))
+                    .collect();
+                std::panic::resume_unwind(Box::new(text.join("\n")));
             }
             Ok(out)
         })
     }
+}
+
+/// The text of a panic's payload (a `String` or `&str` message, as `panic!` makes them).
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }
 
 /// Run `f` on `n` ranks as threads (see [`Job::run`]).

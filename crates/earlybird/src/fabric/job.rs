@@ -81,6 +81,16 @@ impl BlockedIn {
     }
 }
 
+/// A rank's published wait, as another rank or the launcher reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Published {
+    pub what: BlockedIn,
+    /// The peer it waits on (world rank, or -1 for ANY_SOURCE); `None`: no particular one.
+    pub peer: Option<i32>,
+    pub tag: i32,
+    pub ctx: u32,
+}
+
 #[repr(C, align(128))]
 struct RankSlot {
     pid: AtomicU32,
@@ -157,6 +167,23 @@ impl std::fmt::Debug for JobSegment {
 }
 
 impl JobSegment {
+    /// A zero-filled job segment for `nranks` endpoints in this process (a thread job, a
+    /// singleton, a test).
+    pub(crate) fn anonymous(nranks: u32) -> crate::error::Result<JobSegment> {
+        use crate::error::{Error, ErrorClass};
+        let shape = JobShape::for_ranks(nranks);
+        let seg = Segment::anonymous(shape.total_bytes()).map_err(|e| {
+            Error::new(
+                ErrorClass::NoMem,
+                format!(
+                    "cannot map {} bytes for a job of {nranks} ranks: {e}",
+                    shape.total_bytes()
+                ),
+            )
+        })?;
+        Ok(JobSegment::init(seg, shape))
+    }
+
     /// Write the header of a freshly created, zero-filled segment.
     pub fn init(seg: Segment, shape: JobShape) -> JobSegment {
         assert!(
@@ -298,18 +325,64 @@ impl JobSegment {
         s.blocked.store(what as u32, Ordering::Release);
     }
 
-    /// A sentence saying what `rank` is doing, for launcher reports.
-    pub fn describe(&self, rank: u32) -> String {
+    /// What `rank` has published that it is blocked in (`what` is `Nothing` while it runs
+    /// outside a long wait).
+    pub fn blocked_in(&self, rank: u32) -> Published {
         let s = self.slot(rank);
-        let state = self.state(rank);
         let what = BlockedIn::from_u32(s.blocked.load(Ordering::Acquire));
         let peer = s.peer.load(Ordering::Relaxed);
-        let tag = s.tag.load(Ordering::Relaxed);
-        let ctx = s.ctx.load(Ordering::Relaxed);
+        Published {
+            what,
+            peer: (peer != NO_PEER).then_some(peer),
+            tag: s.tag.load(Ordering::Relaxed),
+            ctx: s.ctx.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Wait (polling every millisecond, at most `limit`) until `rank` publishes a wait that
+    /// `pred` accepts; the observer's way to know a peer is inside a blocking call (tests
+    /// synchronise on this rather than on sleeps). `Err` names what `rank` was doing when
+    /// `limit` ran out, or that the job was aborted.
+    pub fn await_blocked(
+        &self,
+        rank: u32,
+        limit: std::time::Duration,
+        pred: impl Fn(&Published) -> bool,
+    ) -> Result<Published, String> {
+        let end = std::time::Instant::now() + limit;
+        loop {
+            let p = self.blocked_in(rank);
+            if self.state(rank) == RankState::Running && pred(&p) {
+                return Ok(p);
+            }
+            if let Some((who, code)) = self.aborted() {
+                return Err(format!(
+                    "the job was aborted by {who} (code {code}) while waiting for rank {rank} to block"
+                ));
+            }
+            if std::time::Instant::now() >= end {
+                return Err(format!(
+                    "rank {rank} did not block as expected within {limit:?}: it {}",
+                    self.describe(rank)
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// A sentence saying what `rank` is doing, for launcher reports.
+    pub fn describe(&self, rank: u32) -> String {
+        let state = self.state(rank);
+        let Published {
+            what,
+            peer,
+            tag,
+            ctx,
+        } = self.blocked_in(rank);
         let peer_s = match peer {
-            -1 => "ANY_SOURCE".to_string(),
-            NO_PEER => "-".to_string(),
-            p => p.to_string(),
+            Some(-1) => "ANY_SOURCE".to_string(),
+            None => "-".to_string(),
+            Some(p) => p.to_string(),
         };
         let tag_s = if tag == -1 {
             "ANY_TAG".to_string()

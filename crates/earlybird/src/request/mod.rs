@@ -2,12 +2,12 @@
 //!
 //! A [`Request`] is a nonblocking operation (complete once, then consumed) or a persistent
 //! one (started and completed many times, inactive in between), of any kind: each kind
-//! implements the [`Completion`](completion::Completion) seam in its own module, and the
+//! implements the `Completion` seam in its own module, and the
 //! wait/test family ([`wait_all`], [`wait_any`], ...) works on arrays that mix them.
 //!
 //! | file | what |
 //! |---|---|
-//! | `completion.rs` | the seam, and a request's [`Origin`](completion::Origin) (error handler, rank translation) |
+//! | `completion.rs` | the seam, and a request's `Origin` (error handler, rank translation) |
 //! | `pt2pt.rs` | point-to-point requests (the hot paths, dispatched without a virtual call) |
 //! | `bundle.rs` | bundles of persistent requests ([`Bundle`], seed 000 proposal 4) |
 //! | `complete.rs` | the wait/test family on arrays |
@@ -86,6 +86,8 @@ pub struct Request<'s> {
     eng: EngineRef,
     origin: Origin,
     body: Body<'s>,
+    /// Whether the request is persistent (fixed when it is made).
+    persistent: bool,
     /// A nonblocking request whose result has been collected (MPI_REQUEST_NULL in C).
     consumed: bool,
     _scope: PhantomData<&'s ()>,
@@ -102,10 +104,16 @@ impl std::fmt::Debug for Request<'_> {
 
 impl<'s> Request<'s> {
     pub(crate) fn new(eng: &EngineRef, origin: Origin, body: Body<'s>) -> Request<'s> {
+        let persistent = match &body {
+            Body::Op(_) => false,
+            Body::Persistent(_) | Body::Bundle(_) => true,
+            Body::Ext(c) => c.is_persistent(),
+        };
         Request {
             eng: eng.clone(),
             origin,
             body,
+            persistent,
             consumed: false,
             _scope: PhantomData,
         }
@@ -169,11 +177,7 @@ impl<'s> Request<'s> {
 
     /// Whether this is a persistent request.
     pub fn is_persistent(&self) -> bool {
-        match &self.body {
-            Body::Op(_) => false,
-            Body::Persistent(_) | Body::Bundle(_) => true,
-            Body::Ext(c) => c.is_persistent(),
-        }
+        self.persistent
     }
 
     /// Whether the request is active (started and not yet completed by wait/test).
@@ -210,7 +214,7 @@ impl<'s> Request<'s> {
     /// nonblocking request is consumed by it.
     #[inline(always)]
     fn collected(&mut self, r: Result<Status>) -> Result<Status> {
-        if !self.is_persistent() {
+        if !self.persistent {
             self.consumed = true;
         }
         self.origin.to_ranks(r)
@@ -219,21 +223,33 @@ impl<'s> Request<'s> {
     /// MPI_Start: start an inactive persistent request.
     #[inline(always)]
     pub fn start(&mut self) -> Result<()> {
-        let eng = self.eng.clone();
-        let r = self.start_in(&mut eng.borrow_mut());
+        let r = match self.eng.try_borrow_mut() {
+            Ok(mut e) => Request::start_body(self.consumed, &mut self.body, &mut e),
+            Err(_) => Err(Request::engine_busy()),
+        };
         self.origin.apply("start", r)
+    }
+
+    #[inline(always)]
+    fn start_body(consumed: bool, body: &mut Body<'s>, e: &mut Engine) -> Result<()> {
+        if consumed {
+            return Err(Request::consumed_error("start"));
+        }
+        with_completion!(body, c => c.start(e)).map(|_| ())
+    }
+
+    #[cold]
+    fn engine_busy() -> Error {
+        Error::new(
+            ErrorClass::Intern,
+            "the request's endpoint is in use by another call (a call made from an error handler or a drop inside one)",
+        )
     }
 
     /// [`start`](Self::start) on the engine, borrowed by the caller (a bundle, start_all).
     #[inline(always)]
     pub(crate) fn start_in(&mut self, e: &mut Engine) -> Result<()> {
-        if self.consumed {
-            return Err(Request::consumed_error("start"));
-        }
-        match with_completion!(&mut self.body, c => c.start(e))? {
-            None => Ok(()),
-            Some(_) => Ok(()),
-        }
+        Request::start_body(self.consumed, &mut self.body, e)
     }
 
     /// Collect the result if complete (without waiting): `None` while in progress; the
@@ -283,26 +299,44 @@ impl<'s> Request<'s> {
     /// on an inactive persistent request returns the empty status at once.
     #[inline(always)]
     pub fn wait(&mut self) -> Result<Status> {
-        let eng = self.eng.clone();
-        let r = self.wait_in(&mut eng.borrow_mut());
+        let r = match self.eng.try_borrow_mut() {
+            Ok(mut e) => Request::wait_parts(
+                &mut self.consumed,
+                self.persistent,
+                &mut self.body,
+                &self.origin,
+                &mut e,
+            ),
+            Err(_) => Err(Request::engine_busy()),
+        };
         self.origin.apply("wait", r)
     }
 
+    /// [`wait`](Self::wait) on the request's parts (its endpoint borrowed by the caller).
     #[inline(always)]
-    pub(crate) fn wait_in(&mut self, e: &mut Engine) -> Result<Status> {
-        if self.consumed {
+    fn wait_parts(
+        consumed: &mut bool,
+        persistent: bool,
+        body: &mut Body<'s>,
+        origin: &Origin,
+        e: &mut Engine,
+    ) -> Result<Status> {
+        if *consumed {
             return Err(Request::consumed_error("wait"));
         }
-        if !self.is_active() {
+        if !with_completion!(&mut *body, c => c.is_active()) {
             return Ok(Status::empty());
         }
-        let r = with_completion!(&mut self.body, c => c.wait(e));
-        if r.is_err() && self.is_active() {
+        let r = with_completion!(&mut *body, c => c.wait(e));
+        if r.is_err() && with_completion!(&mut *body, c => c.is_active()) {
             // The job is ending: the request stays active (its operations own their
             // buffers); nothing was collected.
             return r;
         }
-        self.collected(r)
+        if !persistent {
+            *consumed = true;
+        }
+        origin.to_ranks(r)
     }
 
     /// MPI_Test: `Some(status)` if the request completed (with the same state changes as
@@ -376,7 +410,7 @@ impl<'s> Request<'s> {
     /// request that lends no buffer back; MPI_ERR_BUFFER for a buffer lent read-only or that
     /// cannot be viewed whole; MPI_ERR_TYPE if the bytes are not a whole, aligned number of
     /// `T`.
-    pub fn buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+    pub fn buffer_mut<T: crate::datatype::Equivalence>(&mut self) -> Result<&mut [T]> {
         match with_completion!(&mut self.body, c => c.buffer(false)) {
             Ok(b) => as_elements(b),
             Err(e) => Err(e),
@@ -387,7 +421,7 @@ impl<'s> Request<'s> {
     /// send's buffer, a persistent collective's send buffer), to change the data the next
     /// start sends. MPI_ERR_REQUEST while active; MPI_ERR_BUFFER if it was lent read-only
     /// (or the call was in place: use [`buffer_mut`](Self::buffer_mut)).
-    pub fn send_buffer_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+    pub fn send_buffer_mut<T: crate::datatype::Equivalence>(&mut self) -> Result<&mut [T]> {
         match with_completion!(&mut self.body, c => c.buffer(true)) {
             Ok(b) => as_elements(b),
             Err(e) => Err(e),
@@ -396,7 +430,7 @@ impl<'s> Request<'s> {
 }
 
 /// `bytes` as `[T]`, or MPI_ERR_TYPE naming both.
-fn as_elements<T: crate::Equivalence>(bytes: &mut [u8]) -> Result<&mut [T]> {
+fn as_elements<T: crate::datatype::Equivalence>(bytes: &mut [u8]) -> Result<&mut [T]> {
     let n = bytes.len();
     if n == 0 {
         // An empty buffer is an empty [T] whatever its (dangling) address.
