@@ -5,7 +5,9 @@
 mod common;
 
 use common::{assert_err, each_algorithm};
+use earlybird::launch::BlockedIn;
 use earlybird::{scope, Coll, Comm, ErrHandler, ErrorClass, Op, Result, Universe, IN_PLACE};
+use std::time::Duration;
 
 scenarios! {
     barrier_orders_phases [1, 2, 3, 4, 8];
@@ -27,23 +29,67 @@ fn value(rank: i32, i: usize, round: usize) -> i64 {
     (rank as i64 + 1) * 1_000_003 + (i as i64) * 7 + round as i64
 }
 
-/// A barrier separates phases: what one rank sent before it has arrived after it.
+/// A barrier completes on no rank before every rank has entered it. Each rank in turn is
+/// late. Nonblocking and persistent: the others start the barrier, see `test` report it
+/// incomplete, and only then tell the late rank to enter. Blocking: the late rank enters only
+/// once it has seen every other rank published as blocked in the barrier (a barrier that
+/// returns early never publishes that, and the late rank's bounded wait fails).
 fn barrier_orders_phases(u: &Universe) -> Result<()> {
-    let w = u.world();
-    each_algorithm(w, Coll::Barrier, |c, _| {
-        for _ in 0..20 {
+    const GO: i32 = 77;
+    const READY: i32 = 78;
+    let job = u.job_segment();
+    let world = u.world().group();
+    each_algorithm(u.world(), Coll::Barrier, |c, alg| {
+        let (me, n) = (c.rank(), c.size());
+        for late in 0..n {
+            scope(|s| -> Result<()> {
+                let mut p = c.barrier_init(s)?;
+                // Round 0 nonblocking, rounds 1 and 2 the persistent barrier.
+                for round in 0..3 {
+                    if me == late {
+                        for r in (0..n).filter(|&r| r != late) {
+                            c.recv(&mut [0u8; 0], r, GO)?;
+                        }
+                    }
+                    let mut nb = None;
+                    let req = if round == 0 {
+                        nb.insert(c.ibarrier(s)?)
+                    } else {
+                        p.start()?;
+                        &mut p
+                    };
+                    if me != late {
+                        for _ in 0..5 {
+                            assert!(
+                                req.test()?.is_none(),
+                                "{alg:?} barrier (round {round}) completed on rank {me} before rank {late} entered it"
+                            );
+                        }
+                        c.send(&[0u8; 0], late, GO)?;
+                    }
+                    req.wait()?;
+                }
+                Ok(())
+            })?;
+            // Blocking. READY says the sender is past its last wait, so the wait published
+            // next is its barrier's.
+            if me == late {
+                for r in (0..n).filter(|&r| r != late) {
+                    c.recv(&mut [0u8; 0], r, READY)?;
+                    let wr = c.group().translate_ranks(&[r], &world)?[0];
+                    job.await_blocked(wr as u32, Duration::from_secs(20), |p| {
+                        p.what == BlockedIn::Wait
+                    })
+                    .unwrap_or_else(|e| {
+                        panic!("{alg:?} barrier: rank {r} did not wait for rank {late}: {e}")
+                    });
+                }
+            } else {
+                c.send(&[0u8; 0], late, READY)?;
+            }
             c.barrier()?;
         }
-        scope(|s| -> Result<()> {
-            let mut r = c.ibarrier(s)?;
-            r.wait()?;
-            let mut p = c.barrier_init(s)?;
-            for _ in 0..50 {
-                p.start()?;
-                p.wait()?;
-            }
-            Ok(())
-        })
+        Ok(())
     })
 }
 

@@ -149,14 +149,11 @@ fn dup_free_loop(u: &Universe) -> Result<()> {
     for i in 0..cycles {
         let d = w.dup()?;
         if i % 997 == 0 {
-            let mut x = [i];
-            d.sendrecv_replace(
-                &mut x,
-                (d.rank() + 1) % d.size(),
-                0,
-                (d.rank() + d.size() - 1) % d.size(),
-                0,
-            )?;
+            // The recycled context still carries messages, to the right rank.
+            let (right, left) = common::ring(&d);
+            let mut x = [i * 100 + d.rank()];
+            d.sendrecv_replace(&mut x, right, 0, left, 0)?;
+            assert_eq!(x, [i * 100 + left], "cycle {i}: the left neighbour's value");
         }
         d.free()?;
     }

@@ -5,12 +5,15 @@
 
 mod common;
 use common::*;
+use earlybird::launch::BlockedIn;
 use earlybird::{scope, wait_all, Result, Universe, BSEND_OVERHEAD};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const TAG: i32 = 7;
 const READY: i32 = 8;
 const GO: i32 = 9;
+/// The receiver's "start the next one" to a sender.
+const NEXT: i32 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -172,33 +175,37 @@ fn pair(u: &Universe) -> Option<(i32, bool)> {
     (partner < n).then_some((partner, me % 2 == 0))
 }
 
-/// MPI_Ssend returns only once the matching receive has started: the receiver sleeps 200 ms
-/// before posting it, and the sender's ssend takes at least (about) that long. Eager-sized,
-/// zero-length and rendezvous-sized messages alike. A loose semantic bound, not a timing test.
+/// MPI_Ssend returns only once the matching receive has started: the receiver posts its
+/// receive only after it has seen the sender publish that it is blocked in a send to it with
+/// this tag (the engine's published blocked-in state, as `ebrun --timeout` reports it). An
+/// ssend that returned before the receive was posted never publishes that, and the receiver's
+/// bounded wait fails. One ssend at a time: the sender starts each only when the receiver says
+/// NEXT, and says GO once it returned, so what the receiver sees belongs to this ssend alone.
+/// Eager-sized, zero-length and rendezvous-sized messages alike.
 fn ssend_waits_for_receive(u: &Universe) -> Result<()> {
     let w = u.world();
     let Some((peer, sender)) = pair(u) else {
         return Ok(());
     };
-    let delay = Duration::from_millis(200);
-    for len in [0usize, 8, 1 << 20] {
+    let job = u.job_segment();
+    for len in [0usize, 8, u.eager_limit_bytes(), 1 << 20] {
         let data = pattern(len as u64, len);
         if sender {
-            w.recv(&mut [0u8; 0], peer, GO)?;
-            let t = Instant::now();
+            w.recv(&mut [0u8; 0], peer, NEXT)?;
             w.ssend(&data, peer, TAG)?;
-            let took = t.elapsed();
-            assert!(
-                took >= delay * 3 / 4,
-                "ssend of {len} bytes returned after {took:?}, before the receive was posted"
-            );
-        } else {
-            let mut got = vec![0u8; len];
             w.send(&[0u8; 0], peer, GO)?;
-            std::thread::sleep(delay);
+        } else {
+            let me = w.rank();
+            w.send(&[0u8; 0], peer, NEXT)?;
+            job.await_blocked(peer as u32, Duration::from_secs(20), |p| {
+                p.what == BlockedIn::Send && p.peer == Some(me) && p.tag == TAG
+            })
+            .unwrap_or_else(|e| panic!("ssend of {len} bytes never waited for its receive: {e}"));
+            let mut got = vec![0u8; len];
             let st = w.recv(&mut got, peer, TAG)?;
             assert_eq!(st.bytes(), len);
             check_eq("ssend payload", &got, &data);
+            w.recv(&mut [0u8; 0], peer, GO)?;
         }
     }
     Ok(())

@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use earlybird::launch::BlockedIn;
 use earlybird::{
     scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request,
     Result, Status, Universe, ANY_SOURCE, ANY_TAG, PROC_NULL,
@@ -476,7 +477,8 @@ const FLOOD: usize = 10_000;
 const FLOOD_LEN: usize = 256;
 
 /// Rank 2k floods rank 2k+1 with 10,000 messages of 256 B (2.5 MB, past the per-pair flow
-/// limit) while the receiver sleeps; the sender must wait rather than fail, and the receiver
+/// limit) before the receiver posts any receive: the receiver starts receiving only once the
+/// sender has published that it is blocked in a send to it (it waits rather than fails), and
 /// then gets every message, in order, intact.
 fn flood(u: &Universe) -> Result<()> {
     let w = u.world();
@@ -491,7 +493,7 @@ fn flood(u: &Universe) -> Result<()> {
             w.send(&m, peer, 5)?;
         }
     } else {
-        std::thread::sleep(Duration::from_millis(300));
+        await_sender_blocked(u, peer, 5);
         let mut m = [0u8; FLOOD_LEN];
         for i in 0..FLOOD {
             let st = w.recv(&mut m, peer, ANY_TAG)?;
@@ -532,7 +534,12 @@ fn forgotten_requests_are_settled_by_scope(u: &Universe) -> Result<()> {
         w.recv(&mut ack, peer, 6)?;
         assert_eq!(never, [0u8; 8], "a cancelled receive must not be written");
     } else {
-        std::thread::sleep(Duration::from_millis(50));
+        // Receive only once the peer's scope is waiting for its forgotten send.
+        u.job_segment()
+            .await_blocked(peer as u32, Duration::from_secs(20), |p| {
+                p.what == BlockedIn::Wait
+            })
+            .unwrap_or_else(|e| panic!("the scope never waited for its forgotten send: {e}"));
         let mut got = vec![0u8; big];
         w.recv(&mut got, peer, 5)?;
         check_eq(
@@ -612,7 +619,10 @@ fn failed_wait_keeps_persistent_request_active() {
                 let w = u.world();
                 w.set_errhandler(earlybird::ErrHandler::Return);
                 if w.rank() == 1 {
-                    std::thread::sleep(Duration::from_millis(50));
+                    // Fail only once rank 0 is inside its wait.
+                    u.job_segment()
+                        .await_blocked(0, Duration::from_secs(20), |p| p.what != BlockedIn::Nothing)
+                        .expect("rank 0 blocks in its wait");
                     panic!("rank 1 fails on purpose");
                 }
                 let mut buf = [0u64; 4];
@@ -628,9 +638,10 @@ fn failed_wait_keeps_persistent_request_active() {
             })
     });
     let p = r.expect_err("rank 1's panic is re-raised by Job::run");
+    // Only rank 1 panicked: rank 0's assertions held.
     let text = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned());
-    assert_eq!(text.as_deref(), Some("rank 1 fails on purpose"));
+    assert_eq!(text.as_deref(), Some("rank 1: rank 1 fails on purpose"));
 }

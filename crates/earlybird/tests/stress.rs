@@ -4,7 +4,8 @@
 //! Each has a `threads` and a `procs` test (e.g. `flood_100k::procs`).
 //!
 //! * `flood_100k`: 100,000 messages of mixed sizes (eager, flow-limited, rendezvous) to a
-//!   rank that sleeps first, received alternately by specific and wildcard receives;
+//!   rank that starts receiving only once the sender is blocked on flow control, received
+//!   alternately by specific and wildcard receives;
 //! * `many_senders_long`: every rank streams 3,000 mixed messages to rank 0, which takes
 //!   them with ANY_SOURCE/ANY_TAG and checks each sender's order;
 //! * `persistent_20k`: 20,000 start_all/wait_all rounds of a persistent ring;
@@ -14,7 +15,6 @@
 mod common;
 use common::*;
 use earlybird::{scope, start_all, wait_all, Result, Universe, ANY_SOURCE, ANY_TAG};
-use std::time::Duration;
 
 fn pair(u: &Universe) -> Option<(i32, bool)> {
     let w = u.world();
@@ -46,7 +46,7 @@ fn flood_100k(u: &Universe) -> Result<()> {
             w.send(&payload(u, w.rank(), i), peer, 3)?;
         }
     } else {
-        std::thread::sleep(Duration::from_millis(300));
+        await_sender_blocked(u, peer, 3);
         let mut buf = vec![0u8; 100 << 10];
         for i in 0..N {
             let (src, tag) = if i % 2 == 0 {

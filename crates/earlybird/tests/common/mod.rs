@@ -3,9 +3,12 @@
 //!
 //! * **Threads**: [`run_threads`] starts an in-process [`earlybird::threads::Job`].
 //! * **Processes**: [`run_procs`] starts `ebrun -n N --timeout 60 <this test binary> --exact
-//!   __child ...` with `EB_SCENARIO=<name>`; each rank is this same binary running only the
-//!   `__child` test, which looks the scenario up by name ([`child`]), runs it between
-//!   `earlybird::init()` and `finalize()`, and exits non-zero (panic, status 101) on failure.
+//!   __child --ignored ...` with `EB_SCENARIO=<name>`; each rank is this same binary running
+//!   only the `__child` test (ignored in ordinary runs), which looks the scenario up by name
+//!   ([`child`]), runs it between `earlybird::init()` and `finalize()`, exits non-zero
+//!   (panic, status 101) on failure, and prints `eb-scenario-ok <name> <rank>` on success.
+//!   `run_procs` wants ebrun's success and one such line from every rank, so a job whose
+//!   ranks never ran the scenario (a filter that matched no test, say) fails.
 //!
 //! [`scenarios!`] generates, per scenario `foo`, a module `foo` with tests `threads_N` and
 //! `procs_N` for each rank count (default 2, 3 and 8), plus the `__child` entry point.
@@ -22,22 +25,22 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// A scenario that borrows its universe (the harness finalizes it).
-pub type Scenario = fn(&Universe) -> Result<()>;
+pub(crate) type Scenario = fn(&Universe) -> Result<()>;
 /// A scenario that takes its universe and must finalize it itself.
-pub type OwnedScenario = fn(Universe) -> Result<()>;
+pub(crate) type OwnedScenario = fn(Universe) -> Result<()>;
 
 #[derive(Clone, Copy)]
-pub enum Scn {
+pub(crate) enum Scn {
     Borrowed(Scenario),
     Owned(OwnedScenario),
 }
 
 /// Environment variable naming the scenario a `__child` rank runs.
-pub const ENV_SCENARIO: &str = "EB_SCENARIO";
+pub(crate) const ENV_SCENARIO: &str = "EB_SCENARIO";
 /// Timeout given to thread jobs and to ebrun (seconds).
-pub const JOB_TIMEOUT_S: u64 = 60;
+pub(crate) const JOB_TIMEOUT_S: u64 = 60;
 /// Hard bound on the wait for ebrun in the test itself.
-pub const CHILD_LIMIT: Duration = Duration::from_secs(90);
+pub(crate) const CHILD_LIMIT: Duration = Duration::from_secs(90);
 
 fn run_scn(s: Scn, u: Universe) {
     let rank = u.world().rank();
@@ -59,7 +62,7 @@ fn run_scn(s: Scn, u: Universe) {
 }
 
 /// Run a scenario as a thread job of `n` ranks.
-pub fn run_threads(n: u32, s: Scn) {
+pub(crate) fn run_threads(n: u32, s: Scn) {
     let job = earlybird::threads::Job::new(n).timeout(Duration::from_secs(JOB_TIMEOUT_S));
     let out = job
         .run(|u| run_scn(s, u))
@@ -68,7 +71,7 @@ pub fn run_threads(n: u32, s: Scn) {
 }
 
 /// Path of the `ebrun` binary built beside this test binary (`target/<profile>/ebrun`).
-pub fn ebrun_path() -> PathBuf {
+pub(crate) fn ebrun_path() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let dir = exe
         .parent()
@@ -84,7 +87,7 @@ pub fn ebrun_path() -> PathBuf {
 }
 
 /// Entries named `earlybird-*` in /dev/shm.
-pub fn shm_entries() -> Vec<String> {
+pub(crate) fn shm_entries() -> Vec<String> {
     let Ok(rd) = std::fs::read_dir("/dev/shm") else {
         return vec![];
     };
@@ -96,7 +99,7 @@ pub fn shm_entries() -> Vec<String> {
 
 /// What an ebrun run produced.
 #[derive(Debug)]
-pub struct JobOutput {
+pub(crate) struct JobOutput {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -104,7 +107,7 @@ pub struct JobOutput {
 }
 
 impl JobOutput {
-    pub fn dump(&self) -> String {
+    pub(crate) fn dump(&self) -> String {
         format!(
             "status {:?} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.status, self.elapsed, self.stdout, self.stderr
@@ -115,7 +118,7 @@ impl JobOutput {
 /// Start `ebrun -n n --timeout 60 <this binary> --exact __child ...` with `EB_SCENARIO=name`
 /// (plus `env`), wait for it at most [`CHILD_LIMIT`] (killing it past that), and check that
 /// the job left nothing in /dev/shm.
-pub fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
+pub(crate) fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
     let ebrun = ebrun_path();
     let exe = std::env::current_exe().expect("current_exe");
     let before = shm_entries();
@@ -128,22 +131,31 @@ pub fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
         .args([
             "--exact",
             "__child",
+            "--ignored",
             "--nocapture",
             "--test-threads",
             "1",
             "-q",
         ])
-        .env(ENV_SCENARIO, name)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .env(ENV_SCENARIO, name);
     for (k, v) in env {
         cmd.env(k, v);
     }
+    let out = run_bounded(cmd, &format!("ebrun job {name} (-n {n})"));
+    assert_no_new_shm(&before, &out);
+    out
+}
+
+/// Run `cmd` with its output collected, waiting for it at most [`CHILD_LIMIT`] (killing it
+/// past that: a launcher hang, since ebrun's own `--timeout` should have ended the job).
+pub(crate) fn run_bounded(mut cmd: Command, what: &str) -> JobOutput {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let start = Instant::now();
     let mut child = cmd
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", ebrun.display()));
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
     let mut so = child.stdout.take().expect("stdout");
     let mut se = child.stderr.take().expect("stderr");
     let t_out = std::thread::spawn(move || {
@@ -156,42 +168,36 @@ pub fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
         let _ = se.read_to_string(&mut s);
         s
     });
+    let mut killed = false;
     let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait on ebrun") {
+        if let Some(st) = child.try_wait().expect("try_wait") {
             break st;
         }
         if start.elapsed() > CHILD_LIMIT {
-            // ebrun's own --timeout should have ended the job: this is a launcher hang.
             let _ = child.kill();
-            let st = child.wait().expect("wait on killed ebrun");
-            let out = JobOutput {
-                status: st,
-                stdout: t_out.join().unwrap_or_default(),
-                stderr: t_err.join().unwrap_or_default(),
-                elapsed: start.elapsed(),
-            };
-            panic!(
-                "ebrun job {name} (-n {n}) did not end within {CHILD_LIMIT:?}; killed it\n{}",
-                out.dump()
-            );
+            killed = true;
+            break child.wait().expect("wait on a killed child");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let elapsed = start.elapsed();
     let out = JobOutput {
         status,
         stdout: t_out.join().unwrap_or_default(),
         stderr: t_err.join().unwrap_or_default(),
-        elapsed,
+        elapsed: start.elapsed(),
     };
-    assert_no_new_shm(&before, &out);
+    assert!(
+        !killed,
+        "{what} did not end within {CHILD_LIMIT:?}; killed it\n{}",
+        out.dump()
+    );
     out
 }
 
 /// Every `earlybird-*` entry of /dev/shm that was not there before the job must be gone
 /// (other jobs running concurrently unlink theirs within microseconds, so a short grace
 /// period separates them from a leak).
-pub fn assert_no_new_shm(before: &[String], out: &JobOutput) {
+pub(crate) fn assert_no_new_shm(before: &[String], out: &JobOutput) {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
         let new: Vec<String> = shm_entries()
@@ -208,19 +214,35 @@ pub fn assert_no_new_shm(before: &[String], out: &JobOutput) {
     }
 }
 
-/// Run a scenario as a process job of `n` ranks under ebrun; it must exit 0.
-pub fn run_procs(name: &str, n: u32) {
+/// What a rank prints once it has run scenario `name` to the end. The ranks share one stdout
+/// and the test harness of each writes partial lines, so the marker is bracketed and looked
+/// for anywhere in the output (it is written by one `write`, so it is never split).
+fn ok_marker(name: &str, rank: i32) -> String {
+    format!("<eb-scenario-ok {name} {rank}>")
+}
+
+/// Run a scenario as a process job of `n` ranks under ebrun; it must exit 0, and every rank
+/// must report that it ran the scenario.
+pub(crate) fn run_procs(name: &str, n: u32) {
     let out = ebrun_scenario(name, n, &[]);
     assert!(
         out.status.success(),
         "ebrun job {name} (-n {n}) failed\n{}",
         out.dump()
     );
+    let missing: Vec<i32> = (0..n as i32)
+        .filter(|&r| !out.stdout.contains(&ok_marker(name, r)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ebrun job {name} (-n {n}) succeeded but ranks {missing:?} never reported running the scenario\n{}",
+        out.dump()
+    );
 }
 
 /// The body of the `__child` test: run the scenario named by `EB_SCENARIO` as one rank of
 /// an ebrun job. Returns at once when the variable is unset (an ordinary `cargo test` run).
-pub fn child(lookup: fn(&str) -> Option<Scn>) {
+pub(crate) fn child(lookup: fn(&str) -> Option<Scn>) {
     let Ok(name) = std::env::var(ENV_SCENARIO) else {
         return;
     };
@@ -231,7 +253,9 @@ pub fn child(lookup: fn(&str) -> Option<Scn>) {
     let s =
         lookup(&name).unwrap_or_else(|| panic!("no scenario named {name:?} in this test binary"));
     let u = earlybird::init().unwrap_or_else(|e| panic!("earlybird::init failed: {e}"));
+    let rank = u.world().rank();
     run_scn(s, u);
+    println!("{}", ok_marker(&name, rank));
 }
 
 /// Generate the tests of a file's scenarios.
@@ -286,8 +310,10 @@ macro_rules! scenarios {
                 _ => None,
             }
         }
-        /// Entry point of the ranks of process-mode tests (see tests/common).
+        /// Entry point of the ranks of process-mode tests (see tests/common); run only
+        /// by them (`--ignored`), with the scenario named in the environment.
         #[test]
+        #[ignore = "a rank of a process-mode test, started by run_procs"]
         fn __child() {
             $crate::common::child(__lookup);
         }
@@ -323,7 +349,7 @@ macro_rules! scenarios {
 // ---- helpers for scenarios ----------------------------------------------------------------
 
 /// The message of a panic caught by `catch_unwind` (a thread job re-raises its ranks').
-pub fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
@@ -331,13 +357,13 @@ pub fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Right and left neighbours on the ring.
-pub fn ring(w: &Comm) -> (i32, i32) {
+pub(crate) fn ring(w: &Comm) -> (i32, i32) {
     let (r, n) = (w.rank(), w.size());
     ((r + 1) % n, (r + n - 1) % n)
 }
 
 /// Deterministic bytes for message `seed` of `len` bytes.
-pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+pub(crate) fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
         .map(|i| {
@@ -354,7 +380,11 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 /// Element-by-element comparison that names the first difference (without printing
 /// megabytes on failure).
 #[track_caller]
-pub fn check_eq<T: Equivalence + PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
+pub(crate) fn check_eq<T: Equivalence + PartialEq + std::fmt::Debug>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+) {
     assert_eq!(got.len(), want.len(), "{what}: length differs");
     if let Some(i) = got.iter().zip(want).position(|(a, b)| a != b) {
         let bad = got.iter().zip(want).filter(|(a, b)| a != b).count();
@@ -369,7 +399,7 @@ pub fn check_eq<T: Equivalence + PartialEq + std::fmt::Debug>(what: &str, got: &
 
 /// The message sizes (bytes) every data-moving scenario covers: 0, 8, 1 KiB, the eager limit
 /// and one byte past it, 64 KiB, 1 MiB and 4 MiB.
-pub fn sizes(u: &Universe) -> Vec<usize> {
+pub(crate) fn sizes(u: &Universe) -> Vec<usize> {
     let e = u.eager_limit_bytes();
     let mut v = vec![0, 8, 1024, e, e + 1, 64 << 10, 1 << 20, 4 << 20];
     v.sort_unstable();
@@ -378,13 +408,17 @@ pub fn sizes(u: &Universe) -> Vec<usize> {
 }
 
 /// Sizes up to 64 KiB (for scenarios that repeat many times).
-pub fn small_sizes(u: &Universe) -> Vec<usize> {
+pub(crate) fn small_sizes(u: &Universe) -> Vec<usize> {
     sizes(u).into_iter().filter(|&s| s <= 64 << 10).collect()
 }
 
 /// Assert that `r` failed with `class` and a message containing `names` (the bad value).
 #[track_caller]
-pub fn assert_err<T: std::fmt::Debug>(r: Result<T>, class: earlybird::ErrorClass, names: &str) {
+pub(crate) fn assert_err<T: std::fmt::Debug>(
+    r: Result<T>,
+    class: earlybird::ErrorClass,
+    names: &str,
+) {
     match r {
         Ok(v) => panic!("expected {class} naming {names:?}, got Ok({v:?})"),
         Err(e) => assert!(
@@ -400,7 +434,7 @@ pub fn assert_err<T: std::fmt::Debug>(r: Result<T>, class: earlybird::ErrorClass
 /// restrictions the call does not meet falls back to the default, so `f` may check
 /// `earlybird::coll::last_algorithm()` only when it knows the algorithm fits.
 #[allow(dead_code)]
-pub fn each_algorithm(
+pub(crate) fn each_algorithm(
     w: &Comm,
     coll: earlybird::Coll,
     mut f: impl FnMut(&Comm, &str) -> Result<()>,
@@ -426,7 +460,7 @@ pub fn each_algorithm(
 
 /// `target/<profile>/examples/<name>`, which `cargo test` builds beside the tests (unless it
 /// is told to build only some test targets).
-pub fn example_path(name: &str) -> PathBuf {
+pub(crate) fn example_path(name: &str) -> PathBuf {
     let p = ebrun_path().with_file_name("examples").join(name);
     assert!(
         p.exists(),
@@ -438,22 +472,24 @@ pub fn example_path(name: &str) -> PathBuf {
 
 /// Run example `name` under `ebrun -n n --timeout 60` with `args`, checking that it leaves
 /// nothing behind in the shared-memory directory.
-pub fn run_example(name: &str, n: u32, args: &[&str]) -> JobOutput {
+pub(crate) fn run_example(name: &str, n: u32, args: &[&str]) -> JobOutput {
     let before = shm_entries();
-    let start = Instant::now();
-    let out = Command::new(ebrun_path())
-        .args(["-n", &n.to_string(), "--timeout", "60"])
+    let mut cmd = Command::new(ebrun_path());
+    cmd.args(["-n", &n.to_string(), "--timeout", "60"])
         .arg(example_path(name))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("start ebrun");
-    let out = JobOutput {
-        status: out.status,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        elapsed: start.elapsed(),
-    };
+        .args(args);
+    let out = run_bounded(cmd, &format!("example {name} (-n {n})"));
     assert_no_new_shm(&before, &out);
     out
+}
+
+/// Wait (bounded) until `sender` has published that it is blocked in a send to this rank
+/// with `tag`: it has filled what the fabric holds for this pair and waits for receives.
+pub(crate) fn await_sender_blocked(u: &Universe, sender: i32, tag: i32) {
+    let me = u.world().rank();
+    u.job_segment()
+        .await_blocked(sender as u32, Duration::from_secs(30), |p| {
+            p.what == earlybird::launch::BlockedIn::Send && p.peer == Some(me) && p.tag == tag
+        })
+        .unwrap_or_else(|e| panic!("rank {sender} never blocked sending to rank {me}: {e}"));
 }
