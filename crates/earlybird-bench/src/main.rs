@@ -17,8 +17,7 @@
 
 use earlybird::{
     bind_slack_channel, dims_create, scope, split_views, unbind_channel, wait_all, wait_all_into,
-    Comm, Datatype, Info, Op, Request, Result, ScratchBuffer, Status, Typed, TypedMut, Universe,
-    IN_PLACE,
+    Comm, Datatype, Info, Op, Result, ScratchBuffer, Status, Typed, TypedMut, Universe, IN_PLACE,
 };
 use std::fmt::Write as _;
 

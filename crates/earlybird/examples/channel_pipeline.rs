@@ -34,9 +34,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 /// Slackness: starts outstanding at most on each end, and windows per circular buffer.
-pub const K: u32 = 5;
+pub(crate) const K: u32 = 5;
 /// Doubles per message (and the address increment, in elements).
-pub const COUNT: usize = 1024;
+pub(crate) const COUNT: usize = 1024;
 /// The channel's tag.
 const TAG: i32 = 11;
 /// The tag of the credit messages (ready mode).
@@ -44,13 +44,13 @@ const CREDIT: i32 = 12;
 
 /// Element `k` of message `j`.
 #[inline]
-pub fn value(j: u64, k: usize) -> f64 {
+pub(crate) fn value(j: u64, k: usize) -> f64 {
     (j * COUNT as u64 + k as u64) as f64
 }
 
 /// How the send end is bound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// From `rsend_init`: a send may start only after its receive.
     Ready,
     /// From `ssend_init`: a send waits for its receive.
@@ -59,7 +59,7 @@ pub enum Mode {
 
 /// One run of the pipeline.
 #[derive(Clone, Copy, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     pub mode: Mode,
     pub starts: u64,
     pub in_place: bool,
@@ -67,7 +67,7 @@ pub struct Config {
 
 /// What rank 1 saw.
 #[derive(Clone, Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub config: Config,
     /// Messages received.
     pub received: u64,
@@ -84,7 +84,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The summary line.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let c = &self.config;
         let bytes = self.received * self.bytes_per_start as u64;
         let verdict = match self.first_bad {
@@ -115,7 +115,7 @@ impl Outcome {
     }
 
     /// Whether every message arrived, whole and right.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.first_bad.is_none()
             && self.received == self.config.starts
             && self.checked == self.config.starts * COUNT as u64
@@ -143,7 +143,7 @@ fn window(j: u64) -> std::ops::Range<usize> {
 
 /// Run the pipeline from rank 0 to rank 1 of `world` (at least 2 ranks). Rank 1 returns what
 /// it saw; every other rank returns `None` (ranks 2 and up do nothing).
-pub fn run(world: &Comm, config: Config) -> Result<Option<Outcome>> {
+pub(crate) fn run(world: &Comm, config: Config) -> Result<Option<Outcome>> {
     let rank = world.rank();
     if world.size() < 2 {
         return Err(earlybird::Error::new(

@@ -36,7 +36,7 @@ const GATHER: i32 = 5;
 
 /// The initial temperature of global cell `(i, j)`: a hot rectangle off the centre on a
 /// ripple that differs along rows and columns (so that a transposed block would show).
-pub fn initial(i: usize, j: usize, rows: usize, cols: usize) -> f64 {
+pub(crate) fn initial(i: usize, j: usize, rows: usize, cols: usize) -> f64 {
     let hot = (rows / 4..rows / 2).contains(&i) && (cols / 3..cols * 5 / 6).contains(&j);
     let ripple = ((i * 31 + j * 17) % 97) as f64 / 97.0;
     if hot {
@@ -48,7 +48,7 @@ pub fn initial(i: usize, j: usize, rows: usize, cols: usize) -> f64 {
 
 /// One Jacobi sweep over the `rows x cols` interior of a grid with a one-cell halo (leading
 /// dimension `cols + 2`): `dst = src + ALPHA * (neighbours - 4 src)`.
-pub fn sweep(src: &[f64], dst: &mut [f64], rows: usize, cols: usize) {
+pub(crate) fn sweep(src: &[f64], dst: &mut [f64], rows: usize, cols: usize) {
     let ld = cols + 2;
     for i in 1..=rows {
         for j in 1..=cols {
@@ -125,7 +125,7 @@ impl Block {
 
 /// What rank 0 found.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The process grid.
     pub dims: [i32; 2],
     /// The global grid's extents.
@@ -145,7 +145,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The line the example prints.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let what = format!(
             "{}x{} grid on {} ranks ({}x{}), {} steps, heat {:.6} (initially {:.6})",
             self.rows,
@@ -170,7 +170,7 @@ impl Outcome {
 
 /// Run `steps` steps with `n x n` cells per rank on a periodic grid of all the ranks of
 /// `world`; rank 0 returns what it found, the others `None`.
-pub fn run(world: &Comm, n: usize, steps: usize) -> Result<Option<Outcome>> {
+pub(crate) fn run(world: &Comm, n: usize, steps: usize) -> Result<Option<Outcome>> {
     let mut dims = [0i32; 2];
     dims_create(world.size(), &mut dims)?;
     let cart = world

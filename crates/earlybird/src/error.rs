@@ -4,7 +4,7 @@
 //! one to one; classes a program (or an extension) adds at run time are
 //! [`ErrorClass::User`]. An [`Error`] carries its class, its error code (the class number, or
 //! a code made by [`add_error_code`]) and a message that names the bad value; a receive that
-//! truncated also carries the filled [`Status`](crate::Status).
+//! truncated also carries the filled [`Status`](crate::status::Status).
 //!
 //! # User error classes, codes and strings
 //!
@@ -215,7 +215,7 @@ struct ErrorInner {
     /// The error code: the class number, or a code added with [`add_error_code`].
     code: i32,
     detail: String,
-    status: Option<crate::Status>,
+    status: Option<crate::status::Status>,
 }
 
 impl Error {
@@ -243,13 +243,16 @@ impl Error {
         }))
     }
 
-    pub(crate) fn with_status(mut self, status: crate::Status) -> Error {
+    pub(crate) fn with_status(mut self, status: crate::status::Status) -> Error {
         self.0.status = Some(status);
         self
     }
 
     /// Rewrite the carried status, if any (rank translation).
-    pub(crate) fn map_status(mut self, f: impl FnOnce(crate::Status) -> crate::Status) -> Error {
+    pub(crate) fn map_status(
+        mut self,
+        f: impl FnOnce(crate::status::Status) -> crate::status::Status,
+    ) -> Error {
         self.0.status = self.0.status.map(f);
         self
     }
@@ -271,7 +274,7 @@ impl Error {
     }
 
     /// For a receive that failed after matching (MPI_ERR_TRUNCATE), the status it filled.
-    pub fn status(&self) -> Option<&crate::Status> {
+    pub fn status(&self) -> Option<&crate::status::Status> {
         self.0.status.as_ref()
     }
 }

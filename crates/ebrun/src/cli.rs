@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The help text printed by `ebrun --help`.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 ebrun - start an earlybird MPI job of N ranks on this host
 
 USAGE:
@@ -52,7 +52,7 @@ EXIT STATUS:
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub(crate) struct Options {
     pub nranks: u32,
     pub timeout: Option<Duration>,
     pub tag_output: bool,
@@ -62,17 +62,17 @@ pub struct Options {
 
 /// The outcome of parsing.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub(crate) enum Command {
     Run(Options),
     Help,
     Version,
 }
 
 /// Largest job ebrun will try to start (the segment grows with the square of N).
-pub const MAX_RANKS: u32 = 4096;
+pub(crate) const MAX_RANKS: u32 = 4096;
 
 /// Parse the arguments after the program name. `Err` carries a one-line message.
-pub fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, String> {
+pub(crate) fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, String> {
     let mut it = args.into_iter();
     let mut nranks: Option<u32> = None;
     let mut timeout: Option<Duration> = None;
@@ -166,7 +166,7 @@ fn parse_timeout(v: &str) -> Result<Duration, String> {
 }
 
 /// A timeout as the user would write it: `2`, `0.5`.
-pub fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     format!("{}", d.as_secs_f64())
 }
 

@@ -29,7 +29,7 @@ const ABORT_GRACE: Duration = Duration::from_millis(200);
 const OUTPUT_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Exit status on `--timeout` expiry (as timeout(1) uses).
-pub const TIMEOUT_STATUS: i32 = 124;
+pub(crate) const TIMEOUT_STATUS: i32 = 124;
 
 struct Rank {
     rank: u32,
@@ -133,7 +133,7 @@ fn say(text: &str) {
 }
 
 /// Run a job; returns ebrun's exit status.
-pub fn run(opts: &Options) -> i32 {
+pub(crate) fn run(opts: &Options) -> i32 {
     let start = Instant::now();
     let job = match LaunchedJob::create(opts.nranks, None) {
         Ok(j) => j,

@@ -12,17 +12,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Longest line forwarded whole.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Which of ebrun's streams a pipe goes to.
 #[derive(Clone, Copy, Debug)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 /// The reader threads of a job; they report on a channel when they end.
-pub struct Forwarders {
+pub(crate) struct Forwarders {
     threads: Vec<JoinHandle<()>>,
     done_tx: Sender<()>,
     done_rx: Receiver<()>,
@@ -35,7 +35,7 @@ impl Default for Forwarders {
 }
 
 impl Forwarders {
-    pub fn new() -> Forwarders {
+    pub(crate) fn new() -> Forwarders {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         Forwarders {
             threads: Vec::new(),
@@ -45,7 +45,7 @@ impl Forwarders {
     }
 
     /// Forward `pipe` to `to`, each line prefixed with `[rank] `.
-    pub fn add<R: Read + Send + 'static>(&mut self, rank: u32, pipe: R, to: Stream) {
+    pub(crate) fn add<R: Read + Send + 'static>(&mut self, rank: u32, pipe: R, to: Stream) {
         let done = self.done_tx.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("ebrun-out-{rank}"))
@@ -62,7 +62,7 @@ impl Forwarders {
 
     /// Wait until every pipe reached end of file, or `limit` passed (a grandchild of a rank
     /// may hold a pipe open forever; ebrun does not wait for it).
-    pub fn finish(self, limit: Duration) {
+    pub(crate) fn finish(self, limit: Duration) {
         let end = Instant::now() + limit;
         let mut left = self.threads.len();
         while left > 0 {

@@ -8,7 +8,7 @@ use std::sync::mpsc::Sender;
 
 /// What wakes the supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     /// Some child changed state; reap.
     Child,
     /// ebrun was asked to stop with this signal.
@@ -16,11 +16,11 @@ pub enum Event {
 }
 
 /// The signals ebrun catches and forwards.
-pub const FORWARDED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+pub(crate) const FORWARDED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// Start the thread that turns signals into events. Must be called before any rank is
 /// spawned, so that no SIGCHLD can be missed.
-pub fn watch(tx: Sender<Event>) -> std::io::Result<()> {
+pub(crate) fn watch(tx: Sender<Event>) -> std::io::Result<()> {
     let mut wanted = vec![libc::SIGCHLD];
     wanted.extend(FORWARDED);
     let mut signals = signal_hook::iterator::Signals::new(&wanted)?;
@@ -43,12 +43,12 @@ pub fn watch(tx: Sender<Event>) -> std::io::Result<()> {
 
 /// Send `sig` to a process we started and have not reaped yet (so the pid cannot have been
 /// reused).
-pub fn send(pid: u32, sig: i32) {
+pub(crate) fn send(pid: u32, sig: i32) {
     earlybird::launch::signal(pid, sig);
 }
 
 /// "9 (SIGKILL)", or just the number for a signal without a name here (real-time ones).
-pub fn describe(sig: i32) -> String {
+pub(crate) fn describe(sig: i32) -> String {
     match name(sig) {
         Some(n) => format!("{sig} ({n})"),
         None => sig.to_string(),
@@ -56,7 +56,7 @@ pub fn describe(sig: i32) -> String {
 }
 
 /// `SIGKILL` for 9, and so on.
-pub fn name(sig: i32) -> Option<&'static str> {
+pub(crate) fn name(sig: i32) -> Option<&'static str> {
     Some(match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

@@ -17,14 +17,14 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 pub const ENV_RANK: &str = "EARLYBIRD_RANK";
-pub const ENV_SIZE: &str = "EARLYBIRD_SIZE";
-pub const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
-pub const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
+pub(crate) const ENV_SIZE: &str = "EARLYBIRD_SIZE";
+pub(crate) const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
+pub(crate) const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
 pub use crate::sys::segment::ENV_SHM_DIR;
 
 /// How this rank joined its job.
 #[derive(Debug, Clone)]
-pub struct Placement {
+pub(crate) struct Placement {
     pub rank: u32,
     pub job: JobSegment,
     /// True when the ranks are processes (launcher or singleton), false for thread jobs.
@@ -82,7 +82,7 @@ impl LaunchedJob {
 
 /// Join the job this process was started in: from the launcher's environment, or as a
 /// singleton when there is none.
-pub fn from_environment() -> Result<Placement> {
+pub(crate) fn from_environment() -> Result<Placement> {
     let Ok(rank) = std::env::var(ENV_RANK) else {
         return singleton();
     };
@@ -148,25 +148,10 @@ pub fn from_environment() -> Result<Placement> {
 }
 
 fn singleton() -> Result<Placement> {
-    let job = anonymous_job(1)?;
+    let job = JobSegment::anonymous(1)?;
     Ok(Placement {
         rank: 0,
         job,
         processes: true,
     })
-}
-
-/// A zero-filled segment for `nranks` endpoints in this process.
-pub(crate) fn anonymous_job(nranks: u32) -> Result<JobSegment> {
-    let shape = JobShape::for_ranks(nranks);
-    let seg = Segment::anonymous(shape.total_bytes()).map_err(|e| {
-        Error::new(
-            ErrorClass::NoMem,
-            format!(
-                "cannot map {} bytes for a job of {nranks} ranks: {e}",
-                shape.total_bytes()
-            ),
-        )
-    })?;
-    Ok(JobSegment::init(seg, shape))
 }

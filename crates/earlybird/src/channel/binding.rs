@@ -11,10 +11,10 @@ use crate::fabric::channel::{ChannelMem, Gone, Word};
 use crate::info::Info;
 use crate::p2p::engine::{Engine, SendMode};
 use crate::p2p::wait::Blocked;
-use crate::p2p::Status;
 use crate::request::completion::Origin;
 use crate::request::pt2pt::{BufferSlot, Plan};
 use crate::request::{EngineRef, Request};
+use crate::status::Status;
 use crate::sys::lend::Loan;
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -133,7 +133,7 @@ pub(crate) fn end_spec(
             tag,
             mode,
         } => {
-            if peer == crate::PROC_NULL {
+            if peer == crate::status::PROC_NULL {
                 return Err(Error::new(
                     ErrorClass::Rank,
                     format!("{what}: a send to PROC_NULL has no partner to bind to"),
@@ -201,7 +201,7 @@ enum Pending {
 }
 
 /// A bind in progress (MPI_Ibind_channel, MPI_Ibind_slack_channel): complete it with
-/// [`wait`](Binding::wait) or [`test`](Binding::test) (or [`wait_bindings`]), then take the
+/// [`wait`](Binding::wait) or [`test`](Binding::test) (or [`wait_bindings`](crate::channel::wait_bindings)), then take the
 /// channel with [`into_channel`](Binding::into_channel).
 pub struct Binding<'s> {
     src: ChannelSource<'s>,

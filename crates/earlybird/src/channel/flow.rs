@@ -14,9 +14,9 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::channel::{Gone, RecvSide, SendSide, Word};
 use crate::p2p::engine::Engine;
 use crate::p2p::wait::Blocked;
-use crate::p2p::Status;
 use crate::request::completion::Completion;
 use crate::request::pt2pt::BufferSlot;
+use crate::status::Status;
 use crate::sys::lend::{Loan, Unusable};
 use std::sync::atomic::Ordering;
 

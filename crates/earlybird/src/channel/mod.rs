@@ -102,9 +102,9 @@ use crate::fabric::channel::Gone;
 use crate::info::Info;
 use crate::p2p::engine::Engine;
 use crate::p2p::wait::Blocked;
-use crate::p2p::Status;
 use crate::request::steps::Steps;
 use crate::request::Request;
+use crate::status::Status;
 use flow::ChannelEnd;
 use std::rc::Rc;
 
@@ -469,7 +469,7 @@ impl<'s> Channel<'s> {
     /// otherwise: the receiver may still be reading the slot); on a synchronous one this
     /// waits for it, as a synchronous send would. `T` must view the message's bytes whole
     /// (MPI_ERR_TYPE).
-    pub fn next_slot_mut<T: crate::Equivalence>(&mut self) -> Result<&mut [T]> {
+    pub fn next_slot_mut<T: crate::datatype::Equivalence>(&mut self) -> Result<&mut [T]> {
         let origin = self.0.origin().clone();
         let eng = self.0.engine().clone();
         let c = self.end();
@@ -502,7 +502,7 @@ impl<'s> Channel<'s> {
     /// [`wait_in_place`](Self::wait_in_place), or after a plain wait, which also copied it
     /// into the buffer). MPI_ERR_REQUEST when none has completed, or its slot has been posted
     /// again by a later start; MPI_ERR_TYPE when `T` cannot view the bytes whole.
-    pub fn arrived<T: crate::Equivalence>(&mut self) -> Result<&[T]> {
+    pub fn arrived<T: crate::datatype::Equivalence>(&mut self) -> Result<&[T]> {
         let origin = self.0.origin().clone();
         let r = self.end().arrived().and_then(|bytes| {
             let n = bytes.len();

@@ -252,31 +252,35 @@ macro_rules! collective {
         <$($g:ident: $b:path),*> ($($arg:ident: $t:ty),* $(,)?) => $build:ident($($e:expr),* $(,)?)
     ) => {
         $(#[$doc])*
-        pub fn $blocking<'b, $($g: $b),*>(&self, $($arg: $t),*) -> crate::Result<()> {
+        // `'b` names the buffers' lifetime in the argument types; barrier has none.
+        #[allow(clippy::extra_unused_lifetimes)]
+        pub fn $blocking<'b, $($g: $b),*>(&self, $($arg: $t),*) -> crate::error::Result<()> {
             self.blocking(self.$build(stringify!($blocking), $($e),*))
         }
 
         #[doc = concat!("MPI_I", $lower, ": [`", stringify!($blocking), "`](Self::", stringify!($blocking),
             ") started now and completed by wait or test; the buffers are borrowed for the scope `s`.")]
+        #[allow(clippy::too_many_arguments)] // MPI's own argument lists
         pub fn $nonblocking<'b, $($g: $b),*>(
             &self,
             s: &'b crate::request::Scope<'b, '_>,
             $($arg: $t),*
-        ) -> crate::Result<crate::request::Request<'b>> {
+        ) -> crate::error::Result<crate::request::Request<'b>> {
             self.started(self.$build(stringify!($nonblocking), $($e),*), s)
         }
 
         #[doc = concat!("MPI_", $mpi, "_init: a persistent [`", stringify!($blocking), "`](Self::",
-            stringify!($blocking), "), started with [`Request::start`](crate::Request::start); the ",
+            stringify!($blocking), "), started with [`Request::start`](crate::request::Request::start); the ",
             "algorithm and its steps are chosen here, and each start replays them. Between starts ",
-            "[`Request::buffer_mut`](crate::Request::buffer_mut) (and ",
-            "[`Request::send_buffer_mut`](crate::Request::send_buffer_mut) for a send buffer lent ",
+            "[`Request::buffer_mut`](crate::request::Request::buffer_mut) (and ",
+            "[`Request::send_buffer_mut`](crate::request::Request::send_buffer_mut) for a send buffer lent ",
             "as `&mut`) hands the buffers back.")]
+        #[allow(clippy::too_many_arguments)] // MPI's own argument lists
         pub fn $persistent<'b, $($g: $b),*>(
             &self,
             s: &'b crate::request::Scope<'b, '_>,
             $($arg: $t),*
-        ) -> crate::Result<crate::request::Request<'b>> {
+        ) -> crate::error::Result<crate::request::Request<'b>> {
             self.inactive(self.$build(stringify!($persistent), $($e),*), s)
         }
     };
@@ -596,8 +600,8 @@ impl Comm {
                 Some(n) => n,
                 None if at_root => recv.len(),
                 None => {
-                    return Err(crate::Error::new(
-                        crate::ErrorClass::Buffer,
+                    return Err(crate::error::Error::new(
+                        crate::error::ErrorClass::Buffer,
                         format!("{what}: MPI_IN_PLACE is allowed only at the root"),
                     ))
                 }

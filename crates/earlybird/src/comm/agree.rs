@@ -42,8 +42,8 @@ use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
 use crate::p2p::ops::OpId;
 use crate::p2p::wait::Blocked;
-use crate::p2p::Status;
 use crate::request::EngineRef;
+use crate::status::Status;
 use crate::sys::lend::Loan;
 
 /// A participant's offer in a blocking agreement: its free mask and the bytes it added.

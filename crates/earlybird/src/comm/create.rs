@@ -109,7 +109,7 @@ pub enum SplitType {
 }
 
 /// The info key of [`SplitType::HwGuided`].
-pub const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+pub(super) const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
 
 impl SplitType {
     /// The type whose MPI constant is `v` (MPICH's values: MPI_UNDEFINED,

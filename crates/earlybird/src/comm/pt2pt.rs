@@ -405,7 +405,7 @@ impl Comm {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let r = crate::scope(|s| {
+        let r = crate::request::scope(|s| {
             let send = lend(sbuf, s)?;
             let recv = lend_mut(rbuf, s)?;
             self.sendrecv_loans(s, send, dest, stag, recv, src, rtag)
@@ -498,7 +498,7 @@ impl Comm {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let r = crate::scope(|s| {
+        let r = crate::request::scope(|s| {
             let recv = lend_mut(buf, s)?;
             let packed = recv
                 .to_packed()

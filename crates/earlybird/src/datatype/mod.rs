@@ -26,7 +26,7 @@ pub use buffer::{split_views, BufView, Buffer, BufferMut, Typed, TypedMut, ViewO
 pub use constructors::Order;
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::Status;
+use crate::status::Status;
 use crate::sys::layout::Layout;
 use crate::sys::plain::Plain;
 use std::cell::{Cell, RefCell};

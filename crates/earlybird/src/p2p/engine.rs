@@ -422,11 +422,11 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bootstrap::anonymous_job;
+    use crate::fabric::job::JobSegment;
     use crate::sys::lend::Loan;
 
     fn pair() -> (Engine, Engine) {
-        let job = anonymous_job(2).unwrap();
+        let job = JobSegment::anonymous(2).unwrap();
         (
             Engine::new(job.clone(), 0, true).unwrap(),
             Engine::new(job, 1, true).unwrap(),
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_is_taken_once() {
-        let job = anonymous_job(2).unwrap();
+        let job = JobSegment::anonymous(2).unwrap();
         let _a = Engine::new(job.clone(), 0, true).unwrap();
         let e = Engine::new(job, 0, true).unwrap_err();
         assert!(e.to_string().contains("already started"), "{e}");

@@ -173,7 +173,7 @@ impl Engine {
     /// returns.
     pub(crate) fn mrecv_start(&mut self, m: Matched, buf: Loan) -> OpId {
         let op = self.core.ops.alloc(OpKind::Recv { buf });
-        if let Some(r) = self.core.deliver_held(&mut self.fabric, op, m.env, m.held) {
+        if let Some(r) = self.core.deliver_held(&self.fabric, op, m.env, m.held) {
             self.fabric.send(m.env.src, &r, &[]);
         }
         op

@@ -36,8 +36,8 @@ impl Blocked {
     /// A wait in a receive matching `pat` (endpoints; wildcards as ANY_SOURCE / ANY_TAG).
     pub(crate) fn recv_matching(pat: &Pattern) -> Blocked {
         Blocked::recv(
-            pat.src.map_or(crate::ANY_SOURCE, |s| s as i32),
-            pat.tag.unwrap_or(crate::ANY_TAG),
+            pat.src.map_or(crate::status::ANY_SOURCE, |s| s as i32),
+            pat.tag.unwrap_or(crate::status::ANY_TAG),
             pat.ctx,
         )
     }

@@ -168,7 +168,9 @@ impl Plan {
         match *self {
             Plan::Send { peer, ctx, tag, .. } => Blocked::send(peer, tag, ctx),
             Plan::Recv { pat: Some(p) } => Blocked::recv_matching(&p),
-            Plan::Recv { pat: None } => Blocked::recv(crate::PROC_NULL, crate::ANY_TAG, 0),
+            Plan::Recv { pat: None } => {
+                Blocked::recv(crate::status::PROC_NULL, crate::status::ANY_TAG, 0)
+            }
         }
     }
 }

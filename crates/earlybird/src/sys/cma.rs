@@ -5,7 +5,7 @@ use super::layout::Segment;
 use std::io;
 
 /// Copy `dst.len()` bytes from `remote_addr` in process `pid` into `dst`.
-pub fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
+pub(crate) fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
     let mut done = 0usize;
     while done < dst.len() {
         let local = libc::iovec {

@@ -11,12 +11,12 @@ use std::rc::Rc;
 
 /// One run of bytes, `[address, length]`: the form of a segment table, which a rendezvous
 /// receiver reads out of the sender's memory as raw `u64` pairs.
-pub type Segment = [u64; 2];
+pub(crate) type Segment = [u64; 2];
 
 /// `count` elements, each a list of `(displacement, length)` blocks, element `k` starting at
 /// byte `origin + k * extent` of the buffer.
 #[derive(Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     blocks: Rc<[(isize, usize)]>,
     extent: isize,
     elem_size: usize,
@@ -30,7 +30,7 @@ impl Layout {
     /// The layout of `count` elements whose blocks are `blocks` (type-map order, each of
     /// nonzero length; their lowest and highest bytes are `true_lb` and `true_ub`), starting
     /// at byte `origin` of a buffer of `buf_len` bytes. `Err` names the first byte outside it.
-    pub fn new(
+    pub(crate) fn new(
         blocks: Rc<[(isize, usize)]>,
         extent: isize,
         count: usize,
@@ -76,19 +76,19 @@ impl Layout {
 
     /// Bytes the layout moves (its packed size).
     #[inline]
-    pub fn packed_len(&self) -> usize {
+    pub(crate) fn packed_len(&self) -> usize {
         self.elem_size * self.count
     }
 
     /// One past the highest buffer byte the layout touches.
-    pub fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         self.end
     }
 
     /// Call `f(buffer_offset, packed_offset, len)` for each piece of the first `n` packed
     /// bytes, in order. Every piece lies within the buffer the layout was checked against.
     #[inline]
-    pub fn pieces(&self, n: usize, mut f: impl FnMut(usize, usize, usize)) {
+    pub(crate) fn pieces(&self, n: usize, mut f: impl FnMut(usize, usize, usize)) {
         let n = n.min(self.packed_len());
         let mut p = 0;
         let mut base = self.origin as isize;
@@ -108,7 +108,7 @@ impl Layout {
 
     /// The first `n` packed bytes as `(address, length)` segments of the buffer at `base`,
     /// adjacent pieces merged.
-    pub fn segments(&self, base: u64, n: usize) -> Vec<Segment> {
+    pub(crate) fn segments(&self, base: u64, n: usize) -> Vec<Segment> {
         let mut v: Vec<Segment> = Vec::new();
         self.pieces(n, |b, _, l| {
             let a = base + b as u64;

@@ -3,12 +3,12 @@
 //!
 //! This layer and `fabric` are the only places with `unsafe`; each block says why it holds.
 
-pub mod cma;
+pub(crate) mod cma;
 pub(crate) mod copy;
-pub mod layout;
-pub mod lend;
+pub(crate) mod layout;
+pub(crate) mod lend;
 pub(crate) mod overlap;
-pub mod plain;
-pub mod process;
-pub mod segment;
-pub mod sig;
+pub(crate) mod plain;
+pub(crate) mod process;
+pub(crate) mod segment;
+pub(crate) mod sig;

@@ -39,7 +39,7 @@ unsafe impl<T: Plain, const N: usize> Plain for [T; N] {
 
 /// The bytes of a slice of a gapless type; `None` for a type with padding.
 #[inline(always)]
-pub fn as_bytes<T: Plain>(s: &[T]) -> Option<&[u8]> {
+pub(crate) fn as_bytes<T: Plain>(s: &[T]) -> Option<&[u8]> {
     if !T::GAPLESS {
         return None;
     }
@@ -50,7 +50,7 @@ pub fn as_bytes<T: Plain>(s: &[T]) -> Option<&[u8]> {
 
 /// The bytes of a slice of a gapless type, writable; `None` for a type with padding.
 #[inline(always)]
-pub fn as_bytes_mut<T: Plain>(s: &mut [T]) -> Option<&mut [u8]> {
+pub(crate) fn as_bytes_mut<T: Plain>(s: &mut [T]) -> Option<&mut [u8]> {
     if !T::GAPLESS {
         return None;
     }
@@ -73,7 +73,7 @@ fn castable<T: Plain>(b: &[u8]) -> Option<usize> {
 
 /// View bytes as a slice of a gapless type: `None` if `T` has padding, or the bytes are not a
 /// whole number of `T` or not aligned for it.
-pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
+pub(crate) fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
     let size = castable::<T>(b)?;
     // SAFETY: the bytes are initialised (they are a `&mut [u8]`), aligned and a whole number
     // of `T`, and any bytes are a valid gapless plain `T`; the view borrows `b` exclusively.
@@ -81,7 +81,7 @@ pub fn cast_bytes_mut<T: Plain>(b: &mut [u8]) -> Option<&mut [T]> {
 }
 
 /// View bytes as a shared slice of a gapless type, on the terms of [`cast_bytes_mut`].
-pub fn cast_bytes<T: Plain>(b: &[u8]) -> Option<&[T]> {
+pub(crate) fn cast_bytes<T: Plain>(b: &[u8]) -> Option<&[T]> {
     let size = castable::<T>(b)?;
     // SAFETY: the bytes are initialised, aligned and a whole number of `T`, and any bytes are
     // a valid gapless plain `T`; the view borrows `b`.

@@ -2,12 +2,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub fn pid() -> u32 {
+pub(crate) fn pid() -> u32 {
     std::process::id()
 }
 
 /// A value unlikely to repeat across calls and processes (segment names).
-pub fn nonce() -> u64 {
+pub(crate) fn nonce() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -17,7 +17,7 @@ pub fn nonce() -> u64 {
 }
 
 /// Ask the kernel to send SIGKILL to this process when its parent dies.
-pub fn die_with_parent() {
+pub(crate) fn die_with_parent() {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory.
     unsafe {
         libc::prctl(
@@ -31,7 +31,7 @@ pub fn die_with_parent() {
 }
 
 /// Whether `pid` is this process's parent, grandparent, ... (read from /proc).
-pub fn has_ancestor(pid: u32) -> bool {
+pub(crate) fn has_ancestor(pid: u32) -> bool {
     // SAFETY: getppid cannot fail.
     let mut p = unsafe { libc::getppid() } as u32;
     for _ in 0..64 {
@@ -57,7 +57,7 @@ fn parent_of(pid: u32) -> Option<u32> {
 }
 
 /// Whether a process with this pid exists (signal 0 probe).
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

@@ -16,7 +16,7 @@ use std::ptr::NonNull;
 pub const ENV_SHM_DIR: &str = "EARLYBIRD_SHM_DIR";
 
 /// The directory segments go in: `$EARLYBIRD_SHM_DIR`, else `/dev/shm`.
-pub fn shm_dir() -> PathBuf {
+pub(crate) fn shm_dir() -> PathBuf {
     std::env::var_os(ENV_SHM_DIR)
         .map(PathBuf::from)
         .unwrap_or_else(|| "/dev/shm".into())
@@ -180,7 +180,7 @@ fn reserve(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
 }
 
 /// File size of a segment's descriptor.
-pub fn fd_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
+pub(crate) fn fd_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
     // SAFETY: stat is plain data; fstat fills it or fails.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: st is a valid out-pointer for the duration of the call; fd is open for the
@@ -192,7 +192,7 @@ pub fn fd_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
 }
 
 /// Clear FD_CLOEXEC so that children started by `Command` inherit the descriptor.
-pub fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_cloexec_flag(fd, false)
 }
 
@@ -221,7 +221,7 @@ fn set_cloexec_flag(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
 /// It must be called once per inherited descriptor: nothing else in the process owns it
 /// (earlybird's launcher hands each rank exactly one, named in its environment, and
 /// `init` runs once per process).
-pub fn adopt_inherited(fd: RawFd) -> io::Result<OwnedFd> {
+pub(crate) fn adopt_inherited(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: F_GETFD only asks whether the number names an open descriptor.
     if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
         return Err(io::Error::new(
