@@ -227,10 +227,13 @@ impl Fabric {
     }
 
     /// Move queued frames into their rings while there is room. True if any moved.
+    #[inline(always)]
     pub(crate) fn flush(&mut self) -> bool {
-        if self.queued_frames == 0 {
-            return false;
-        }
+        self.queued_frames != 0 && self.flush_queued()
+    }
+
+    #[inline(never)]
+    fn flush_queued(&mut self) -> bool {
         let mut did = false;
         for (peer, q) in self.queued.iter_mut().enumerate() {
             while let Some((f, p)) = q.front() {
