@@ -41,7 +41,7 @@ use crate::p2p::ops::OpId;
 use crate::p2p::ranks::RankMap;
 use crate::p2p::wait::Blocked;
 use crate::request::completion::Completion;
-use crate::request::steps::Steps;
+use crate::request::steps::{Run, SharedRun, Steps};
 use crate::status::Status;
 use crate::sys::layout::Layout;
 use crate::sys::lend::{Loan, Unusable};
@@ -647,7 +647,30 @@ impl Schedule {
 }
 
 impl Steps for Schedule {
+    /// Advance the run; once it is over, its buffers are taken back (`unlend`).
     fn advance(&mut self, e: &mut Engine) -> Option<Result<Status>> {
+        let r = self.step(e);
+        if r.is_some() {
+            self.unlend();
+        }
+        r
+    }
+
+    fn blocked(&self) -> Blocked {
+        self.wire.blocked()
+    }
+
+    fn abandon(&mut self, e: &mut Engine) {
+        self.fl.abandon(e);
+        self.pc = self.steps.len();
+        self.unlend();
+    }
+}
+
+impl Schedule {
+    /// Post what can be posted, run the local steps whose messages have arrived; the result
+    /// once every step is done.
+    fn step(&mut self, e: &mut Engine) -> Option<Result<Status>> {
         loop {
             if !self.fl.is_empty() {
                 if !self.fl.all_done(e) {
@@ -700,78 +723,60 @@ impl Steps for Schedule {
             }
         }
     }
-
-    fn blocked(&self) -> Blocked {
-        self.wire.blocked()
-    }
-
-    fn abandon(&mut self, e: &mut Engine) {
-        self.fl.abandon(e);
-        self.pc = self.steps.len();
-    }
 }
 
-/// A persistent collective: its schedule, replayed at each start, and its buffers, lent to
-/// the schedule for a run and handed back between runs (`Request::buffer_mut`).
-#[derive(Debug)]
+/// A persistent collective: its schedule, replayed at each start (a [`Run`], advanced by
+/// every progress call while active), and its buffers, lent to the schedule for a run and
+/// handed back between runs (`Request::buffer_mut`).
 pub(crate) struct Persistent {
-    sched: Schedule,
+    run: SharedRun<Schedule>,
     /// The send buffer (`None`: in place), and whether it may be handed out.
     send: Option<Loan>,
     recv: Loan,
-    /// A run's result, once it has completed and until it is collected.
-    result: Option<Result<Status>>,
-    active: bool,
+}
+
+impl std::fmt::Debug for Persistent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persistent")
+            .field("active", &self.is_active())
+            .finish()
+    }
 }
 
 impl Persistent {
     pub(crate) fn new(sched: Schedule, send: Option<Loan>, recv: Loan) -> Persistent {
         Persistent {
-            sched,
+            run: Run::new(sched),
             send,
             recv,
-            result: None,
-            active: false,
         }
-    }
-
-    fn advance(&mut self, e: &mut Engine) -> bool {
-        if self.result.is_none() && self.active {
-            if let Some(r) = self.sched.advance(e) {
-                self.sched.unlend();
-                self.result = Some(r);
-            }
-        }
-        self.result.is_some()
     }
 }
 
 impl Completion for Persistent {
     fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
-        if self.active {
+        if self.is_active() {
             return Err(Error::new(
                 ErrorClass::Request,
                 "start of an active persistent request (wait for it or test it to completion first)",
             ));
         }
-        self.sched.lend(self.send.clone(), Some(self.recv.clone()));
-        self.sched.rewind();
-        self.active = true;
-        self.advance(eng);
+        {
+            let mut r = self.run.borrow_mut();
+            let sched = r.steps_mut();
+            sched.lend(self.send.clone(), Some(self.recv.clone()));
+            sched.rewind();
+        }
+        Run::begin(&self.run, eng);
         Ok(None)
     }
 
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
-        if !self.advance(eng) {
-            return None;
-        }
-        self.active = false;
-        self.result.take()
+        self.run.borrow_mut().poll(eng)
     }
 
     fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
-        self.advance(eng);
-        self.result.clone()
+        self.run.borrow_mut().peek(eng)
     }
 
     fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
@@ -783,19 +788,15 @@ impl Completion for Persistent {
     }
 
     fn blocked_in(&self) -> Blocked {
-        self.sched.blocked()
+        self.run.borrow().steps().blocked()
     }
 
     fn abandon(&mut self, eng: &mut Engine) {
-        if self.result.is_none() {
-            Steps::abandon(&mut self.sched, eng);
-        }
-        self.sched.unlend();
-        self.active = false;
+        self.run.borrow_mut().abandon(eng);
     }
 
     fn is_active(&self) -> bool {
-        self.active
+        self.run.borrow().is_active()
     }
 
     fn is_persistent(&self) -> bool {
@@ -803,7 +804,7 @@ impl Completion for Persistent {
     }
 
     fn buffer(&mut self, send: bool) -> Result<&mut [u8]> {
-        if self.active {
+        if self.is_active() {
             return Err(Error::new(
                 ErrorClass::Request,
                 if send {

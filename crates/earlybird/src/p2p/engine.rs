@@ -133,6 +133,8 @@ pub(crate) struct Engine {
     spin_budget: u32,
     /// Upper layers' state per endpoint.
     pub(crate) ext: Extensions,
+    /// Operations made of steps that every progress call advances.
+    pub(crate) background: super::background::BackgroundList,
 }
 
 impl std::fmt::Debug for Engine {
@@ -163,6 +165,7 @@ impl Engine {
             ranks_are_threads,
             spin_budget: spin_budget(n),
             ext: Extensions::default(),
+            background: Default::default(),
         })
     }
 
@@ -299,9 +302,19 @@ impl Engine {
     // ---- progress ------------------------------------------------------------------------
 
     /// Move every frame that can move: queued frames out, arrived frames in (at most 64 from
-    /// each peer per call). Returns true if anything happened.
+    /// each peer per call); then advance the operations on the background list (see
+    /// [`background`](super::background)). Returns true if a frame moved.
     #[inline]
     pub(crate) fn progress(&mut self) -> bool {
+        let did = self.progress_frames();
+        if !self.background.is_idle() {
+            self.advance_background();
+        }
+        did
+    }
+
+    #[inline(always)]
+    fn progress_frames(&mut self) -> bool {
         let Engine { fabric, core, .. } = self;
         let mut did = fabric.flush();
         for peer in 0..fabric.nranks() {

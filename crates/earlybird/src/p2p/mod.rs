@@ -7,10 +7,12 @@
 //! rendezvous for large payloads, the receiver pulls with a single copy and answers FIN;
 //! synchronous-mode acknowledgements; send cancellation; flow control that bounds what a
 //! receiver buffers for messages nobody has asked for yet); `wait` how calls wait; `engine`
-//! the endpoint's state and progress; `ranks` the translation between a communicator's ranks
-//! and endpoints.
+//! the endpoint's state and progress; `background` the operations made of steps (collective
+//! schedules) that every progress call advances, and the progress design; `ranks` the
+//! translation between a communicator's ranks and endpoints.
 #![forbid(unsafe_code)]
 
+pub(crate) mod background;
 mod bsend;
 pub(crate) mod engine;
 pub mod matching;

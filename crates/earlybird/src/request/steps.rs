@@ -1,15 +1,20 @@
-//! Requests whose operation is made of several engine operations and some local work,
-//! advanced by test and wait (and by their array forms): a nonblocking collective's
-//! schedule, a communicator agreement (MPI_Comm_idup). Such a kind implements the small
-//! [`Steps`] trait; [`Stepped`] makes it a [`Completion`].
+//! Requests whose operation is made of several engine operations and some local work: a
+//! nonblocking or persistent collective's schedule, a communicator agreement
+//! (MPI_Comm_idup). Such a kind implements the small [`Steps`] trait; a [`Run`] of it is
+//! advanced by its request's test and wait and, while active, by every progress call of the
+//! engine (`p2p::background`), whatever that call waits for; [`Stepped`] makes a nonblocking
+//! one a [`Completion`].
 #![forbid(unsafe_code)]
 
 use super::completion::{Completion, Origin};
 use super::{EngineRef, Request};
 use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::background::Background;
 use crate::p2p::engine::Engine;
 use crate::p2p::wait::Blocked;
 use crate::status::Status;
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
 
 /// An operation advanced step by step. It owns (or holds the loans of) every buffer its
 /// engine operations use.
@@ -24,25 +29,81 @@ pub(crate) trait Steps: 'static {
     fn abandon(&mut self, eng: &mut Engine);
 }
 
-/// A nonblocking request carried out as [`Steps`].
-pub(crate) struct Stepped<S> {
+/// A run of [`Steps`]: the steps, whether the run is active, and its result once they are
+/// done and until it is collected. Shared between its request and the engine's background
+/// list (see `p2p::background`), which advances it from every progress call.
+pub(crate) struct Run<S> {
     steps: S,
     /// The result, once the steps are done and until it is collected.
     result: Option<Result<Status>>,
     active: bool,
+    /// On the engine's background list (once at most, however often it is started).
+    listed: bool,
 }
 
-impl<S: Steps> Stepped<S> {
+/// A [`Run`] as its request and the engine's background list hold it.
+pub(crate) type SharedRun<S> = Rc<RefCell<Run<S>>>;
+
+impl<S: Steps> Run<S> {
+    /// An inactive run of `steps`.
+    pub(crate) fn new(steps: S) -> SharedRun<S> {
+        Rc::new(RefCell::new(Run {
+            steps,
+            result: None,
+            active: false,
+            listed: false,
+        }))
+    }
+
+    /// Begin a run of `this` (its steps set up for it): advance it once, so that its first
+    /// messages leave at once, and unless that completed it, put it on the engine's
+    /// background list.
+    pub(crate) fn begin(this: &SharedRun<S>, eng: &mut Engine) {
+        let list = {
+            let mut r = this.borrow_mut();
+            r.result = None;
+            r.active = true;
+            let pending = !r.advance(eng);
+            let list = pending && !r.listed;
+            r.listed |= list;
+            list
+        };
+        if list {
+            let weak: Weak<RefCell<dyn Background>> = Rc::downgrade(this) as _;
+            eng.advance_in_background(weak);
+        }
+    }
+
+    /// Advance; whether the run's result is there.
     fn advance(&mut self, eng: &mut Engine) -> bool {
         if self.result.is_none() && self.active {
             self.result = self.steps.advance(eng);
         }
         self.result.is_some()
     }
+
+    /// The steps.
+    pub(crate) fn steps(&self) -> &S {
+        &self.steps
+    }
+
+    /// The steps, to set up a run.
+    pub(crate) fn steps_mut(&mut self) -> &mut S {
+        &mut self.steps
+    }
 }
 
-impl<S: Steps> Completion for Stepped<S> {
-    fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+impl<S: Steps> Background for Run<S> {
+    fn advance_in_background(&mut self, eng: &mut Engine) -> bool {
+        let keep = !self.advance(eng) && self.active;
+        self.listed = keep;
+        keep
+    }
+}
+
+impl<S: Steps> Run<S> {
+    /// Advance; the result once the run has completed (collected: the run is over).
+    pub(crate) fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         if !self.advance(eng) {
             return None;
         }
@@ -50,9 +111,36 @@ impl<S: Steps> Completion for Stepped<S> {
         self.result.take()
     }
 
-    fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+    /// Advance; the result once the run has completed, left for a later poll.
+    pub(crate) fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         self.advance(eng);
         self.result.clone()
+    }
+
+    /// Give the run up (its wait failed: the job is ending).
+    pub(crate) fn abandon(&mut self, eng: &mut Engine) {
+        if self.active && self.result.is_none() {
+            self.steps.abandon(eng);
+        }
+        self.active = false;
+    }
+
+    /// Whether a run is active (begun, its result not collected).
+    pub(crate) fn is_active(&self) -> bool {
+        self.active
+    }
+}
+
+/// A nonblocking request carried out as [`Steps`].
+pub(crate) struct Stepped<S>(SharedRun<S>);
+
+impl<S: Steps> Completion for Stepped<S> {
+    fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        self.0.borrow_mut().poll(eng)
+    }
+
+    fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
+        self.0.borrow_mut().peek(eng)
     }
 
     fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
@@ -64,18 +152,15 @@ impl<S: Steps> Completion for Stepped<S> {
     }
 
     fn blocked_in(&self) -> Blocked {
-        self.steps.blocked()
+        self.0.borrow().steps.blocked()
     }
 
     fn abandon(&mut self, eng: &mut Engine) {
-        if self.result.is_none() {
-            self.steps.abandon(eng);
-        }
-        self.active = false;
+        self.0.borrow_mut().abandon(eng);
     }
 
     fn is_active(&self) -> bool {
-        self.active
+        self.0.borrow().active
     }
 
     fn is_persistent(&self) -> bool {
@@ -98,12 +183,8 @@ impl<'s> Request<'s> {
     /// A nonblocking request carried out as `steps`, advanced once here so that its first
     /// messages leave at once.
     pub(crate) fn steps<S: Steps>(eng: &EngineRef, origin: Origin, steps: S) -> Request<'s> {
-        let mut c = Stepped {
-            steps,
-            result: None,
-            active: true,
-        };
-        c.advance(&mut eng.borrow_mut());
-        Request::ext(eng, origin, Box::new(c))
+        let run = Run::new(steps);
+        Run::begin(&run, &mut eng.borrow_mut());
+        Request::ext(eng, origin, Box::new(Stepped(run)))
     }
 }
