@@ -375,14 +375,7 @@ fn random_mix_of_collectives_and_p2p(u: &Universe) -> Result<()> {
                 }
                 2 => while wait_any(&mut shuffled)?.is_some() {},
                 3 => while !wait_some(&mut shuffled)?.is_empty() {},
-                _ => {
-                    let mut left_ = shuffled.len();
-                    while left_ > 0 {
-                        if test_any(&mut shuffled)?.is_some() {
-                            left_ -= 1;
-                        }
-                    }
-                }
+                _ => while !test_any(&mut shuffled)?.is_none_active() {},
             }
             Ok(())
         })?;

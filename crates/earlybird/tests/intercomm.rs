@@ -229,7 +229,7 @@ fn idups_interleaved(u: &Universe) -> Result<()> {
         reqs.push(w.isend(s, &mine, (me + 1) % n, 9)?);
         // Drive one to completion with test_any, then the rest with wait_all.
         loop {
-            if test_any(&mut reqs)?.is_some() {
+            if test_any(&mut reqs)?.is_completed() {
                 break;
             }
         }

@@ -8,7 +8,7 @@ use common::*;
 use earlybird::launch::BlockedIn;
 use earlybird::{
     scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request,
-    Result, Status, Universe, ANY_SOURCE, ANY_TAG, PROC_NULL,
+    Result, Status, Tested, Universe, ANY_SOURCE, ANY_TAG, PROC_NULL,
 };
 use std::time::Duration;
 
@@ -128,8 +128,16 @@ fn wait_any_then_wait_all(u: &Universe) -> Result<()> {
             "no active request: MPI_UNDEFINED"
         );
         assert!(wait_some(&mut reqs)?.is_empty());
-        assert!(test_any(&mut reqs)?.is_none());
-        assert!(test_some(&mut reqs)?.is_empty());
+        assert_eq!(
+            test_any(&mut reqs)?,
+            Tested::NoneActive,
+            "no active request: test_any says MPI_UNDEFINED"
+        );
+        assert_eq!(
+            test_some(&mut reqs)?,
+            Tested::NoneActive,
+            "no active request: test_some says MPI_UNDEFINED"
+        );
         Ok(())
     })?;
     assert_eq!(g, [[left as u32; 4]; 3]);
@@ -230,8 +238,9 @@ fn wait_some_loop(u: &Universe) -> Result<()> {
     let mut bufs = k_bufs(u);
     scope(|s| -> Result<()> {
         let mut reqs = post_k(w, s, &mut bufs, peer)?;
-        assert!(
-            test_some(&mut reqs)?.is_empty(),
+        assert_eq!(
+            test_some(&mut reqs)?,
+            Tested::Pending,
             "nothing can have completed before GO"
         );
         w.send(&[0u8; 0], peer, GO)?;
@@ -303,15 +312,15 @@ fn test_any_and_some_loop(u: &Universe) -> Result<()> {
         let mut bufs = k_bufs(u);
         scope(|s| -> Result<()> {
             let mut reqs = post_k(w, s, &mut bufs, peer)?;
-            assert!(test_any(&mut reqs)?.is_none());
+            assert_eq!(test_any(&mut reqs)?, Tested::Pending);
             w.send(&[0u8; 0], peer, GO)?;
             let mut seen = [false; K];
             let mut n = 0;
             while n < K {
                 let done: Vec<(usize, Status)> = if round == 0 {
-                    test_any(&mut reqs)?.into_iter().collect()
+                    test_any(&mut reqs)?.completed().into_iter().collect()
                 } else {
-                    test_some(&mut reqs)?
+                    test_some(&mut reqs)?.completed().unwrap_or_default()
                 };
                 for (i, st) in done {
                     assert!(!seen[i], "request {i} returned twice");
@@ -321,8 +330,8 @@ fn test_any_and_some_loop(u: &Universe) -> Result<()> {
                 }
                 std::thread::yield_now();
             }
-            assert!(test_any(&mut reqs)?.is_none());
-            assert!(test_some(&mut reqs)?.is_empty());
+            assert_eq!(test_any(&mut reqs)?, Tested::NoneActive);
+            assert_eq!(test_some(&mut reqs)?, Tested::NoneActive);
             Ok(())
         })?;
         check_k(u, &bufs);
@@ -379,6 +388,64 @@ fn get_status(u: &Universe) -> Result<()> {
     })?;
     check_eq("get_status a", &a, &pattern(1, 40));
     check_eq("get_status b", &b, &pattern(2, e + 1));
+    Ok(())
+}
+
+/// request_free of a started persistent request (MPI 4.1 §3.9): the send goes on and is
+/// delivered, the receive goes on and fills its buffer, eager and rendezvous alike. The
+/// sender frees its started sends before the receiver has posted anything (GO orders that);
+/// the receiver frees its started receives before anything is sent to them, and learns that
+/// they were filled from a later message on the same tag (non-overtaking).
+fn free_active_persistent(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let Some((peer, sender)) = pair(u) else {
+        return Ok(());
+    };
+    let e = u.eager_limit_bytes();
+    let sizes = [8, e + 1, 1 << 20];
+    let data: Vec<Vec<u8>> = sizes.iter().map(|&n| pattern(n as u64, n)).collect();
+    if sender {
+        scope(|s| -> Result<()> {
+            for (k, d) in data.iter().enumerate() {
+                let mut p = w.send_init(s, d, peer, 10 + k as i32)?;
+                p.start()?;
+                p.free()?;
+            }
+            w.send(&[0u8; 0], peer, GO)?;
+            // The peer has started and freed its receives: fill them, then say so on the
+            // same tags.
+            w.recv(&mut [0u8; 0], peer, GO)?;
+            for (k, d) in data.iter().enumerate() {
+                w.send(d, peer, 20 + k as i32)?;
+                w.send(&[0u8; 0], peer, 20 + k as i32)?;
+            }
+            Ok(())
+        })?;
+    } else {
+        w.recv(&mut [0u8; 0], peer, GO)?;
+        for (k, d) in data.iter().enumerate() {
+            let mut got = vec![0u8; d.len()];
+            w.recv(&mut got, peer, 10 + k as i32)?;
+            check_eq("freed started persistent send", &got, d);
+        }
+        let mut bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
+        scope(|s| -> Result<()> {
+            for (k, b) in bufs.iter_mut().enumerate() {
+                let mut r = w.recv_init(s, b, peer, 20 + k as i32)?;
+                r.start()?;
+                r.free()?;
+            }
+            w.send(&[0u8; 0], peer, GO)?;
+            for k in 0..sizes.len() {
+                w.recv(&mut [0u8; 0], peer, 20 + k as i32)?;
+            }
+            Ok(())
+        })?;
+        for (b, d) in bufs.iter().zip(&data) {
+            check_eq("freed started persistent receive", b, d);
+        }
+        assert!(w.iprobe(ANY_SOURCE, ANY_TAG)?.is_none());
+    }
     Ok(())
 }
 
@@ -602,6 +669,7 @@ scenarios! {
     test_any_and_some_loop;
     get_status;
     request_free;
+    free_active_persistent [2, 3, 4, 8];
     inactive_and_test;
     flood;
 }

@@ -196,13 +196,50 @@ pub fn wait_any<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     apply(reqs, "wait_any", res.map(|st| Some((i, st))))
 }
 
-/// MPI_Testany: one completed request, if any.
+/// What [`test_any`] and [`test_some`] found: MPI's flag (or outcount) and its
+/// MPI_UNDEFINED case told apart.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tested<T> {
+    /// These completed now and were collected (flag true; outcount at least 1).
+    Completed(T),
+    /// Active requests remain and none of them has completed yet (flag false; outcount 0).
+    Pending,
+    /// No request in the array is active (index, or outcount, MPI_UNDEFINED; flag true).
+    NoneActive,
+}
+
+impl<T> Tested<T> {
+    /// What completed, if anything did.
+    pub fn completed(self) -> Option<T> {
+        match self {
+            Tested::Completed(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether something completed.
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Tested::Completed(_))
+    }
+
+    /// Whether the array held no active request.
+    pub fn is_none_active(&self) -> bool {
+        matches!(self, Tested::NoneActive)
+    }
+}
+
+/// MPI_Testany: one completed request, if any; [`Tested::NoneActive`] when no request is
+/// active (MPI's index MPI_UNDEFINED), [`Tested::Pending`] when active ones remain and none
+/// has completed.
 pub fn test_any<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     reqs: &mut [R],
-) -> Result<Option<(usize, Status)>> {
+) -> Result<Tested<(usize, Status)>> {
     let Some(eng) = one_engine(reqs, "test_any")? else {
-        return Ok(None);
+        return Ok(Tested::NoneActive);
     };
+    if reqs.iter_mut().all(settled) {
+        return Ok(Tested::NoneActive);
+    }
     let found = {
         let mut e = eng.borrow_mut();
         e.progress();
@@ -215,8 +252,8 @@ pub fn test_any<'s, R: std::borrow::BorrowMut<Request<'s>>>(
             .find_map(|(i, r)| r.poll_in(&mut e).map(|res| (i, res)))
     };
     match found {
-        None => Ok(None),
-        Some((i, res)) => apply(reqs, "test_any", res.map(|st| Some((i, st)))),
+        None => Ok(Tested::Pending),
+        Some((i, res)) => apply(reqs, "test_any", res.map(|st| Tested::Completed((i, st)))),
     }
 }
 
@@ -243,16 +280,21 @@ pub fn wait_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     if let Err(err) = waited {
         return apply(reqs, "wait_some", Err(err));
     }
-    test_some(reqs)
+    test_some(reqs).map(|t| t.completed().unwrap_or_default())
 }
 
-/// MPI_Testsome: every active request that has completed (index, status).
+/// MPI_Testsome: every active request that has completed (index, status);
+/// [`Tested::NoneActive`] when no request is active (MPI's outcount MPI_UNDEFINED),
+/// [`Tested::Pending`] when active ones remain and none has completed.
 pub fn test_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     reqs: &mut [R],
-) -> Result<Vec<(usize, Status)>> {
+) -> Result<Tested<Vec<(usize, Status)>>> {
     let Some(eng) = one_engine(reqs, "test_some")? else {
-        return Ok(vec![]);
+        return Ok(Tested::NoneActive);
     };
+    if reqs.iter_mut().all(settled) {
+        return Ok(Tested::NoneActive);
+    }
     let mut out = vec![];
     let mut failed = vec![];
     {
@@ -273,10 +315,12 @@ pub fn test_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
             }
         }
     }
-    let r = if failed.is_empty() {
-        Ok(out)
-    } else {
+    let r = if !failed.is_empty() {
         Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
+    } else if out.is_empty() {
+        Ok(Tested::Pending)
+    } else {
+        Ok(Tested::Completed(out))
     };
     apply(reqs, "test_some", r)
 }

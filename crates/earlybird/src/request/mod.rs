@@ -38,7 +38,7 @@ pub(crate) mod steps;
 pub use crate::sys::lend::Lending;
 pub use bundle::Bundle;
 pub use complete::{
-    start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some,
+    start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some, Tested,
 };
 pub use scope::{scope, Scope, ScopeOps};
 
@@ -256,9 +256,6 @@ impl<'s> Request<'s> {
     /// empty status for an inactive persistent request.
     #[inline(always)]
     pub(crate) fn poll_in(&mut self, e: &mut Engine) -> Option<Result<Status>> {
-        if self.consumed {
-            return Some(Err(Request::consumed_error("wait or test")));
-        }
         if !self.is_active() {
             return Some(Ok(Status::empty()));
         }
@@ -295,8 +292,9 @@ impl<'s> Request<'s> {
     }
 
     /// MPI_Wait: block until the request completes. A persistent request becomes inactive;
-    /// a nonblocking one is consumed (a second wait is an MPI_ERR_REQUEST error). Waiting
-    /// on an inactive persistent request returns the empty status at once.
+    /// a nonblocking one is consumed, and from then on behaves as MPI_REQUEST_NULL: a
+    /// further wait, test or get_status returns the empty status at once, as does a wait on
+    /// an inactive persistent request.
     #[inline(always)]
     pub fn wait(&mut self) -> Result<Status> {
         let r = match self.eng.try_borrow_mut() {
@@ -321,10 +319,7 @@ impl<'s> Request<'s> {
         origin: &Origin,
         e: &mut Engine,
     ) -> Result<Status> {
-        if *consumed {
-            return Err(Request::consumed_error("wait"));
-        }
-        if !with_completion!(&mut *body, c => c.is_active()) {
+        if *consumed || !with_completion!(&mut *body, c => c.is_active()) {
             return Ok(Status::empty());
         }
         let r = with_completion!(&mut *body, c => c.wait(e));
@@ -354,11 +349,7 @@ impl<'s> Request<'s> {
     /// without collecting it (a later wait or test still returns the same status).
     pub fn get_status(&mut self) -> Result<Option<Status>> {
         if self.consumed {
-            let e = Error::new(
-                ErrorClass::Request,
-                "request_get_status on a consumed request",
-            );
-            return self.origin.apply("request_get_status", Err(e));
+            return Ok(Some(Status::empty()));
         }
         let eng = self.eng.clone();
         let mut e = eng.borrow_mut();
@@ -389,12 +380,13 @@ impl<'s> Request<'s> {
         self.origin.apply("cancel", r)
     }
 
-    /// MPI_Request_free. Freeing is local: an active nonblocking point-to-point operation
-    /// goes on and completes on its own (a send is delivered, a receive fills its buffer); its
-    /// buffer stays lent until then, and at the latest until the scope ends, which waits for
-    /// a freed send and cancels a freed receive still unmatched. Freeing an active persistent
-    /// request, or the active request of a collective operation, is MPI_ERR_REQUEST (the
-    /// request is then completed as when dropped); other kinds say what freeing them means.
+    /// MPI_Request_free. Freeing is local: an active point-to-point operation, nonblocking
+    /// or a started persistent one, goes on and completes on its own (a send is delivered, a
+    /// receive fills its buffer); its buffer stays lent until then, and at the latest until
+    /// the scope ends, which waits for a freed send and cancels a freed receive still
+    /// unmatched. Freeing the active request of a collective operation is MPI_ERR_REQUEST
+    /// (MPI calls it erroneous; the request is then completed as when dropped); other kinds
+    /// say what freeing them means.
     pub fn free(mut self) -> Result<()> {
         if self.consumed {
             return Ok(());

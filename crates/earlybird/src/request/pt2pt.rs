@@ -382,13 +382,17 @@ impl Completion for Persistent {
         }
     }
 
+    /// Freeing is local (MPI 4.1 §3.9), active or not: a started run goes on and completes
+    /// on its own (a send is delivered, a receive fills its buffer), its operation, the
+    /// bound slot of a receive included, now the engine's to free when it completes. The
+    /// buffer stays lent until then, and at the latest until the scope ends, which waits for
+    /// a freed send and cancels a freed receive still unmatched.
     fn free(&mut self, eng: &mut Engine) -> Result<()> {
-        let _ = eng;
-        if self.is_active() {
-            return Err(Error::new(
-                ErrorClass::Request,
-                "request_free of an active persistent request (complete it with wait or test first)",
-            ));
+        if let Run::Op(op) = std::mem::replace(&mut self.run, Run::Idle) {
+            eng.detach(op);
+            if self.bound == Some(op) {
+                self.bound = None;
+            }
         }
         Ok(())
     }
