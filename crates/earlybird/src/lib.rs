@@ -99,6 +99,7 @@ static PROCESS_INIT: AtomicBool = AtomicBool::new(false);
 pub struct Universe {
     eng: EngineRef,
     world: Comm,
+    self_comm: Comm,
     done: bool,
 }
 
@@ -132,9 +133,11 @@ impl Universe {
     pub(crate) fn from_placement(p: bootstrap::Placement) -> Result<Universe> {
         let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)?));
         let world = Comm::world(eng.clone());
+        let self_comm = Comm::self_comm(eng.clone());
         Ok(Universe {
             eng,
             world,
+            self_comm,
             done: false,
         })
     }
@@ -149,6 +152,12 @@ impl Universe {
     /// MPI_COMM_WORLD.
     pub fn world(&self) -> &Comm {
         &self.world
+    }
+
+    /// MPI_COMM_SELF: a communicator of this rank alone (rank 0 of 1). Its attributes are
+    /// deleted, newest first, at the start of [`finalize`](Self::finalize).
+    pub fn comm_self(&self) -> &Comm {
+        &self.self_comm
     }
 
     /// Whether the ranks of this job are processes (`ebrun`, singleton) rather than threads.
@@ -172,10 +181,14 @@ impl Universe {
 
     /// MPI_Finalize: waits for every rank to reach finalize (serving their requests
     /// meanwhile), then marks this rank done for the launcher.
+    /// MPI_COMM_SELF's attributes are deleted first; a delete callback's error is returned
+    /// after the rest of finalize has run (the other ranks must not wait for this one).
     pub fn finalize(mut self) -> Result<()> {
         self.done = true;
+        let attrs = self.self_comm.finalize_self();
         let r = self.eng.borrow_mut().finalize();
-        self.world.ret("finalize", r)
+        let r = self.world.ret("finalize", r);
+        attrs.and(r)
     }
 
     /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).

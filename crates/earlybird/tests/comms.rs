@@ -8,6 +8,78 @@ use earlybird::{
     UNDEFINED,
 };
 
+/// MPI_COMM_SELF: rank 0 of 1 whatever the job's size; messages to itself on its own
+/// context (a WORLD message with the same tag is not received on it); collectives over the
+/// one rank; dup works; freeing it is MPI_ERR_COMM naming it.
+fn comm_self(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let c = u.comm_self();
+    assert_eq!(
+        (c.rank(), c.size(), c.name()),
+        (0, 1, "MPI_COMM_SELF".to_string())
+    );
+    assert_eq!(c.group().translate_ranks(&[0], &w.group())?, vec![w.rank()]);
+    // Same tag, different contexts: each receive gets its own communicator's message.
+    w.send(&[1u32], w.rank(), 7)?; // eager: complete before its receive
+    let mut mine = [0u32; 1];
+    let mut theirs = [0u32; 1];
+    scope(|s| -> Result<()> {
+        let mut reqs = vec![
+            c.irecv(s, &mut mine, ANY_SOURCE, ANY_TAG)?,
+            w.irecv(s, &mut theirs, w.rank(), 7)?,
+            c.isend(s, &[2u32], 0, 7)?,
+        ];
+        let sts = wait_all(&mut reqs)?;
+        assert_eq!((sts[0].source(), sts[0].tag()), (0, 7));
+        assert_eq!(sts[1].source(), w.rank());
+        Ok(())
+    })?;
+    assert_eq!(
+        (mine, theirs),
+        ([2], [1]),
+        "each context got its own message"
+    );
+    let mut x = [w.rank() as i64 + 5; 3];
+    c.allreduce(earlybird::IN_PLACE, &mut x, &earlybird::Op::SUM)?;
+    assert_eq!(x, [w.rank() as i64 + 5; 3]);
+    c.bcast(&mut x, 0)?;
+    c.barrier()?;
+    let d = c.dup()?;
+    assert_eq!((d.rank(), d.size()), (0, 1));
+    d.barrier()?;
+    d.free()?;
+    c.set_errhandler(ErrHandler::Return);
+    let e = c.clone().free().expect_err("MPI_COMM_SELF cannot be freed");
+    assert_eq!(e.class(), ErrorClass::Comm);
+    assert!(e.to_string().contains("MPI_COMM_SELF"), "{e}");
+    c.set_errhandler(ErrHandler::Fatal);
+    Ok(())
+}
+
+/// MPI_Finalize deletes MPI_COMM_SELF's attributes first, newest first (MPI 4.1 §11.2.4).
+fn comm_self_attributes_deleted_at_finalize(u: Universe) -> Result<()> {
+    use earlybird::{comm_null_copy_fn, Keyval};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let log: Rc<RefCell<Vec<&str>>> = Rc::default();
+    let keys: Vec<Keyval<&'static str>> = (0..3)
+        .map(|_| {
+            let l = log.clone();
+            Keyval::new(comm_null_copy_fn, move |_c: &earlybird::Comm, v: &&str| {
+                l.borrow_mut().push(*v);
+                Ok(())
+            })
+        })
+        .collect();
+    for (k, v) in keys.iter().zip(["first", "second", "third"]) {
+        u.comm_self().set_attr(k, v)?;
+    }
+    assert!(log.borrow().is_empty());
+    u.finalize()?;
+    assert_eq!(*log.borrow(), ["third", "second", "first"]);
+    Ok(())
+}
+
 /// A dup has the same ranks but its own context: a message sent on WORLD is not received on
 /// the dup even with the same source and tag.
 fn dup_separates_contexts(u: &Universe) -> Result<()> {
@@ -161,6 +233,8 @@ fn dup_free_loop(u: &Universe) -> Result<()> {
 }
 
 scenarios! {
+    comm_self [1, 2, 3, 4, 8];
+    owned comm_self_attributes_deleted_at_finalize [1, 2, 3];
     dup_separates_contexts [1, 2, 3, 4, 8];
     split_orders_and_translates [1, 2, 3, 4, 8];
     create_from_group [1, 2, 3, 4, 8];

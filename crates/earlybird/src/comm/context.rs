@@ -3,7 +3,8 @@
 //!
 //! A communicator owns a context *pair* `p`: context `2p` carries its point-to-point traffic
 //! and `2p + 1` the library's own (collectives, communicator creation). Pair 0 is
-//! MPI_COMM_WORLD's. Every endpoint keeps a bitmap of the pairs its communicators use, 64 x
+//! MPI_COMM_WORLD's, pair 1 MPI_COMM_SELF's (every endpoint's own: no message on it ever
+//! leaves the endpoint). Every endpoint keeps a bitmap of the pairs its communicators use, 64 x
 //! 64 = 4096 of them; the members of a new communicator agree on a pair free on all of them
 //! (see [`agree`](super::agree)). The two contexts above every pair's carry the bind
 //! handshake of channels (seed 000), which no communicator's matching ever sees.
@@ -24,6 +25,8 @@ pub(crate) struct ContextId(u32);
 impl ContextId {
     /// MPI_COMM_WORLD's point-to-point context.
     pub(crate) const WORLD: ContextId = ContextId(0);
+    /// MPI_COMM_SELF's point-to-point context.
+    pub(crate) const SELF: ContextId = ContextId(2);
     /// Bind offers of channels (above every communicator's contexts: 2 x pair < 8192).
     pub(crate) const CHANNEL_OFFERS: ContextId = ContextId(u32::MAX - 1);
     /// Bind replies of channels.
@@ -57,7 +60,7 @@ struct Taken(Mask);
 impl Default for Taken {
     fn default() -> Self {
         let mut m = [0u64; CTX_WORDS];
-        m[0] = 1; // pair 0: WORLD
+        m[0] = 0b11; // pair 0: WORLD, pair 1: SELF
         Taken(m)
     }
 }
@@ -72,9 +75,10 @@ pub(crate) fn claim(e: &mut Engine, pair: u32) {
     e.ext.get::<Taken>().0[pair as usize / 64] |= 1 << (pair % 64);
 }
 
-/// Give pair `pair` back (its communicator was freed). WORLD's is never given back.
+/// Give pair `pair` back (its communicator was freed). WORLD's and SELF's are never given
+/// back.
 pub(crate) fn release(e: &mut Engine, pair: u32) {
-    if pair != 0 {
+    if pair > ContextId::SELF.pair() {
         e.ext.get::<Taken>().0[pair as usize / 64] &= !(1 << (pair % 64));
     }
 }
@@ -89,5 +93,6 @@ mod tests {
         assert_eq!((c.raw(), c.internal().raw(), c.pair()), (8190, 8191, 4095));
         assert!(ContextId::CHANNEL_OFFERS.raw() > c.internal().raw());
         assert_eq!(ContextId::WORLD, ContextId::of_pair(0));
+        assert_eq!(ContextId::SELF, ContextId::of_pair(1));
     }
 }

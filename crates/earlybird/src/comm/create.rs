@@ -617,10 +617,13 @@ impl Comm {
     /// attributes' delete callbacks run first, last set first; if one fails, its error is
     /// returned and the communicator stays usable.
     pub fn free(self) -> Result<()> {
-        let r = if self.shared.pair == 0 {
+        let r = if self.is_predefined() {
             Err(Error::new(
                 ErrorClass::Comm,
-                "comm_free of MPI_COMM_WORLD, a predefined communicator",
+                format!(
+                    "comm_free of {}, a predefined communicator",
+                    self.shared.name.borrow()
+                ),
             ))
         } else if self.shared.freed.get() {
             Err(Error::new(

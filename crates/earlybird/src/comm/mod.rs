@@ -1,5 +1,5 @@
 //! comm — communicators (DESIGN.md layer 7): the handle and what its clones share (this
-//! file), point-to-point on it (`pt2pt`), context ids (`context`), agreeing on them
+//! file), point-to-point on it (`pt2pt`), nonblocking send-receive as a request kind of its own (`sendrecv`), context ids (`context`), agreeing on them
 //! (`agree`), making and freeing communicators (`create`), intercommunicators
 //! (`intercomm`), groups, attributes, Cartesian topologies and error handlers.
 //!
@@ -20,6 +20,7 @@ pub mod errhandler;
 pub mod group;
 mod intercomm;
 mod pt2pt;
+mod sendrecv;
 
 pub use create::{PendingComm, SplitType};
 pub use pt2pt::{Message, SendBuf};
@@ -149,17 +150,39 @@ impl Comm {
             let e = eng.borrow();
             (e.rank() as i32, e.size() as i32)
         };
+        Comm::predefined_comm(eng, ContextId::WORLD, rank, size, None, "MPI_COMM_WORLD")
+    }
+
+    /// MPI_COMM_SELF of endpoint `eng`: its one rank, on the reserved pair every endpoint
+    /// has for it.
+    pub(crate) fn self_comm(eng: EngineRef) -> Comm {
+        let (me, n) = {
+            let e = eng.borrow();
+            (e.rank(), e.size())
+        };
+        let map = Rc::new(RankMap::new(vec![me], n));
+        Comm::predefined_comm(eng, ContextId::SELF, 0, 1, Some(map), "MPI_COMM_SELF")
+    }
+
+    fn predefined_comm(
+        eng: EngineRef,
+        ctx: ContextId,
+        rank: i32,
+        size: i32,
+        map: Option<Rc<RankMap>>,
+        name: &str,
+    ) -> Comm {
         Comm::from_shared(Rc::new(CommShared {
             eng,
-            pair: ContextId::WORLD.pair(),
+            pair: ctx.pair(),
             rank,
             size,
             peers: size,
-            map: None,
+            map,
             freed: Cell::new(false),
             released: Cell::new(false),
             holds: Cell::new(0),
-            name: RefCell::new("MPI_COMM_WORLD".into()),
+            name: RefCell::new(name.into()),
             attrs: Default::default(),
             topo: Default::default(),
             errh: RefCell::new(ErrHandler::Fatal),
@@ -169,6 +192,18 @@ impl Comm {
             coll_forced: Default::default(),
             coll_repeat: Default::default(),
         }))
+    }
+
+    /// Whether this is a predefined communicator (WORLD or SELF), which cannot be freed.
+    pub(crate) fn is_predefined(&self) -> bool {
+        self.shared.pair <= ContextId::SELF.pair()
+    }
+
+    /// MPI_Finalize's part for MPI_COMM_SELF: delete its attributes, newest first (MPI 4.1
+    /// §11.2.4), so that their delete callbacks run while MPI is still usable.
+    pub(crate) fn finalize_self(&self) -> Result<()> {
+        let r = self.delete_all_attrs();
+        self.ret("finalize", r)
     }
 
     /// A handle on the communicator `shared` describes (point-to-point on context `2p` of

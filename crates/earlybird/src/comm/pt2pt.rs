@@ -143,7 +143,7 @@ impl Comm {
 
     /// The plan of a send to rank `dest` with `tag`, checked.
     #[inline(always)]
-    fn send_plan(&self, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
+    pub(super) fn send_plan(&self, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
         self.check_live()?;
         self.check_dest(dest)?;
         Self::check_send_tag(tag)?;
