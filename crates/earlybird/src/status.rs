@@ -10,6 +10,10 @@ pub const ANY_SOURCE: i32 = -1;
 pub const ANY_TAG: i32 = -1;
 /// The null process: sends to it and receives from it complete at once (MPI_PROC_NULL).
 pub const PROC_NULL: i32 = -2;
+/// The root argument of the root itself in a rooted collective on an intercommunicator
+/// (MPI_ROOT); the other members of its group pass [`PROC_NULL`], the remote group the
+/// root's rank.
+pub const ROOT: i32 = -3;
 
 /// What a completed receive (or probe) reports: MPI_Status.
 ///

@@ -155,7 +155,8 @@ impl Repeat {
     /// Regular collectives of gapless element types only: the v, w and neighbour forms
     /// carry arrays, and a padded type's blocks carry its layout.
     fn may_cache(a: &Args) -> bool {
-        a.elem.is_gapless()
+        a.remote.is_none()
+            && a.elem.is_gapless()
             && a.rcounts.is_none()
             && a.scounts.is_none()
             && a.wblocks.is_none()
@@ -297,9 +298,21 @@ impl Comm {
 
     /// The checks every collective makes, and the call's wire (its number on this
     /// communicator: every member takes one, whatever happens next).
-    fn begin(&self, what: &'static str, reducer: Option<Reducer>) -> Result<Wire> {
+    ///
+    /// On an intercommunicator only the collectives MPI defines there run (their arguments
+    /// say so: `Args::remote`); the others are MPI_ERR_COMM. Their steps address the remote
+    /// group only, and so do error notices.
+    fn begin(
+        &self,
+        what: &'static str,
+        reducer: Option<Reducer>,
+        args: &Result<Args>,
+    ) -> Result<Wire> {
         self.check_live()?;
-        self.check_intra(what)?;
+        let inter = self.is_inter();
+        if inter && args.as_ref().is_ok_and(|a| a.remote.is_none()) {
+            self.check_intra(what)?;
+        }
         let seq = self.next_seq();
         Ok(Wire {
             ctx: self.ctx.internal().raw(),
@@ -308,8 +321,8 @@ impl Comm {
             reducer,
             what,
             notice_tag: coll_tag(seq, 1),
-            me: self.rank,
-            size: self.size,
+            me: if inter { -1 } else { self.rank },
+            size: self.peers(),
         })
     }
 
@@ -329,7 +342,7 @@ impl Comm {
     pub(super) fn blocking(&self, call: Call<'_>) -> Result<()> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer)?;
+            let wire = self.begin(what, call.reducer, &call.args)?;
             let bufs = call.bufs;
             if let Ok(a) = &call.args {
                 if Repeat::may_cache(a) {
@@ -353,7 +366,7 @@ impl Comm {
     pub(super) fn started<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer)?;
+            let wire = self.begin(what, call.reducer, &call.args)?;
             let (args, alg) = self.chosen(call.args, &wire)?;
             let mut rec = Record::new(wire);
             (alg.run)(&args, &mut rec);
@@ -371,7 +384,7 @@ impl Comm {
     pub(super) fn inactive<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer)?;
+            let wire = self.begin(what, call.reducer, &call.args)?;
             let (args, alg) = self.chosen(call.args, &wire)?;
             let (send, recv) = call.bufs.lend_persistent(s);
             let recv = recv.unwrap_or(Loan::EMPTY);
@@ -535,6 +548,9 @@ impl Comm {
     // ---- barrier ------------------------------------------------------------------------
 
     fn barrier_call(&self, what: &'static str) -> Call<'static> {
+        if self.is_inter() {
+            return self.inter_barrier_call(what);
+        }
         let args = Elem::of::<u8>().map(|e| Args::new(Coll::Barrier, self.rank, self.size, e));
         Call::plain(what, args, CallBufs::default())
     }
@@ -552,6 +568,9 @@ impl Comm {
         buf: &'b mut [T],
         root: i32,
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_bcast_call(what, buf, root);
+        }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
@@ -587,6 +606,9 @@ impl Comm {
         op: &Op,
         root: Option<i32>,
     ) -> Call<'b> {
+        if self.is_inter() && matches!(coll, Coll::Reduce | Coll::Allreduce) {
+            return self.inter_reduction_call(what, coll, send, recv, op, root);
+        }
         let at_root = root.is_none_or(|r| r == self.rank);
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;

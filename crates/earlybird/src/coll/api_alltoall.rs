@@ -140,6 +140,9 @@ impl Comm {
         send: Src<'b, T>,
         recv: &'b mut [T],
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_alltoall_call(what, send, recv);
+        }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
@@ -188,6 +191,10 @@ impl Comm {
     ) -> Result<Args> {
         check_blocks(what, "receive", rcounts, rdispls, n, recv.len(), true)?;
         let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
+        if coll == Coll::Alltoallv {
+            self.check_inter_in_place(what, send.len().is_none())?;
+            a.remote = self.remote_if_inter();
+        }
         a.rcounts = Some(Rc::from(rcounts));
         a.rdispls = Some(Rc::from(rdispls));
         match (send.len(), sends) {
@@ -220,7 +227,7 @@ impl Comm {
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Call<'b> {
-        let n = self.size as usize;
+        let n = self.peers() as usize;
         let mut bufs = CallBufs::default();
         let r = self.v_args(
             what,
@@ -259,7 +266,8 @@ impl Comm {
         let r = (move || {
             let recv = recv;
             let send = send;
-            let n = self.size as usize;
+            self.check_inter_in_place(what, send.len().is_none())?;
+            let n = self.peers() as usize;
             wspecs_len(what, "receive", rspecs, n)?;
             let rlen = std::mem::size_of_val(recv);
             let mut layouts = Vec::with_capacity(n);
@@ -303,6 +311,7 @@ impl Comm {
                 None => rblocks.clone(),
             };
             let mut a = Args::new(Coll::Alltoallw, self.rank, self.size, Elem::of::<T>()?);
+            a.remote = self.remote_if_inter();
             a.bytes = rblocks.iter().map(|b| b.packed_len()).sum::<usize>() / n;
             a.wblocks = Some(sblocks.into_iter().zip(rblocks).collect());
             a.send = whole_send;

@@ -162,6 +162,9 @@ impl Comm {
         v: V<'_>,
         root: i32,
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_gather_call(what, send, recv, v, root);
+        }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
@@ -242,6 +245,9 @@ impl Comm {
         v: V<'_>,
         root: i32,
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_scatter_call(what, send, recv, v, root);
+        }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
@@ -336,6 +342,9 @@ impl Comm {
         recv: &'b mut [T],
         v: V<'_>,
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_allgather_call(what, send, recv, v);
+        }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {

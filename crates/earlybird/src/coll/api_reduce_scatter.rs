@@ -23,6 +23,9 @@ impl Comm {
         counts: Option<&[usize]>,
         op: &Op,
     ) -> Call<'b> {
+        if self.is_inter() {
+            return self.inter_reduce_scatter_call(what, send, recv, counts, op);
+        }
         let n = self.size as usize;
         let me = self.rank as usize;
         let mut bufs = CallBufs::default();

@@ -18,9 +18,18 @@
 //! holds `size` such blocks. A buffer significant only at the root may be empty elsewhere.
 //! [`IN_PLACE`] stands for MPI_IN_PLACE where MPI allows it.
 //!
+//! # Intercommunicators
+//!
+//! Barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v/w), reduce, allreduce and
+//! reduce_scatter(_block) run on intercommunicators too, in all three forms, with
+//! [`ROOT`](crate::ROOT) and [`PROC_NULL`](crate::PROC_NULL) as the root arguments of the
+//! rooted ones (`api_inter.rs` says which buffers count where, `algo/inter_linear.rs` how
+//! they run: every member talks to the remote group directly). Scan, exscan and the
+//! neighbourhood collectives are intracommunicator-only (MPI_ERR_COMM).
+//!
 //! # Reductions are reproducible
 //!
-//! Every reduction algorithm combines contributions in one association, whatever the
+//! Every reduction algorithm on an intracommunicator combines contributions in one association, whatever the
 //! algorithm and message size: the binomial tree over rank order, in which the result over
 //! ranks `[lo, hi)` (with `lo` a multiple of the power of two `2^k >= hi - lo`) is
 //! `[lo, lo + 2^(k-1)) op [lo + 2^(k-1), hi)`. With the same ranks and inputs, every call
@@ -40,6 +49,7 @@ mod algo;
 mod api;
 mod api_alltoall;
 mod api_gather;
+mod api_inter;
 mod api_neighbor;
 mod api_reduce_scatter;
 
@@ -216,6 +226,10 @@ pub(crate) struct Args {
     pub(crate) commutative: bool,
     /// Bytes per rank (what algorithm choice looks at).
     pub(crate) bytes: usize,
+    /// On an intercommunicator: the remote group's size (`rank` and `size` are the local
+    /// group's; the ranks steps address, and `root` unless it is ROOT or PROC_NULL, are
+    /// remote ranks).
+    pub(crate) remote: Option<i32>,
 }
 
 impl Args {
@@ -238,6 +252,7 @@ impl Args {
             dests: None,
             commutative: true,
             bytes: 0,
+            remote: None,
         }
     }
 

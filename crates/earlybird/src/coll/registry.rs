@@ -32,6 +32,10 @@ pub(crate) struct Algorithm {
 /// Every algorithm, by collective; the first that fits is the fallback of last resort.
 static ALGORITHMS: &[&Algorithm] = super::algo::ALL;
 
+/// The intercommunicator algorithms, one per collective: not listed by [`algorithms`] and
+/// not forced (there is no choice to make), named `inter_linear` by [`last_algorithm`].
+static INTER: &[&Algorithm] = super::algo::INTER;
+
 /// What [`algorithms`] reports of one algorithm.
 #[derive(Clone, Debug)]
 pub struct AlgorithmInfo {
@@ -130,6 +134,20 @@ impl Forced {
 
 /// The algorithm for `args`: the forced one if it fits, else the default.
 pub(crate) fn choose(args: &Args, forced: &Forced) -> Result<&'static Algorithm> {
+    if args.remote.is_some() {
+        let a = INTER
+            .iter()
+            .copied()
+            .find(|a| a.coll == args.coll && (a.fits)(args))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Intern,
+                    format!("no {} algorithm for intercommunicators", args.coll.name()),
+                )
+            })?;
+        note_last(a.name);
+        return Ok(a);
+    }
     let i = args.coll.index();
     if let Some(bad) = &forced.bad[i] {
         let known: Vec<&str> = ALGORITHMS

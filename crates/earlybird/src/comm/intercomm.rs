@@ -101,6 +101,12 @@ impl Comm {
         self.shared.local.is_some()
     }
 
+    /// Size of the group point-to-point addresses: the communicator's, or the remote
+    /// group's of an intercommunicator.
+    pub(crate) fn peers(&self) -> i32 {
+        self.peers
+    }
+
     fn check_inter(&self, what: &str) -> Result<()> {
         if !self.is_inter() {
             return Err(Error::new(

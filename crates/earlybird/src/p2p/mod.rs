@@ -23,7 +23,7 @@ mod send;
 pub(crate) mod wait;
 pub(crate) mod wire;
 
-pub use crate::status::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL};
+pub use crate::status::{Status, ANY_SOURCE, ANY_TAG, PROC_NULL, ROOT};
 pub(crate) use recv::Matched;
 
 /// Largest tag a program may use (the MPI_TAG_UB attribute).

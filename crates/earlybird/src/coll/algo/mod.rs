@@ -31,6 +31,7 @@ mod exscan_recursive_doubling;
 mod gather_binomial;
 mod gather_linear;
 mod gatherv_linear;
+mod inter_linear;
 mod neighbor_allgather_linear;
 mod neighbor_allgatherv_linear;
 mod neighbor_alltoall_linear;
@@ -85,6 +86,25 @@ pub(super) static ALL: &[&Algorithm] = &[
     &neighbor_allgatherv_linear::ALGO,
     &neighbor_alltoall_linear::ALGO,
     &neighbor_alltoallv_linear::ALGO,
+];
+
+/// The intercommunicator algorithms (see [`inter_linear`]).
+pub(super) static INTER: &[&Algorithm] = &[
+    &inter_linear::BARRIER,
+    &inter_linear::BCAST,
+    &inter_linear::GATHER,
+    &inter_linear::GATHERV,
+    &inter_linear::SCATTER,
+    &inter_linear::SCATTERV,
+    &inter_linear::ALLGATHER,
+    &inter_linear::ALLGATHERV,
+    &inter_linear::ALLTOALL,
+    &inter_linear::ALLTOALLV,
+    &inter_linear::ALLTOALLW,
+    &inter_linear::REDUCE,
+    &inter_linear::ALLREDUCE,
+    &inter_linear::REDUCE_SCATTER,
+    &inter_linear::REDUCE_SCATTER_BLOCK,
 ];
 
 /// Messages up to this many bytes per rank count as small.
