@@ -2,6 +2,7 @@
 //! types and is flattened here, once, into blocks and a signature.
 #![forbid(unsafe_code)]
 
+use super::decode::Combiner;
 use super::{BasicType, Datatype, Inner};
 use crate::error::{Error, ErrorClass, Result};
 use std::cell::{Cell, RefCell};
@@ -190,6 +191,7 @@ impl Builder {
             sig_code: self.sig_code.unwrap_or(super::Sig::MIXED),
             committed: Cell::new(false),
             name: RefCell::new(String::new()),
+            combiner: None,
         }))
     }
 }
@@ -223,7 +225,10 @@ impl Datatype {
     pub fn contiguous(count: usize, old: &Datatype) -> Result<Datatype> {
         let mut b = Builder::new("type_contiguous");
         b.add(0, count, old)?;
-        Ok(b.finish())
+        Ok(b.finish().made_by(Combiner::Contiguous {
+            count,
+            old: old.clone(),
+        }))
     }
 
     /// MPI_Type_vector: `count` blocks of `blocklength` elements of `old`, block starts
@@ -241,6 +246,14 @@ impl Datatype {
             mul("type_vector", stride, old.extent())?,
             old,
         )
+        .map(|t| {
+            t.made_by(Combiner::Vector {
+                count,
+                blocklength,
+                stride,
+                old: old.clone(),
+            })
+        })
     }
 
     /// MPI_Type_create_hvector: as [`vector`](Self::vector) with the stride in bytes.
@@ -250,7 +263,14 @@ impl Datatype {
         stride_bytes: isize,
         old: &Datatype,
     ) -> Result<Datatype> {
-        Self::hvector_named("type_create_hvector", count, blocklength, stride_bytes, old)
+        Self::hvector_named("type_create_hvector", count, blocklength, stride_bytes, old).map(|t| {
+            t.made_by(Combiner::Hvector {
+                count,
+                blocklength,
+                stride_bytes,
+                old: old.clone(),
+            })
+        })
     }
 
     fn hvector_named(
@@ -292,6 +312,13 @@ impl Datatype {
             old.extent(),
             old,
         )
+        .map(|t| {
+            t.made_by(Combiner::Indexed {
+                blocklengths: blocklengths.to_vec(),
+                displacements: displacements.to_vec(),
+                old: old.clone(),
+            })
+        })
     }
 
     /// MPI_Type_create_hindexed: as [`indexed`](Self::indexed) with byte displacements.
@@ -307,6 +334,13 @@ impl Datatype {
             1,
             old,
         )
+        .map(|t| {
+            t.made_by(Combiner::Hindexed {
+                blocklengths: blocklengths.to_vec(),
+                displacements: displacements.to_vec(),
+                old: old.clone(),
+            })
+        })
     }
 
     /// MPI_Type_create_indexed_block: blocks of one length at displacements in extents.
@@ -323,6 +357,13 @@ impl Datatype {
             unit,
             old,
         )
+        .map(|t| {
+            t.made_by(Combiner::IndexedBlock {
+                blocklength,
+                displacements: displacements.to_vec(),
+                old: old.clone(),
+            })
+        })
     }
 
     /// MPI_Type_create_hindexed_block: blocks of one length at byte displacements.
@@ -338,6 +379,13 @@ impl Datatype {
             1,
             old,
         )
+        .map(|t| {
+            t.made_by(Combiner::HindexedBlock {
+                blocklength,
+                displacements: displacements.to_vec(),
+                old: old.clone(),
+            })
+        })
     }
 
     /// Blocks of `old` at `displacements` (in units of `unit` bytes).
@@ -400,12 +448,34 @@ impl Datatype {
                 b.bounds = Some((lb, lb + (ext + a - 1) / a * a));
             }
         }
-        Ok(b.finish())
+        Ok(b.finish().made_by(Combiner::Struct {
+            blocklengths: blocklengths.to_vec(),
+            displacements: displacements.to_vec(),
+            types: types.to_vec(),
+        }))
     }
 
     /// MPI_Type_create_subarray: the `subsizes` block starting at `starts` of an array of
     /// `sizes` elements of `old`, stored in `order`. Its extent is the whole array's.
     pub fn create_subarray(
+        sizes: &[usize],
+        subsizes: &[usize],
+        starts: &[usize],
+        order: Order,
+        old: &Datatype,
+    ) -> Result<Datatype> {
+        Self::subarray_map(sizes, subsizes, starts, order, old).map(|t| {
+            t.made_by(Combiner::Subarray {
+                sizes: sizes.to_vec(),
+                subsizes: subsizes.to_vec(),
+                starts: starts.to_vec(),
+                order,
+                old: old.clone(),
+            })
+        })
+    }
+
+    fn subarray_map(
         sizes: &[usize],
         subsizes: &[usize],
         starts: &[usize],
@@ -478,12 +548,20 @@ impl Datatype {
         let ub = lb
             .checked_add(extent)
             .ok_or_else(|| overflow("type_create_resized"))?;
-        Ok(old.copy_with(lb, ub, false, true))
+        Ok(old
+            .copy_with(lb, ub, false, true)
+            .made_by(Combiner::Resized {
+                lb,
+                extent,
+                old: old.clone(),
+            }))
     }
 
     /// MPI_Type_dup: a new handle with the same type map, committed if `self` is.
     pub fn dup(&self) -> Result<Datatype> {
-        Ok(self.copy_with(self.0.lb, self.0.ub, self.is_committed(), self.0.explicit))
+        Ok(self
+            .copy_with(self.0.lb, self.0.ub, self.is_committed(), self.0.explicit)
+            .made_by(Combiner::Dup(self.clone())))
     }
 
     fn copy_with(&self, lb: isize, ub: isize, committed: bool, explicit: bool) -> Datatype {
@@ -502,6 +580,7 @@ impl Datatype {
             sig_code: o.sig_code,
             committed: Cell::new(committed),
             name: RefCell::new(String::new()),
+            combiner: None,
         }))
     }
 }

@@ -20,10 +20,13 @@
 
 pub(crate) mod buffer;
 mod constructors;
+mod darray;
+mod decode;
 pub mod reduce;
 
 pub use buffer::{split_views, BufView, Buffer, BufferMut, Typed, TypedMut, ViewOf};
 pub use constructors::Order;
+pub use decode::{Combiner, CombinerKind, Contents, Distribution, Envelope};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::status::Status;
@@ -317,6 +320,8 @@ struct Inner {
     sig_code: Sig,
     committed: Cell<bool>,
     name: RefCell<String>,
+    /// The constructor call that made a derived type (`None` for a predefined one).
+    combiner: Option<Rc<decode::Combiner>>,
 }
 
 impl std::fmt::Debug for Datatype {
@@ -385,6 +390,7 @@ impl Datatype {
             sig_code: b.sig(),
             committed: Cell::new(true),
             name: RefCell::new(b.mpi_name().into()),
+            combiner: None,
         }))
     }
 
