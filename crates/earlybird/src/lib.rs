@@ -61,6 +61,7 @@ pub use coll::{Coll, Dst, InPlace, Src, WSpec, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
+pub use comm::graph::DistGraphNeighbors;
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{

@@ -1,4 +1,5 @@
-//! The neighbourhood collectives on a Cartesian [`Comm`] (MPI 4.1 §8.6): neighbor_allgather,
+//! The neighbourhood collectives on a [`Comm`] with a topology (MPI 4.1 §8.6), Cartesian,
+//! graph or distributed graph: neighbor_allgather,
 //! neighbor_allgatherv, neighbor_alltoall and neighbor_alltoallv, each blocking, nonblocking
 //! (`i*`) and persistent (`*_init`).
 //!
@@ -21,8 +22,9 @@ use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use std::rc::Rc;
 
-/// A Cartesian communicator's source and destination lists, shared by a call's steps.
-type Lists = (Rc<[i32]>, Rc<[i32]>);
+/// A communicator's source and destination lists, shared by a call's steps, and whether
+/// they are a Cartesian grid's (-1, +1) pairs.
+type Lists = (Rc<[i32]>, Rc<[i32]>, bool);
 
 impl Comm {
     /// The (source, destination) lists of call `what`; the send argument refused in place.
@@ -38,7 +40,11 @@ impl Comm {
                 format!("{what}: MPI_IN_PLACE is not allowed in a neighbourhood collective"),
             ));
         }
-        Ok((nb.sources.into(), nb.destinations.into()))
+        Ok((
+            nb.sources.into(),
+            nb.destinations.into(),
+            self.is_cartesian(),
+        ))
     }
 
     /// neighbor_allgather (`gather`) or neighbor_alltoall: equal blocks.
@@ -54,7 +60,7 @@ impl Comm {
         let r = (move || {
             let recv = recv;
             let send = send;
-            let (sources, dests) = self.neighbor_args(what, &send)?;
+            let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
             let len = send.len().unwrap_or(0);
             let count = if coll == Coll::NeighborAllgather {
                 len
@@ -68,6 +74,7 @@ impl Comm {
             a.bytes = count * std::mem::size_of::<T>();
             a.sources = Some(sources);
             a.dests = Some(dests);
+            a.cart_pairs = cart_pairs;
             a.send = calls.send(send);
             a.recv = calls.recv(&mut recv[..need]);
             Ok(a)
@@ -92,7 +99,7 @@ impl Comm {
         let r = (move || {
             let recv = recv;
             let send = send;
-            let (sources, dests) = self.neighbor_args(what, &send)?;
+            let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
             let mut a = self.v_args(
                 what,
                 coll,
@@ -106,6 +113,7 @@ impl Comm {
             )?;
             a.sources = Some(sources);
             a.dests = Some(dests);
+            a.cart_pairs = cart_pairs;
             Ok(a)
         })();
         Call::plain(what, r, bufs)

@@ -230,6 +230,9 @@ pub(crate) struct Args {
     /// group's; the ranks steps address, and `root` unless it is ROOT or PROC_NULL, are
     /// remote ranks).
     pub(crate) remote: Option<i32>,
+    /// Neighbourhood collectives: the source list comes in (-1, +1) pairs, one per
+    /// dimension of a Cartesian grid (a graph's lists do not).
+    pub(crate) cart_pairs: bool,
 }
 
 impl Args {
@@ -253,6 +256,7 @@ impl Args {
             commutative: true,
             bytes: 0,
             remote: None,
+            cart_pairs: false,
         }
     }
 

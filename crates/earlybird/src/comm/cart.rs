@@ -39,6 +39,10 @@ pub enum Topology {
     None,
     /// A Cartesian grid (MPI_CART).
     Cartesian,
+    /// A graph (MPI_GRAPH).
+    Graph,
+    /// A distributed graph (MPI_DIST_GRAPH).
+    DistGraph,
 }
 
 /// A Cartesian grid as one rank sees it (what MPI_Cart_get returns).
@@ -52,10 +56,12 @@ pub struct CartTopology {
     pub coords: Vec<i32>,
 }
 
-/// The topology kept on a communicator (later: graph and distributed graph).
+/// The topology kept on a communicator.
 #[derive(Clone, Debug)]
 pub(crate) enum Topo {
     Cart(Rc<CartTopology>),
+    Graph(Rc<super::graph::GraphTopo>),
+    DistGraph(Rc<super::graph::DistGraphNeighbors>),
 }
 
 /// A communicator's neighbours in the order the neighbourhood collectives use them.
@@ -264,7 +270,7 @@ impl Comm {
         self.check_live()?;
         match self.shared.topo.get() {
             Some(Topo::Cart(c)) => Ok(c.clone()),
-            None => Err(Error::new(
+            _ => Err(Error::new(
                 ErrorClass::Topology,
                 format!("{what}: {} has no Cartesian topology", self.describe()),
             )),
@@ -371,6 +377,8 @@ impl Comm {
     pub fn topo_test(&self) -> Result<Topology> {
         let r = self.check_live().map(|()| match self.shared.topo.get() {
             Some(Topo::Cart(_)) => Topology::Cartesian,
+            Some(Topo::Graph(_)) => Topology::Graph,
+            Some(Topo::DistGraph(_)) => Topology::DistGraph,
             None => Topology::None,
         });
         self.ret("topo_test", r)
@@ -451,9 +459,40 @@ impl Comm {
         self.ret("neighbors", r)
     }
 
+    /// Whether this communicator has a Cartesian topology.
+    pub(crate) fn is_cartesian(&self) -> bool {
+        matches!(self.topology(), Some(Topo::Cart(_)))
+    }
+
     /// The neighbour lists for call `what`, the error not yet reported (the neighbourhood
     /// collectives report it as their own).
     pub(crate) fn neighbor_lists(&self, what: &str) -> Result<Neighbors> {
+        match self.topology() {
+            Some(Topo::Graph(g)) => {
+                let list = g.neighbors_of(self.rank).to_vec();
+                return Ok(Neighbors {
+                    sources: list.clone(),
+                    destinations: list,
+                });
+            }
+            Some(Topo::DistGraph(g)) => {
+                return Ok(Neighbors {
+                    sources: g.sources.clone(),
+                    destinations: g.destinations.clone(),
+                })
+            }
+            None => {
+                self.check_live()?;
+                return Err(Error::new(
+                    ErrorClass::Topology,
+                    format!(
+                        "{what}: {} has no topology (Cartesian, graph or distributed graph)",
+                        self.describe()
+                    ),
+                ));
+            }
+            Some(Topo::Cart(_)) => {}
+        }
         self.cart(what).map(|c| {
             let list: Vec<i32> = (0..c.dims.len())
                 .flat_map(|d| {
@@ -498,7 +537,7 @@ impl Comm {
 }
 
 /// FNV-1a over bytes (a digest for argument agreement, not a security hash).
-fn fnv(bytes: impl Iterator<Item = u8>) -> u64 {
+pub(super) fn fnv(bytes: impl Iterator<Item = u8>) -> u64 {
     bytes.fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })

@@ -17,6 +17,7 @@ pub mod cart;
 pub(crate) mod context;
 mod create;
 pub mod errhandler;
+pub mod graph;
 pub mod group;
 mod intercomm;
 mod pt2pt;

@@ -1,6 +1,6 @@
 //! Linear neighbourhood exchange: every send and receive posted at once, one wait. Sends go
-//! out in destination order; the receives of each dimension's pair of sources are posted
-//! +1 first, so that when both neighbours are one rank (a periodic dimension of extent 1 or
+//! out in destination order; receives in source order, except that on a Cartesian grid the
+//! receives of each dimension's pair of sources are posted +1 first, so that when both neighbours are one rank (a periodic dimension of extent 1 or
 //! 2) its message towards -1, sent first, lands in our +1 block, as MPI 4.1 §8.6 requires.
 //! [`PROC_NULL`] neighbours are skipped. The other neighbourhood collectives share it.
 #![forbid(unsafe_code)]
@@ -35,8 +35,9 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
             s.send(d, out);
         }
     }
-    // Cartesian lists come in (-1, +1) pairs, one per dimension.
-    let pairs = sources.len().is_multiple_of(2);
+    // Cartesian lists come in (-1, +1) pairs, one per dimension; a graph's are taken in
+    // order (between two ranks, the k-th send meets the k-th receive).
+    let pairs = a.cart_pairs;
     for k in (0..sources.len()).map(|k| if pairs { k ^ 1 } else { k }) {
         let from = sources[k];
         if from != PROC_NULL {
