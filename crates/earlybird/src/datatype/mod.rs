@@ -22,6 +22,7 @@ pub(crate) mod buffer;
 mod constructors;
 mod darray;
 mod decode;
+mod external;
 pub mod reduce;
 
 pub use buffer::{split_views, BufView, Buffer, BufferMut, Typed, TypedMut, ViewOf};
