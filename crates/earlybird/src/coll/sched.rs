@@ -775,6 +775,10 @@ impl Completion for Persistent {
         self.run.borrow_mut().poll(eng)
     }
 
+    fn wait(&mut self, eng: &mut Engine) -> Result<Status> {
+        Run::wait(&self.run, eng)
+    }
+
     fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         self.run.borrow_mut().peek(eng)
     }

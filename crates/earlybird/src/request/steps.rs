@@ -117,6 +117,15 @@ impl<S: Steps> Run<S> {
         self.result.clone()
     }
 
+    /// Block until the run completes and collect its result. The run stays borrowed for the
+    /// whole wait, so the engine's background pass (which would advance it a second time
+    /// per turn) passes it over and advances only the others.
+    pub(crate) fn wait(this: &SharedRun<S>, eng: &mut Engine) -> Result<Status> {
+        let mut r = this.borrow_mut();
+        let blocked = r.steps.blocked();
+        eng.wait_for(blocked, |e| r.poll(e))?
+    }
+
     /// Give the run up (its wait failed: the job is ending).
     pub(crate) fn abandon(&mut self, eng: &mut Engine) {
         if self.active && self.result.is_none() {
@@ -137,6 +146,10 @@ pub(crate) struct Stepped<S>(SharedRun<S>);
 impl<S: Steps> Completion for Stepped<S> {
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         self.0.borrow_mut().poll(eng)
+    }
+
+    fn wait(&mut self, eng: &mut Engine) -> Result<Status> {
+        Run::wait(&self.0, eng)
     }
 
     fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
