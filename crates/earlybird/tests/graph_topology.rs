@@ -149,6 +149,36 @@ fn dist_graph_adjacent_and_neighbors(u: &Universe) -> Result<()> {
             "form {form}"
         );
     }
+    // neighbor_alltoallw: to destination k the element at byte 8 (1 - k) (the blocks in
+    // reverse), from source k into byte 8 k, through the i64 datatype.
+    let t = earlybird::Datatype::of::<i64>();
+    let sspecs = [(1, 8, &t), (1, 0, &t)];
+    let rspecs = [(1, 0, &t), (1, 8, &t)];
+    for form in 0..3 {
+        let mut recv = [-1i64; 2];
+        match form {
+            0 => g.neighbor_alltoallw(&send[..], &sspecs, &mut recv, &rspecs)?,
+            1 => scope(|s| {
+                g.ineighbor_alltoallw(s, &send[..], &sspecs, &mut recv, &rspecs)?
+                    .wait()
+                    .map(|_| ())
+            })?,
+            _ => scope(|s| -> Result<()> {
+                let mut p = g.neighbor_alltoallw_init(s, &send[..], &sspecs, &mut recv, &rspecs)?;
+                for _ in 0..2 {
+                    p.start()?;
+                    p.wait()?;
+                }
+                Ok(())
+            })?,
+        }
+        // Source k sent this rank (its destination k) its element 1 - k.
+        assert_eq!(
+            recv,
+            [sources[0] as i64 * 100 + 1, sources[1] as i64 * 100],
+            "neighbor_alltoallw form {form}"
+        );
+    }
     // Unweighted.
     let g2 = w.dist_graph_create_adjacent(&sources, None, &dests, None, &Info::new(), true)?;
     assert_eq!(g2.dist_graph_neighbors_count()?, (2, 2, false));

@@ -133,6 +133,64 @@ fn wspecs_len(what: &str, which: &str, specs: &[WSpec], n: usize) -> Result<()> 
     ))
 }
 
+/// The receive blocks of a w form: `n` specs, each a layout inside `recv` (lent here), no
+/// two sharing a byte (MPI calls such buffers aliased: MPI_ERR_BUFFER); and the whole
+/// receive buffer.
+pub(super) fn w_recv_blocks<'b, T: Equivalence>(
+    what: &str,
+    rspecs: &[WSpec],
+    n: usize,
+    calls: &mut CallBufs<'b>,
+    recv: &'b mut [T],
+) -> Result<(Block, Vec<Block>)> {
+    wspecs_len(what, "receive", rspecs, n)?;
+    let rlen = std::mem::size_of_val(recv);
+    let mut layouts = Vec::with_capacity(n);
+    for (i, spec) in rspecs.iter().enumerate() {
+        layouts.push(wlayout::<T>(what, "receive", i, spec, rlen)?);
+    }
+    let mut pieces = Vec::new();
+    for (i, l) in layouts.iter().enumerate() {
+        l.pieces(usize::MAX, |b, _, len| pieces.push((b, b + len, i)));
+    }
+    if let Some(o) = first_overlap(&mut pieces, &vec![true; n]) {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!(
+                "{what}: receive blocks {} and {} overlap at byte {}",
+                o.a.min(o.b),
+                o.a.max(o.b),
+                o.byte
+            ),
+        ));
+    }
+    let whole = calls.recv(recv);
+    let blocks = layouts
+        .into_iter()
+        .zip(rspecs)
+        .map(|(l, spec)| whole.sub(0, rlen, Some(l)).with_sig(spec.2.sig_code()))
+        .collect();
+    Ok((whole, blocks))
+}
+
+/// The send blocks of a w form: `n` specs, each a layout inside the send buffer `whole` of
+/// `slen` bytes.
+pub(super) fn w_send_blocks<T: Equivalence>(
+    what: &str,
+    sspecs: &[WSpec],
+    n: usize,
+    whole: &Block,
+    slen: usize,
+) -> Result<Vec<Block>> {
+    wspecs_len(what, "send", sspecs, n)?;
+    let mut v = Vec::with_capacity(n);
+    for (i, spec) in sspecs.iter().enumerate() {
+        let l = wlayout::<T>(what, "send", i, spec, slen)?;
+        v.push(whole.sub(0, slen, Some(l)).with_sig(spec.2.sig_code()));
+    }
+    Ok(v)
+}
+
 impl Comm {
     fn alltoall_call<'b, T: Equivalence>(
         &self,
@@ -268,46 +326,10 @@ impl Comm {
             let send = send;
             self.check_inter_in_place(what, send.len().is_none())?;
             let n = self.peers() as usize;
-            wspecs_len(what, "receive", rspecs, n)?;
-            let rlen = std::mem::size_of_val(recv);
-            let mut layouts = Vec::with_capacity(n);
-            for (i, spec) in rspecs.iter().enumerate() {
-                layouts.push(wlayout::<T>(what, "receive", i, spec, rlen)?);
-            }
-            // Two receive blocks may not share a byte (MPI calls such buffers aliased).
-            let mut pieces = Vec::new();
-            for (i, l) in layouts.iter().enumerate() {
-                l.pieces(usize::MAX, |b, _, len| pieces.push((b, b + len, i)));
-            }
-            if let Some(o) = first_overlap(&mut pieces, &vec![true; n]) {
-                return Err(Error::new(
-                    ErrorClass::Buffer,
-                    format!(
-                        "{what}: receive blocks {} and {} overlap at byte {}",
-                        o.a.min(o.b),
-                        o.a.max(o.b),
-                        o.byte
-                    ),
-                ));
-            }
-            let whole_recv = calls.recv(recv);
-            let rblocks: Vec<Block> = layouts
-                .into_iter()
-                .zip(rspecs)
-                .map(|(l, spec)| whole_recv.sub(0, rlen, Some(l)).with_sig(spec.2.sig_code()))
-                .collect();
+            let (whole_recv, rblocks) = w_recv_blocks(what, rspecs, n, calls, recv)?;
             let whole_send = calls.send(send);
             let sblocks: Vec<Block> = match &whole_send {
-                Some(whole) => {
-                    wspecs_len(what, "send", sspecs, n)?;
-                    let slen = calls.send_len();
-                    let mut v = Vec::with_capacity(n);
-                    for (i, spec) in sspecs.iter().enumerate() {
-                        let l = wlayout::<T>(what, "send", i, spec, slen)?;
-                        v.push(whole.sub(0, slen, Some(l)).with_sig(spec.2.sig_code()));
-                    }
-                    v
-                }
+                Some(whole) => w_send_blocks::<T>(what, sspecs, n, whole, calls.send_len())?,
                 None => rblocks.clone(),
             };
             let mut a = Args::new(Coll::Alltoallw, self.rank, self.size, Elem::of::<T>()?);

@@ -1,6 +1,6 @@
 //! The neighbourhood collectives on a [`Comm`] with a topology (MPI 4.1 §8.6), Cartesian,
 //! graph or distributed graph: neighbor_allgather,
-//! neighbor_allgatherv, neighbor_alltoall and neighbor_alltoallv, each blocking, nonblocking
+//! neighbor_allgatherv, neighbor_alltoall, neighbor_alltoallv and neighbor_alltoallw, each blocking, nonblocking
 //! (`i*`) and persistent (`*_init`).
 //!
 //! Block `k` of the send buffer goes to destination `k` and block `k` of the receive buffer
@@ -15,7 +15,7 @@
 #![forbid(unsafe_code)]
 
 use super::api::{collective, Call, CallBufs, Src};
-use super::api_alltoall::per_block;
+use super::api_alltoall::{per_block, w_recv_blocks, w_send_blocks, WSpec};
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
 use crate::datatype::Equivalence;
@@ -150,5 +150,54 @@ impl Comm {
         neighbor_alltoallv, ineighbor_alltoallv, neighbor_alltoallv_init ("Neighbor_alltoallv", "neighbor_alltoallv")
             <T: Equivalence> (send: impl Into<Src<'b, T>>, scounts: &[usize], sdispls: &[usize], recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
             => neighbor_v_call(Coll::NeighborAlltoallv, send.into(), Some((scounts, sdispls)), recv, rcounts, rdispls)
+    }
+
+    /// neighbor_alltoallw: per destination and per source its own (count, byte
+    /// displacement, datatype).
+    fn neighbor_w_call<'b, T: Equivalence>(
+        &self,
+        what: &'static str,
+        send: Src<'b, T>,
+        sspecs: &[WSpec],
+        recv: &'b mut [T],
+        rspecs: &[WSpec],
+    ) -> Call<'b> {
+        let mut bufs = CallBufs::default();
+        let calls = &mut bufs;
+        let r = (move || {
+            let recv = recv;
+            let send = send;
+            let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
+            let (whole_recv, from_each) = w_recv_blocks(what, rspecs, sources.len(), calls, recv)?;
+            let whole_send = calls.send(send).expect("not in place (checked)");
+            let to_each =
+                w_send_blocks::<T>(what, sspecs, dests.len(), &whole_send, calls.send_len())?;
+            let mut a = Args::new(
+                Coll::NeighborAlltoallw,
+                self.rank,
+                self.size,
+                Elem::of::<T>()?,
+            );
+            a.bytes =
+                from_each.iter().map(|b| b.packed_len()).sum::<usize>() / sources.len().max(1);
+            a.nwblocks = Some((to_each.into(), from_each.into()));
+            a.sources = Some(sources);
+            a.dests = Some(dests);
+            a.cart_pairs = cart_pairs;
+            a.send = Some(whole_send);
+            a.recv = whole_recv;
+            Ok(a)
+        })();
+        Call::plain(what, r, bufs)
+    }
+
+    collective! {
+        /// MPI_Neighbor_alltoallw: to destination neighbour `k` the block `sspecs[k]` =
+        /// (count, byte displacement, datatype) of `send`; from source neighbour `k` into
+        /// block `rspecs[k]` of `recv` (receive blocks may not overlap). Every datatype must
+        /// be committed.
+        neighbor_alltoallw, ineighbor_alltoallw, neighbor_alltoallw_init ("Neighbor_alltoallw", "neighbor_alltoallw")
+            <T: Equivalence> (send: impl Into<Src<'b, T>>, sspecs: &[WSpec], recv: &'b mut [T], rspecs: &[WSpec])
+            => neighbor_w_call(send.into(), sspecs, recv, rspecs)
     }
 }

@@ -89,10 +89,11 @@ pub enum Coll {
     NeighborAllgatherv,
     NeighborAlltoall,
     NeighborAlltoallv,
+    NeighborAlltoallw,
 }
 
 impl Coll {
-    pub const ALL: [Coll; 21] = [
+    pub const ALL: [Coll; 22] = [
         Coll::Barrier,
         Coll::Bcast,
         Coll::Gather,
@@ -114,6 +115,7 @@ impl Coll {
         Coll::NeighborAllgatherv,
         Coll::NeighborAlltoall,
         Coll::NeighborAlltoallv,
+        Coll::NeighborAlltoallw,
     ];
 
     /// Lower-case name: `allreduce`, `reduce_scatter_block`, `neighbor_alltoallv`, ...
@@ -141,6 +143,7 @@ impl Coll {
             NeighborAllgatherv => "neighbor_allgatherv",
             NeighborAlltoall => "neighbor_alltoall",
             NeighborAlltoallv => "neighbor_alltoallv",
+            NeighborAlltoallw => "neighbor_alltoallw",
         }
     }
 
@@ -194,6 +197,9 @@ impl Elem {
     }
 }
 
+/// neighbor_alltoallw's messages: one block per destination, one per source.
+pub(crate) type NeighborBlocks = (Rc<[Block]>, Rc<[Block]>);
+
 /// Everything an algorithm needs to know about one collective call. Counts and
 /// displacements are in elements; ranks are the communicator's.
 #[derive(Clone, Debug)]
@@ -219,6 +225,9 @@ pub(crate) struct Args {
     pub(crate) sdispls: Option<Rc<[usize]>>,
     /// Per-peer messages of alltoallw: (what is sent to rank i, what is received from it).
     pub(crate) wblocks: Option<Rc<[(Block, Block)]>>,
+    /// Per-neighbour messages of neighbor_alltoallw: what goes to each destination, what
+    /// comes from each source (the two lists may differ in length).
+    pub(crate) nwblocks: Option<NeighborBlocks>,
     /// Neighbourhood collectives: ranks received from and sent to, in MPI's order.
     pub(crate) sources: Option<Rc<[i32]>>,
     pub(crate) dests: Option<Rc<[i32]>>,
@@ -251,6 +260,7 @@ impl Args {
             scounts: None,
             sdispls: None,
             wblocks: None,
+            nwblocks: None,
             sources: None,
             dests: None,
             commutative: true,

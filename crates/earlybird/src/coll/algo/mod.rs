@@ -36,6 +36,7 @@ mod neighbor_allgather_linear;
 mod neighbor_allgatherv_linear;
 mod neighbor_alltoall_linear;
 mod neighbor_alltoallv_linear;
+mod neighbor_alltoallw_linear;
 mod reduce_binomial;
 mod reduce_rabenseifner;
 mod reduce_scatter_block_recursive_halving;
@@ -86,6 +87,7 @@ pub(super) static ALL: &[&Algorithm] = &[
     &neighbor_allgatherv_linear::ALGO,
     &neighbor_alltoall_linear::ALGO,
     &neighbor_alltoallv_linear::ALGO,
+    &neighbor_alltoallw_linear::ALGO,
 ];
 
 /// The intercommunicator algorithms (see [`inter_linear`]).

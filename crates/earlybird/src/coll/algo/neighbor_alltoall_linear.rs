@@ -27,10 +27,10 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
     let gather = matches!(a.coll, Coll::NeighborAllgather | Coll::NeighborAllgatherv);
     for (k, &d) in dests.iter().enumerate() {
         if d != PROC_NULL {
-            let out = if gather {
-                a.sblock(0, a.count)
-            } else {
-                a.sblock_of(k as i32)
+            let out = match (&a.nwblocks, gather) {
+                (Some((to, _)), _) => to[k].clone(),
+                (None, true) => a.sblock(0, a.count),
+                (None, false) => a.sblock_of(k as i32),
             };
             s.send(d, out);
         }
@@ -41,7 +41,11 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
     for k in (0..sources.len()).map(|k| if pairs { k ^ 1 } else { k }) {
         let from = sources[k];
         if from != PROC_NULL {
-            s.recv(from, a.rblock_of(k as i32));
+            let into = match &a.nwblocks {
+                Some((_, from_each)) => from_each[k].clone(),
+                None => a.rblock_of(k as i32),
+            };
+            s.recv(from, into);
         }
     }
     s.wait();
