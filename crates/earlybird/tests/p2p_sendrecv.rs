@@ -216,7 +216,7 @@ scenarios! {
     sendrecv_ring;
     sendrecv_replace_ring;
     sendrecv_proc_null_ends;
-    isendrecv_ring;
-    isendrecv_replace_ring;
-    isendrecv_proc_null_ends;
+    isendrecv_ring [2, 3, 4, 8];
+    isendrecv_replace_ring [2, 3, 4, 8];
+    isendrecv_proc_null_ends [2, 3, 4, 8];
 }

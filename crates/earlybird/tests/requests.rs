@@ -666,11 +666,11 @@ scenarios! {
     wait_any_loop;
     wait_some_loop;
     test_all_loop;
-    test_any_and_some_loop;
-    get_status;
+    test_any_and_some_loop [2, 3, 4, 8];
+    get_status [2, 3, 4, 8];
     request_free;
     free_active_persistent [2, 3, 4, 8];
-    inactive_and_test;
+    inactive_and_test [2, 3, 4, 8];
     flood;
 }
 
