@@ -665,6 +665,12 @@ impl Steps for Schedule {
         self.pc = self.steps.len();
         self.unlend();
     }
+
+    fn posts_more(&self) -> bool {
+        self.steps[self.pc..]
+            .iter()
+            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+    }
 }
 
 impl Schedule {

@@ -16,7 +16,9 @@
 //! 2. **Operations made of steps** ([`Background`]): a nonblocking or started persistent
 //!    collective, a communicator agreement. Such an operation posts its next messages only
 //!    when its earlier ones have arrived, so frames alone do not finish it; its request puts
-//!    it on the engine's background list when it becomes active, and every progress call
+//!    it on the engine's background list when it becomes active (unless its first advance
+//!    posted every operation it has: then frames alone move it, and its last local steps
+//!    wait for its own test or wait), and every progress call
 //!    advances each one on the list (post what can be posted, run the local steps whose
 //!    messages have arrived). Without this, two ranks that wait for two collectives in
 //!    opposite orders would each wait for the other to advance the one it does not wait

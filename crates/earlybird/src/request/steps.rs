@@ -27,6 +27,12 @@ pub(crate) trait Steps: 'static {
     /// Its wait failed (the job is ending) and it is going away: withdraw what can be
     /// withdrawn.
     fn abandon(&mut self, eng: &mut Engine);
+    /// Whether it has engine operations still to post: only then must progress calls
+    /// advance it (what is posted already is moved on by frames alone, and its local steps
+    /// can wait for its own test or wait).
+    fn posts_more(&self) -> bool {
+        true
+    }
 }
 
 /// A run of [`Steps`]: the steps, whether the run is active, and its result once they are
@@ -63,7 +69,7 @@ impl<S: Steps> Run<S> {
             let mut r = this.borrow_mut();
             r.result = None;
             r.active = true;
-            let pending = !r.advance(eng);
+            let pending = !r.advance(eng) && r.steps.posts_more();
             let list = pending && !r.listed;
             r.listed |= list;
             list

@@ -108,6 +108,7 @@ impl Lent {
     /// Bytes `off..off + len` of this contiguous view, or with `layout` a layout placed over
     /// them (checked to lie within them). Panics if the range leaves the view: callers cut
     /// blocks from counts they have checked.
+    #[inline(always)]
     pub(crate) fn sub(
         &self,
         off: usize,
@@ -787,6 +788,7 @@ impl Loan {
     }
 
     /// Bytes `off..off + len` (or a layout over them) of this contiguous loan, lent alike.
+    #[inline(always)]
     pub(crate) fn sub(
         &self,
         off: usize,
@@ -863,6 +865,7 @@ impl Loan {
     }
 
     /// Copy the message this loan holds into `dst` (a collective's local copy step).
+    #[inline]
     pub(crate) fn copy_to(&self, dst: &Loan) -> Result<(), Unusable> {
         let (s, d) = (self.raw_to_read()?, dst.raw_to_write()?);
         assert!(
