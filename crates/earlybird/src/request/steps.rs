@@ -62,7 +62,7 @@ impl<S: Steps> Run<S> {
     }
 
     /// Begin a run of `this` (its steps set up for it): advance it once, so that its first
-    /// messages leave at once, and unless that completed it, put it on the engine's
+    /// messages leave at once, and if it has more to post than that, put it on the engine's
     /// background list.
     pub(crate) fn begin(this: &SharedRun<S>, eng: &mut Engine) {
         let list = {
