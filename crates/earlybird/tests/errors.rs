@@ -365,7 +365,7 @@ scenarios! {
     errhandler_is_shared_by_handles_and_requests;
     invalid_rank;
     invalid_tag;
-    request_misuse;
+    request_misuse [2, 3, 4, 8];
     buffer_errors;
     owned use_after_finalize [1, 2, 3];
     child_only fatal_rank_99;

@@ -662,7 +662,7 @@ scenarios! {
     wait_all_into_fills_statuses_on_error;
     forgotten_requests_are_settled_by_scope;
     mixed_wait_all;
-    wait_any_then_wait_all;
+    wait_any_then_wait_all [2, 3, 4, 8];
     wait_any_loop;
     wait_some_loop;
     test_all_loop;
