@@ -445,6 +445,13 @@ fn misuse(u: &Universe) -> Result<()> {
     assert_eq!(e.class(), ErrorClass::Buffer, "{e}");
     let e = ic.scan(&[1i64][..], &mut buf[..1], &Op::SUM).unwrap_err();
     assert_eq!(e.class(), ErrorClass::Comm, "{e}");
+    // Whatever one rank's other arguments: still MPI_ERR_COMM, and no rank takes a
+    // collective number the others do not (the barrier below would hang).
+    let short = if ic.rank() == 0 { 0 } else { 1 };
+    let e = ic
+        .scan(&[1i64][..], &mut buf[..short], &Op::SUM)
+        .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Comm, "{e}");
     ic.set_errhandler(ErrHandler::Fatal);
     ic.barrier()
 }

@@ -303,4 +303,24 @@ fn darray_misuse() {
     assert!(e.to_string().contains("cover"), "{e}");
     let e = Datatype::create_darray(2, 0, &[8], &[Undistributed], &[2], Order::C, &t).unwrap_err();
     assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+    // Huge block sizes and grids do not wrap: one run for rank 0, nothing for rank 1, and a
+    // grid whose product overflows is an error.
+    let big = Some(1usize << 62);
+    for (rank, want) in [(0, 8), (1, 0)] {
+        let d = Datatype::create_darray(2, rank, &[8], &[Cyclic(big)], &[2], Order::C, &t).unwrap();
+        assert_eq!(d.size(), want * 4, "cyclic with a huge block, rank {rank}");
+        let d = Datatype::create_darray(2, rank, &[8], &[Block(big)], &[2], Order::C, &t).unwrap();
+        assert_eq!(d.size(), want * 4, "block with a huge block, rank {rank}");
+    }
+    let e = Datatype::create_darray(
+        4,
+        0,
+        &[8, 8],
+        &[Block(None), Block(None)],
+        &[1 << 40, 1 << 40],
+        Order::C,
+        &t,
+    )
+    .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg, "{e}");
 }

@@ -228,8 +228,8 @@ fn dist_graph_from_edges_anywhere(u: &Universe) -> Result<()> {
     g.free()
 }
 
-/// Graph queries without a graph are MPI_ERR_TOPOLOGY; malformed graphs MPI_ERR_ARG (every
-/// rank makes the same mistake, so none waits for another).
+/// Graph queries without a graph are MPI_ERR_TOPOLOGY; malformed graphs MPI_ERR_ARG, on every
+/// rank also when only one rank's arguments are bad.
 fn misuse(u: &Universe) -> Result<()> {
     let w = u.world();
     w.set_errhandler(ErrHandler::Return);
@@ -251,6 +251,28 @@ fn misuse(u: &Universe) -> Result<()> {
         .dist_graph_create_adjacent(&[n], None, &[], None, &Info::new(), false)
         .unwrap_err();
     assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+    // One rank's bad arguments fail the call on every rank (none is left waiting).
+    let me = w.rank();
+    let e = if me == 0 {
+        w.graph_create(&[1, 0], &[0], false)
+    } else {
+        w.graph_create(&[0], &[], false)
+    }
+    .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+    let e = if me == 0 {
+        w.dist_graph_create(&[0], &[3], &[0], None, &Info::new(), false)
+    } else {
+        w.dist_graph_create(&[], &[], &[], None, &Info::new(), false)
+    }
+    .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg, "{e}");
+    let bad = if me == 0 { n } else { me };
+    let e = w
+        .dist_graph_create_adjacent(&[bad], None, &[me], None, &Info::new(), false)
+        .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Arg, "{e}");
     w.set_errhandler(ErrHandler::Fatal);
-    Ok(())
+    // And the communicator still works.
+    w.barrier()
 }

@@ -210,6 +210,10 @@ pub(crate) struct Call<'b> {
     pub(crate) args: Result<Args>,
     pub(crate) reducer: Option<Reducer>,
     pub(crate) bufs: CallBufs<'b>,
+    /// A collective MPI defines on intracommunicators only (scan, exscan, the
+    /// neighbourhood ones): on an intercommunicator it is MPI_ERR_COMM on every rank,
+    /// whatever its other arguments, before it takes a number.
+    pub(crate) intra_only: bool,
 }
 
 impl<'b> Call<'b> {
@@ -220,7 +224,14 @@ impl<'b> Call<'b> {
             args,
             reducer: None,
             bufs,
+            intra_only: false,
         }
+    }
+
+    /// The same call, of a collective defined on intracommunicators only.
+    pub(crate) fn intra_only(mut self) -> Call<'b> {
+        self.intra_only = true;
+        self
     }
 
     /// A reduction, from its checked arguments and reducer.
@@ -238,6 +249,7 @@ impl<'b> Call<'b> {
             args,
             reducer,
             bufs,
+            intra_only: false,
         }
     }
 }
@@ -302,15 +314,19 @@ impl Comm {
     /// On an intercommunicator only the collectives MPI defines there run (their arguments
     /// say so: `Args::remote`); the others are MPI_ERR_COMM. Their steps address the remote
     /// group only, and so do error notices.
+    ///
+    /// Whether a call takes a number must not depend on this rank's other arguments (the
+    /// ranks' numbers would drift apart): an intracommunicator-only collective on an
+    /// intercommunicator fails before it, every other call takes one.
     fn begin(
         &self,
         what: &'static str,
         reducer: Option<Reducer>,
-        args: &Result<Args>,
+        intra_only: bool,
     ) -> Result<Wire> {
         self.check_live()?;
         let inter = self.is_inter();
-        if inter && args.as_ref().is_ok_and(|a| a.remote.is_none()) {
+        if intra_only {
             self.check_intra(what)?;
         }
         let seq = self.next_seq();
@@ -342,7 +358,7 @@ impl Comm {
     pub(super) fn blocking(&self, call: Call<'_>) -> Result<()> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer, &call.args)?;
+            let wire = self.begin(what, call.reducer, call.intra_only)?;
             let bufs = call.bufs;
             if let Ok(a) = &call.args {
                 if Repeat::may_cache(a) {
@@ -366,7 +382,7 @@ impl Comm {
     pub(super) fn started<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer, &call.args)?;
+            let wire = self.begin(what, call.reducer, call.intra_only)?;
             let (args, alg) = self.chosen(call.args, &wire)?;
             let mut rec = Record::new(wire);
             (alg.run)(&args, &mut rec);
@@ -384,7 +400,7 @@ impl Comm {
     pub(super) fn inactive<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
         let r = (|| {
-            let wire = self.begin(what, call.reducer, &call.args)?;
+            let wire = self.begin(what, call.reducer, call.intra_only)?;
             let (args, alg) = self.chosen(call.args, &wire)?;
             let (send, recv) = call.bufs.lend_persistent(s);
             let recv = recv.unwrap_or(Loan::EMPTY);
@@ -643,7 +659,12 @@ impl Comm {
             }
             Ok((a, reducer))
         })();
-        Call::reduction(what, args, bufs)
+        let call = Call::reduction(what, args, bufs);
+        if matches!(coll, Coll::Scan | Coll::Exscan) {
+            call.intra_only()
+        } else {
+            call
+        }
     }
 
     collective! {

@@ -79,7 +79,7 @@ impl Comm {
             a.recv = calls.recv(&mut recv[..need]);
             Ok(a)
         })();
-        Call::plain(what, r, bufs)
+        Call::plain(what, r, bufs).intra_only()
     }
 
     /// neighbor_allgatherv (no send counts) or neighbor_alltoallv.
@@ -116,7 +116,7 @@ impl Comm {
             a.cart_pairs = cart_pairs;
             Ok(a)
         })();
-        Call::plain(what, r, bufs)
+        Call::plain(what, r, bufs).intra_only()
     }
 
     collective! {
@@ -188,7 +188,7 @@ impl Comm {
             a.recv = whole_recv;
             Ok(a)
         })();
-        Call::plain(what, r, bufs)
+        Call::plain(what, r, bufs).intra_only()
     }
 
     collective! {

@@ -91,14 +91,26 @@ fn check_weights(what: &str, name: &str, w: Option<&[i32]>, n: usize) -> Result<
 
 impl Comm {
     /// A communicator over the first `n` ranks of this one (all when `n` is the size),
-    /// with `topo`; `None` for ranks beyond. `digest` must be the same on every rank (it
-    /// stands for the arguments every rank must give alike; 0 when they need not be).
-    fn with_topology(&self, what: &str, n: i32, digest: u64, topo: Topo) -> Result<Option<Comm>> {
-        let (parts, offers) = self.offers(&digest.to_le_bytes())?;
-        if let Some(r) = offers
-            .iter()
-            .position(|(_, x)| x[..] != digest.to_le_bytes())
-        {
+    /// with `topo`; `None` for ranks beyond. `local` is this rank's verdict on its own
+    /// arguments: their digest (which must be the same on every rank: 0 when arguments may
+    /// differ), or the error they gave. The ranks exchange verdicts before anything else, so
+    /// that one rank's bad arguments fail the call on every rank instead of leaving the
+    /// others waiting.
+    fn with_topology(
+        &self,
+        what: &str,
+        n: i32,
+        local: Result<u64>,
+        topo: impl FnOnce() -> Topo,
+    ) -> Result<Option<Comm>> {
+        let mut offer = vec![u8::from(local.is_ok())];
+        offer.extend(local.as_ref().map_or(0, |d| *d).to_le_bytes());
+        let (parts, offers) = self.offers(&offer)?;
+        local?;
+        if let Some(r) = offers.iter().position(|(_, x)| x.first() != Some(&1)) {
+            return Err(arg(what, format!("rank {r} gave invalid arguments")));
+        }
+        if let Some(r) = offers.iter().position(|(_, x)| x[..] != offer[..]) {
             return Err(arg(
                 what,
                 format!("rank {r} gave another graph than this rank"),
@@ -109,7 +121,7 @@ impl Comm {
         }
         let picked: Vec<usize> = (0..n as usize).collect();
         let c = self.make_of(what, &parts, &offers, &picked, Info::new())?;
-        c.set_topology(topo);
+        c.set_topology(topo());
         Ok(Some(c))
     }
 
@@ -129,44 +141,47 @@ impl Comm {
             self.check_live()?;
             self.check_intra(what)?;
             let n = index.len() as i32;
-            if n > self.size {
-                return Err(arg(
-                    what,
-                    format!(
-                        "a graph of {n} nodes is larger than the communicator ({})",
-                        self.size
-                    ),
-                ));
-            }
-            let mut prev = 0;
-            for (i, &x) in index.iter().enumerate() {
-                if x < prev {
+            let local = (|| {
+                if n > self.size {
                     return Err(arg(
                         what,
-                        format!("index[{i}] = {x} is below index[{}] = {prev}", i.max(1) - 1),
+                        format!(
+                            "a graph of {n} nodes is larger than the communicator ({})",
+                            self.size
+                        ),
                     ));
                 }
-                prev = x;
-            }
-            if prev as usize != edges.len() {
-                return Err(arg(
-                    what,
-                    format!("index ends at {prev} but {} edges are given", edges.len()),
-                ));
-            }
-            check_ranks(what, "edges", edges, n)?;
-            let digest = super::cart::fnv(
-                index
-                    .iter()
-                    .chain(edges)
-                    .flat_map(|x| x.to_le_bytes())
-                    .chain((n as u32).to_le_bytes()),
-            );
-            let topo = Topo::Graph(Rc::new(GraphTopo {
-                index: index.to_vec(),
-                edges: edges.to_vec(),
-            }));
-            self.with_topology(what, n, digest, topo)
+                let mut prev = 0;
+                for (i, &x) in index.iter().enumerate() {
+                    if x < prev {
+                        return Err(arg(
+                            what,
+                            format!("index[{i}] = {x} is below index[{}] = {prev}", i.max(1) - 1),
+                        ));
+                    }
+                    prev = x;
+                }
+                if prev as usize != edges.len() {
+                    return Err(arg(
+                        what,
+                        format!("index ends at {prev} but {} edges are given", edges.len()),
+                    ));
+                }
+                check_ranks(what, "edges", edges, n)?;
+                Ok(super::cart::fnv(
+                    index
+                        .iter()
+                        .chain(edges)
+                        .flat_map(|x| x.to_le_bytes())
+                        .chain((n as u32).to_le_bytes()),
+                ))
+            })();
+            self.with_topology(what, n.min(self.size), local, || {
+                Topo::Graph(Rc::new(GraphTopo {
+                    index: index.to_vec(),
+                    edges: edges.to_vec(),
+                }))
+            })
         })();
         self.ret(what, r)
     }
@@ -241,24 +256,29 @@ impl Comm {
         let r = (|| {
             self.check_live()?;
             self.check_intra(what)?;
-            check_ranks(what, "sources", sources, self.size)?;
-            check_ranks(what, "destinations", destinations, self.size)?;
-            let sw = check_weights(what, "source weights", source_weights, sources.len())?;
-            let dw = check_weights(
-                what,
-                "destination weights",
-                destination_weights,
-                destinations.len(),
-            )?;
-            let topo = Topo::DistGraph(Rc::new(DistGraphNeighbors {
-                sources: sources.to_vec(),
-                source_weights: sw,
-                destinations: destinations.to_vec(),
-                destination_weights: dw,
-            }));
-            Ok(self
-                .with_topology(what, self.size, 0, topo)?
-                .expect("every rank is in it"))
+            let local = (|| {
+                check_ranks(what, "sources", sources, self.size)?;
+                check_ranks(what, "destinations", destinations, self.size)?;
+                let sw = check_weights(what, "source weights", source_weights, sources.len())?;
+                let dw = check_weights(
+                    what,
+                    "destination weights",
+                    destination_weights,
+                    destinations.len(),
+                )?;
+                Ok((sw, dw))
+            })();
+            let weights = local.as_ref().ok().cloned();
+            let made = self.with_topology(what, self.size, local.map(|_| 0), move || {
+                let (sw, dw) = weights.expect("valid arguments");
+                Topo::DistGraph(Rc::new(DistGraphNeighbors {
+                    sources: sources.to_vec(),
+                    source_weights: sw,
+                    destinations: destinations.to_vec(),
+                    destination_weights: dw,
+                }))
+            })?;
+            Ok(made.expect("every rank is in it"))
         })();
         self.ret(what, r)
     }
@@ -282,44 +302,58 @@ impl Comm {
             self.check_live()?;
             self.check_intra(what)?;
             let n = self.size as usize;
-            if degrees.len() != sources.len() {
-                return Err(arg(
-                    what,
-                    format!("{} degrees for {} sources", degrees.len(), sources.len()),
-                ));
-            }
-            if let Some(i) = degrees.iter().position(|&d| d < 0) {
-                return Err(arg(
-                    what,
-                    format!("degrees[{i}] = {} is negative", degrees[i]),
-                ));
-            }
-            let total: usize = degrees.iter().map(|&d| d as usize).sum();
-            if total != destinations.len() {
-                return Err(arg(
-                    what,
-                    format!(
-                        "the degrees add up to {total} but {} destinations are given",
-                        destinations.len()
-                    ),
-                ));
-            }
-            check_ranks(what, "sources", sources, self.size)?;
-            check_ranks(what, "destinations", destinations, self.size)?;
-            let w = check_weights(what, "weights", weights, total)?;
-            // Each edge (source, destination, weight) goes to both its ends (once when they
-            // are the same rank).
-            let mut out: Vec<Vec<i32>> = vec![vec![]; n];
-            let mut k = 0;
-            for (&s, &d) in sources.iter().zip(degrees) {
-                for _ in 0..d {
-                    let (t, wt) = (destinations[k], w.as_ref().map_or(1, |w| w[k]));
-                    out[s as usize].extend([s, t, wt]);
-                    if t != s {
-                        out[t as usize].extend([s, t, wt]);
-                    }
-                    k += 1;
+            let local = (|| {
+                if degrees.len() != sources.len() {
+                    return Err(arg(
+                        what,
+                        format!("{} degrees for {} sources", degrees.len(), sources.len()),
+                    ));
                 }
+                if let Some(i) = degrees.iter().position(|&d| d < 0) {
+                    return Err(arg(
+                        what,
+                        format!("degrees[{i}] = {} is negative", degrees[i]),
+                    ));
+                }
+                let total: usize = degrees.iter().map(|&d| d as usize).sum();
+                if total != destinations.len() {
+                    return Err(arg(
+                        what,
+                        format!(
+                            "the degrees add up to {total} but {} destinations are given",
+                            destinations.len()
+                        ),
+                    ));
+                }
+                check_ranks(what, "sources", sources, self.size)?;
+                check_ranks(what, "destinations", destinations, self.size)?;
+                let w = check_weights(what, "weights", weights, total)?;
+                // Each edge (source, destination, weight) goes to both its ends (once when they
+                // are the same rank).
+                let mut out: Vec<Vec<i32>> = vec![vec![]; n];
+                let mut k = 0;
+                for (&s, &d) in sources.iter().zip(degrees) {
+                    for _ in 0..d {
+                        let (t, wt) = (destinations[k], w.as_ref().map_or(1, |w| w[k]));
+                        out[s as usize].extend([s, t, wt]);
+                        if t != s {
+                            out[t as usize].extend([s, t, wt]);
+                        }
+                        k += 1;
+                    }
+                }
+                Ok((out, w.is_some()))
+            })();
+            // Every rank learns whether any rank's edges were invalid (and whether any gave
+            // weights: MPI requires all or none alike) before the edges travel.
+            let mut flags = [
+                i32::from(local.is_err()),
+                local.as_ref().map_or(0, |l| i32::from(l.1)),
+            ];
+            self.allreduce(crate::coll::IN_PLACE, &mut flags, &crate::coll::op::Op::MAX)?;
+            let (out, _) = local?;
+            if flags[0] != 0 {
+                return Err(arg(what, "another rank gave invalid edges".into()));
             }
             let counts: Vec<i32> = out.iter().map(|v| v.len() as i32).collect();
             let mut got = vec![0i32; n];
@@ -345,10 +379,7 @@ impl Comm {
                 &rcounts,
                 &displs(&rcounts),
             )?;
-            // Weighted if any rank gave weights (MPI requires all or none alike).
-            let mut flag = [w.is_some() as i32];
-            self.allreduce(crate::coll::IN_PLACE, &mut flag, &crate::coll::op::Op::MAX)?;
-            let weighted = flag[0] != 0;
+            let weighted = flags[1] != 0;
             let me = self.rank;
             let mut nb = DistGraphNeighbors {
                 sources: vec![],
@@ -371,10 +402,9 @@ impl Comm {
                     }
                 }
             }
-            let topo = Topo::DistGraph(Rc::new(nb));
-            Ok(self
-                .with_topology(what, self.size, 0, topo)?
-                .expect("every rank is in it"))
+            let made =
+                self.with_topology(what, self.size, Ok(0), move || Topo::DistGraph(Rc::new(nb)))?;
+            Ok(made.expect("every rank is in it"))
         })();
         self.ret(what, r)
     }

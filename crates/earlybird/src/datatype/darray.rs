@@ -46,11 +46,11 @@ fn owned(
             if b.saturating_mul(p) < g {
                 return Err(arg(format!(
                     "dimension {dim}: blocks of {b} on {p} processes cover {} of its {g} elements",
-                    b * p
+                    b.saturating_mul(p)
                 )));
             }
-            let start = (coord * b).min(g);
-            let end = (start + b).min(g);
+            let start = coord.saturating_mul(b).min(g);
+            let end = start.saturating_add(b).min(g);
             Ok(if end > start {
                 vec![(start, end - start)]
             } else {
@@ -63,11 +63,13 @@ fn owned(
                 Some(c) => c,
                 None => 1,
             };
+            // Saturating: a start past the dimension ends the runs.
+            let step = p.saturating_mul(c);
             let mut runs = vec![];
-            let mut start = coord * c;
+            let mut start = coord.saturating_mul(c);
             while start < g {
                 runs.push((start, c.min(g - start)));
-                start += p * c;
+                start = start.saturating_add(step);
             }
             Ok(runs)
         }
@@ -96,7 +98,7 @@ impl Datatype {
                 psizes.len()
             )));
         }
-        if psizes.iter().product::<usize>() != size {
+        if psizes.iter().try_fold(1usize, |a, &p| a.checked_mul(p)) != Some(size) {
             return Err(arg(format!(
                 "process grid {psizes:?} does not hold the {size} processes"
             )));
@@ -135,6 +137,10 @@ impl Datatype {
             .checked_mul(gsizes[dims[0]])
             .ok_or_else(|| arg("the global array's size overflows".into()))?;
         let ext = old.extent();
+        let whole = isize::try_from(total)
+            .ok()
+            .and_then(|t| t.checked_mul(ext))
+            .ok_or_else(|| arg("the global array's size in bytes overflows".into()))?;
         let fast = dims[nd - 1];
         let (mut lens, mut disps) = (vec![], vec![]);
         if runs.iter().all(|r| !r.is_empty()) {
@@ -154,6 +160,8 @@ impl Datatype {
                     .sum();
                 for &(s, n) in &runs[fast] {
                     lens.push(n);
+                    // In range: `base + s` is an element of the array, whose size in bytes
+                    // (`total` extents) was checked below to fit.
                     disps.push((base + s) as isize * ext);
                 }
                 // The next index of the slower dimensions, the last of them fastest.
@@ -172,7 +180,7 @@ impl Datatype {
             }
         }
         let t = Datatype::hindexed(&lens, &disps, old)?;
-        let t = Datatype::create_resized(&t, 0, total as isize * ext)?;
+        let t = Datatype::create_resized(&t, 0, whole)?;
         Ok(t.made_by(Combiner::Darray {
             size,
             rank,
