@@ -452,6 +452,20 @@ fn misuse(u: &Universe) -> Result<()> {
         .scan(&[1i64][..], &mut buf[..short], &Op::SUM)
         .unwrap_err();
     assert_eq!(e.class(), ErrorClass::Comm, "{e}");
+    // MPI_IN_PLACE where a buffer does not count at that rank is ignored: a scatter from
+    // rank 0 of group 0 with IN_PLACE as every insignificant argument.
+    let (me, g) = (ic.rank(), u.world().rank() % 2);
+    let ra = root_arg(g, me, 0, 0);
+    let data: Vec<i64> = (0..2 * m as i64).collect();
+    let mut got = [-1i64; 2];
+    match (g, ra) {
+        (0, ROOT) => ic.scatter(&data[..], earlybird::IN_PLACE, ra)?,
+        (0, _) => ic.scatter::<i64>(earlybird::IN_PLACE, earlybird::IN_PLACE, ra)?,
+        _ => ic.scatter(earlybird::IN_PLACE, &mut got[..], ra)?,
+    }
+    if g == 1 {
+        assert_eq!(got, [2 * me as i64, 2 * me as i64 + 1]);
+    }
     ic.set_errhandler(ErrHandler::Fatal);
     ic.barrier()
 }

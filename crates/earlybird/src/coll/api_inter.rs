@@ -11,7 +11,8 @@
 //! rank, the other slice gives it: a reduce's root takes its count from `recv` (its `send`
 //! may be empty), a gather's root the per-member count from `recv` (its length over the
 //! remote size), a scatter's root from `send`. MPI_IN_PLACE is not allowed on an
-//! intercommunicator (MPI_ERR_BUFFER).
+//! intercommunicator in a buffer that counts at that rank (MPI_ERR_BUFFER); where a buffer
+//! does not count it is ignored, whatever it is.
 #![forbid(unsafe_code)]
 
 use super::api::{Call, CallBufs, Src};
@@ -175,12 +176,16 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let Some(slen) = send.len() else {
-                return Err(no_in_place(what));
-            };
             let role = match root {
                 Some(r) => self.role(what, r)?,
                 None => Role::Root,
+            };
+            // The send buffer matters except at a reduce's root and beside it.
+            let send_counts = root.is_none() || matches!(role, Role::Member(_));
+            let slen = match send.len() {
+                Some(n) => n,
+                None if send_counts => return Err(no_in_place(what)),
+                None => 0,
             };
             let reducer = super::reducer::<T>(op)?;
             let mut a = self.inter_args(coll, Elem::of::<T>()?);
@@ -222,10 +227,13 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let Some(slen) = send.len() else {
-                return Err(no_in_place(what));
-            };
             let role = self.role(what, root)?;
+            // Only the remote group's send buffers matter.
+            let slen = match (send.len(), role) {
+                (Some(n), _) => n,
+                (None, Role::Member(_)) => return Err(no_in_place(what)),
+                (None, _) => 0,
+            };
             let coll = if v.is_some() {
                 Coll::Gatherv
             } else {
@@ -266,10 +274,18 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let (Some(slen), Dst::Slice(recv)) = (send.len(), recv) else {
-                return Err(no_in_place(what));
-            };
             let role = self.role(what, root)?;
+            // The root's send buffer and the remote group's receive buffers matter.
+            let slen = match (send.len(), role) {
+                (Some(n), _) => n,
+                (None, Role::Root) => return Err(no_in_place(what)),
+                (None, _) => 0,
+            };
+            let recv: &mut [T] = match (recv, role) {
+                (Dst::Slice(r), _) => r,
+                (Dst::InPlace, Role::Member(_)) => return Err(no_in_place(what)),
+                (Dst::InPlace, _) => &mut [],
+            };
             let coll = if v.is_some() {
                 Coll::Scatterv
             } else {

@@ -80,6 +80,10 @@ impl Op {
     /// called on any number of elements at once. `commute` says whether the operation is
     /// commutative (it must be associative in any case, as MPI requires). The operation may
     /// be used only on buffers of `T` (MPI_ERR_OP otherwise).
+    ///
+    /// `f` must not call MPI: it runs inside the library, from whatever call of this rank
+    /// advances the reduction (a pending nonblocking collective moves on in any call that
+    /// blocks or polls), while the rank's endpoint is in use.
     pub fn user<T: Equivalence>(commute: bool, f: impl Fn(&[T], &mut [T]) + 'static) -> Op {
         let f: UserFn<T> = Box::new(f);
         Op(OpKind::User(Rc::new(UserOp {
