@@ -21,6 +21,15 @@ use crate::request::pt2pt::{Persistent, Plan};
 use crate::request::{Request, Scope};
 use crate::sys::lend::{lending, Loan, ScratchBuffer, View};
 
+/// What a send-receive-replace sends: the message `buf` holds now, packed into a loan of
+/// its own, so that the receive may overwrite `buf` meanwhile.
+pub(super) fn outgoing_copy(buf: &Loan) -> Result<Loan> {
+    let packed = buf
+        .to_packed()
+        .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
+    Ok(Loan::copied(&packed).with_sig(buf.sig()))
+}
+
 /// A buffer a persistent send may be given: `&B` for constant data, or `&mut B` for data the
 /// program changes between starts through [`Request::buffer_mut`], where `B` is a
 /// [`Buffer`] (`[T]`, `[T; N]`, `Vec<T>`, a [`Typed`](crate::Typed) view). Sealed.
@@ -500,10 +509,7 @@ impl Comm {
     ) -> Result<Status> {
         let r = crate::request::scope(|s| {
             let recv = lend_mut(buf, s)?;
-            let packed = recv
-                .to_packed()
-                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
-            let send = Loan::copied(&packed).with_sig(recv.sig());
+            let send = outgoing_copy(&recv)?;
             self.sendrecv_loans(s, send, dest, stag, recv, src, rtag)
         });
         self.ret("sendrecv_replace", r)

@@ -8,7 +8,7 @@
 
 use super::Comm;
 use crate::datatype::buffer::{lend, lend_mut, Buffer, BufferMut};
-use crate::error::{Error, ErrorClass, Result};
+use crate::error::Result;
 use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::ops::OpId;
 use crate::p2p::wait::Blocked;
@@ -169,10 +169,7 @@ impl Comm {
         rtag: i32,
     ) -> Result<Request<'s>> {
         let r = lend_mut(buf, s).and_then(|recv| {
-            let packed = recv
-                .to_packed()
-                .map_err(|u| Error::new(ErrorClass::Intern, u.to_string()))?;
-            let send = Loan::copied(&packed).with_sig(recv.sig());
+            let send = super::pt2pt::outgoing_copy(&recv)?;
             self.sendrecv_request(s, send, dest, stag, recv, src, rtag)
         });
         self.ret("isendrecv_replace", r)

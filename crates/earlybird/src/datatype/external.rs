@@ -119,7 +119,47 @@ fn binary128_to_x87(src: &[u8]) -> [u8; 16] {
     out
 }
 
+/// `dst` = `src` with the bytes of each `unit`-byte unit reversed (little- to big-endian
+/// and back).
+fn reverse_units(src: &[u8], dst: &mut [u8], unit: usize) {
+    for (s, d) in src.chunks_exact(unit).zip(dst.chunks_exact_mut(unit)) {
+        for (x, y) in d.iter_mut().zip(s.iter().rev()) {
+            *x = *y;
+        }
+    }
+}
+
+/// The conversions that are their own inverse and keep the size: bytes as they are, floats
+/// and the halves of complex numbers byte-reversed.
+fn swap(k: Kind, src: &[u8], dst: &mut [u8]) {
+    match k {
+        Kind::Float => reverse_units(src, dst, src.len()),
+        Kind::ComplexHalves(h) => reverse_units(src, dst, h),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
 impl Datatype {
+    /// Call `f(basic type, native offset, external offset)` for every basic value of
+    /// `count` elements, in type-map order.
+    fn each_value(
+        &self,
+        count: usize,
+        mut f: impl FnMut(BasicType, usize, usize) -> Result<()>,
+    ) -> Result<()> {
+        let (mut n, mut e) = (0, 0);
+        for _ in 0..count {
+            for &(b, k) in self.0.sig.iter() {
+                for _ in 0..k {
+                    f(b, n, e)?;
+                    n += b.size();
+                    e += ext_size(b);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes of one element in external32.
     fn external_elem_size(&self) -> usize {
         self.0.sig.iter().map(|&(b, k)| ext_size(b) * k).sum()
@@ -156,61 +196,37 @@ impl Datatype {
         let n = self.pack_external_size(datarep, count)?;
         let end = super::packed_end(what, "do not fit", n, *position, outbuf.len())?;
         let out = &mut outbuf[*position..end];
-        let (mut s, mut d) = (0, 0);
-        for _ in 0..count {
-            for &(b, k) in self.0.sig.iter() {
-                let (ns, es) = (b.size(), ext_size(b));
-                for _ in 0..k {
-                    let src = &native[s..s + ns];
-                    let dst = &mut out[d..d + es];
-                    match kind(b) {
-                        Kind::Bytes => dst.copy_from_slice(src),
-                        Kind::Int { signed } => {
-                            if es < ns {
-                                let v = u64::from_le_bytes(src.try_into().unwrap_or_else(|_| {
-                                    let mut w = [0u8; 8];
-                                    w[..ns].copy_from_slice(src);
-                                    w
-                                }));
-                                let fits = if signed {
-                                    let v = v as i64;
-                                    let lim = 1i64 << (8 * es - 1);
-                                    (-lim..lim).contains(&v)
-                                } else {
-                                    v < 1u64 << (8 * es)
-                                };
-                                if !fits {
-                                    return Err(conversion(
-                                        what,
-                                        b,
-                                        format!("value does not fit in {es} bytes"),
-                                    ));
-                                }
-                            }
-                            // The low `es` bytes, most significant first.
-                            for (i, x) in dst.iter_mut().enumerate() {
-                                *x = src[es - 1 - i];
-                            }
+        self.each_value(count, |b, n, e| {
+            let (src, dst) = (&native[n..n + b.size()], &mut out[e..e + ext_size(b)]);
+            match kind(b) {
+                Kind::Int { signed } => {
+                    let es = dst.len();
+                    if es < src.len() {
+                        let mut w = [0u8; 8];
+                        w[..src.len()].copy_from_slice(src);
+                        let v = u64::from_le_bytes(w);
+                        let fits = if signed {
+                            let lim = 1i64 << (8 * es - 1);
+                            (-lim..lim).contains(&(v as i64))
+                        } else {
+                            v < 1u64 << (8 * es)
+                        };
+                        if !fits {
+                            return Err(conversion(
+                                what,
+                                b,
+                                format!("value does not fit in {es} bytes"),
+                            ));
                         }
-                        Kind::Float => {
-                            for (i, x) in dst.iter_mut().enumerate() {
-                                *x = src[ns - 1 - i];
-                            }
-                        }
-                        Kind::ComplexHalves(h) => {
-                            for half in 0..2 {
-                                for i in 0..h {
-                                    dst[half * h + i] = src[half * h + h - 1 - i];
-                                }
-                            }
-                        }
-                        Kind::LongDouble => dst.copy_from_slice(&x87_to_binary128(src)),
                     }
-                    s += ns;
-                    d += es;
+                    // The low `es` bytes, most significant first.
+                    reverse_units(&src[..es], dst, es);
                 }
+                Kind::LongDouble => dst.copy_from_slice(&x87_to_binary128(src)),
+                k => swap(k, src, dst),
             }
-        }
+            Ok(())
+        })?;
         *position = end;
         Ok(())
     }
@@ -232,47 +248,25 @@ impl Datatype {
         let end = super::packed_end(what, "wanted", n, *position, inbuf.len())?;
         let src_all = &inbuf[*position..end];
         let mut native = vec![0u8; self.pack_size(count)?];
-        let (mut s, mut d) = (0, 0);
-        for _ in 0..count {
-            for &(b, k) in self.0.sig.iter() {
-                let (ns, es) = (b.size(), ext_size(b));
-                for _ in 0..k {
-                    let src = &src_all[s..s + es];
-                    let dst = &mut native[d..d + ns];
-                    match kind(b) {
-                        Kind::Bytes => dst.copy_from_slice(src),
-                        Kind::Int { signed } => {
-                            // Most significant first; widen with the sign (or zeros).
-                            let neg = signed && src[0] & 0x80 != 0;
-                            for (i, x) in dst.iter_mut().enumerate() {
-                                *x = if i < es {
-                                    src[es - 1 - i]
-                                } else if neg {
-                                    0xff
-                                } else {
-                                    0
-                                };
-                            }
-                        }
-                        Kind::Float => {
-                            for (i, x) in dst.iter_mut().enumerate() {
-                                *x = src[ns - 1 - i];
-                            }
-                        }
-                        Kind::ComplexHalves(h) => {
-                            for half in 0..2 {
-                                for i in 0..h {
-                                    dst[half * h + i] = src[half * h + h - 1 - i];
-                                }
-                            }
-                        }
-                        Kind::LongDouble => dst.copy_from_slice(&binary128_to_x87(src)),
-                    }
-                    s += es;
-                    d += ns;
+        self.each_value(count, |b, n, e| {
+            let (src, dst) = (&src_all[e..e + ext_size(b)], &mut native[n..n + b.size()]);
+            match kind(b) {
+                Kind::Int { signed } => {
+                    // Most significant first; widen with the sign (or zeros).
+                    let es = src.len();
+                    let fill = if signed && src[0] & 0x80 != 0 {
+                        0xff
+                    } else {
+                        0
+                    };
+                    dst.fill(fill);
+                    reverse_units(src, &mut dst[..es], es);
                 }
+                Kind::LongDouble => dst.copy_from_slice(&binary128_to_x87(src)),
+                k => swap(k, src, dst),
             }
-        }
+            Ok(())
+        })?;
         let mut at = 0;
         self.unpack(&native, &mut at, outbuf, count)?;
         *position = end;
