@@ -150,15 +150,22 @@ impl Comm {
         }
     }
 
-    /// The plan of a send to rank `dest` with `tag`, checked.
+    /// Where a send to rank `dest` with `tag` goes, checked: (endpoint, context, tag).
     #[inline(always)]
-    pub(super) fn send_plan(&self, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
+    pub(super) fn send_target(&self, dest: i32, tag: i32) -> Result<(i32, u32, i32)> {
         self.check_live()?;
         self.check_dest(dest)?;
         Self::check_send_tag(tag)?;
+        Ok((self.ep(dest), self.ctx.raw(), tag))
+    }
+
+    /// The plan of a send to rank `dest` with `tag`, checked.
+    #[inline(always)]
+    pub(super) fn send_plan(&self, dest: i32, tag: i32, mode: SendMode) -> Result<Plan> {
+        let (peer, ctx, tag) = self.send_target(dest, tag)?;
         Ok(Plan::Send {
-            peer: self.ep(dest),
-            ctx: self.ctx.raw(),
+            peer,
+            ctx,
             tag,
             mode,
         })
@@ -192,15 +199,7 @@ impl Comm {
     ) -> Result<()> {
         let r = lending((), |l| {
             let loan = lend(buf, l)?;
-            let Plan::Send {
-                peer,
-                ctx,
-                tag,
-                mode,
-            } = self.send_plan(dest, tag, mode)?
-            else {
-                unreachable!("a send plan")
-            };
+            let (peer, ctx, tag) = self.send_target(dest, tag)?;
             let mut e = self.eng.borrow_mut();
             if let Started::Op(op) = e.send_start(peer, ctx, tag, &loan, mode)? {
                 e.wait_blocking(op, Blocked::send(peer, tag, ctx))?;
@@ -223,15 +222,7 @@ impl Comm {
     ) -> Result<Request<'s>> {
         let r = (|| {
             let loan = lend(buf, s)?;
-            let Plan::Send {
-                peer,
-                ctx,
-                tag,
-                mode,
-            } = self.send_plan(dest, tag, mode)?
-            else {
-                unreachable!("a send plan")
-            };
+            let (peer, ctx, tag) = self.send_target(dest, tag)?;
             let mut e = self.eng.borrow_mut();
             let started = match e.send_start(peer, ctx, tag, &loan, mode)? {
                 Started::Done => Err(Ok(Status::empty())),
@@ -435,15 +426,8 @@ impl Comm {
         rtag: i32,
     ) -> Result<Status> {
         let mut rr = self.recv_request_unchecked(s, recv, src, rtag)?;
-        let Plan::Send {
-            peer,
-            ctx,
-            tag,
-            mode,
-        } = self.send_plan(dest, stag, SendMode::Standard)?
-        else {
-            unreachable!("a send plan")
-        };
+        let (peer, ctx, tag) = self.send_target(dest, stag)?;
+        let mode = SendMode::Standard;
         let started = {
             let mut e = self.eng.borrow_mut();
             match e.send_start(peer, ctx, tag, &send, mode)? {

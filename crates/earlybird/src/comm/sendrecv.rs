@@ -14,7 +14,6 @@ use crate::p2p::ops::OpId;
 use crate::p2p::wait::Blocked;
 use crate::p2p::Status;
 use crate::request::completion::Completion;
-use crate::request::pt2pt::Plan;
 use crate::request::{Request, Scope};
 use crate::sys::lend::Loan;
 
@@ -188,15 +187,8 @@ impl Comm {
         rtag: i32,
     ) -> Result<Request<'s>> {
         let pat = self.pattern(src, rtag)?;
-        let Plan::Send {
-            peer,
-            ctx,
-            tag,
-            mode,
-        } = self.send_plan(dest, stag, SendMode::Standard)?
-        else {
-            unreachable!("a send plan")
-        };
+        let (peer, ctx, tag) = self.send_target(dest, stag)?;
+        let mode = SendMode::Standard;
         let mut e = self.eng.borrow_mut();
         let recv = match pat {
             None => Half::Done(Ok(Status::proc_null())),
