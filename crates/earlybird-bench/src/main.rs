@@ -645,7 +645,7 @@ fn reduce_to_root(c: &Comm, v: &[f64], op: &Op) -> Result<Vec<f64>> {
     if c.rank() == 0 {
         c.reduce(IN_PLACE, &mut acc, op, 0)?;
     } else {
-        c.reduce(v, &mut [], op, 0)?;
+        c.reduce(v, &mut [0.0f64; 0], op, 0)?;
     }
     Ok(acc)
 }

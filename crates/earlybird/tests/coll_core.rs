@@ -171,7 +171,7 @@ fn reduce_every_root_and_op(u: &Universe) -> Result<()> {
                         c.reduce(IN_PLACE, &mut inout, op, root)?;
                         assert_eq!(inout, out, "in-place reduce {name} root {root}");
                     } else {
-                        c.reduce(&mine, &mut [], op, root)?;
+                        c.reduce(&mine, &mut [0i64; 0], op, root)?;
                     }
                 }
             }
@@ -280,7 +280,7 @@ fn reductions_are_reproducible(u: &Universe) -> Result<()> {
     })?;
     let first = first.unwrap();
     each_algorithm(w, Coll::Reduce, |c, _| {
-        let mut out = vec![0.0; n];
+        let mut out = vec![0.0f64; n];
         let root = c.size() / 2;
         c.reduce(&mine, &mut out, &Op::SUM, root)?;
         if c.rank() == root {
@@ -373,7 +373,7 @@ fn bad_arguments_are_errors(u: &Universe) -> Result<()> {
     let mut buf = [0i32; 2];
     assert_err(w.bcast(&mut buf, w.size()), ErrorClass::Root, "root");
     assert_err(
-        w.reduce(&[1.0f32], &mut [0.0], &Op::BAND, 0),
+        w.reduce(&[1.0f32], &mut [0.0f32], &Op::BAND, 0),
         ErrorClass::Op,
         "MPI_BAND",
     );

@@ -90,8 +90,8 @@ fn gather_every_root_and_count(u: &Universe) -> Result<()> {
                 check_eq("igather", &long[..want.len()], &want);
                 assert_eq!(&long[want.len()..], &[-2, -2, -2]);
             } else {
-                c.gather(&mine, &mut [], root)?;
-                waited(|s| c.igather(s, &mine, &mut [], root))?;
+                c.gather(&mine, &mut [0i64; 0], root)?;
+                waited(|s| c.igather(s, &mine, &mut [0i64; 0], root))?;
             }
         }
         Ok(())
@@ -132,9 +132,9 @@ fn gatherv_every_root(u: &Universe) -> Result<()> {
             for root in 0..size {
                 if me != root {
                     // Counts, displacements and receive buffer are not looked at here.
-                    c.gatherv(&mine, &mut [], &[], &[], root)?;
-                    c.gatherv(&mine, &mut [], &[], &[], root)?;
-                    waited(|s| c.igatherv(s, &mine, &mut [], &[], &[], root))?;
+                    c.gatherv(&mine, &mut [0i64; 0], &[], &[], root)?;
+                    c.gatherv(&mine, &mut [0i64; 0], &[], &[], root)?;
+                    waited(|s| c.igatherv(s, &mine, &mut [0i64; 0], &[], &[], root))?;
                     continue;
                 }
                 let mut recv = vec![-1i64; len];
@@ -444,7 +444,7 @@ fn bad_arguments_are_errors(u: &Universe) -> Result<()> {
         let r = if me == 0 {
             w.gather(IN_PLACE, &mut vec![0i32; 2 * n + 1], 0)
         } else {
-            w.gather(&[1i32, 2], &mut [], 0)
+            w.gather(&[1i32, 2], &mut [0i32; 0], 0)
         };
         if me == 0 {
             assert_err(

@@ -8,9 +8,7 @@
 
 mod common;
 
-use earlybird::{
-    scope, Comm, Datatype, ErrHandler, ErrorClass, Op, Result, Universe, PROC_NULL, ROOT,
-};
+use earlybird::{Comm, Datatype, ErrHandler, ErrorClass, Op, Result, Universe, PROC_NULL, ROOT};
 
 scenarios! {
     rooted_collectives [2, 3, 4, 8];
@@ -30,25 +28,6 @@ fn halves(u: &Universe) -> Result<(Comm, i32)> {
 /// An element that says who made it: group, rank in the group, index.
 fn val(group: i32, rank: i32, i: usize) -> i64 {
     (group as i64 * 1000 + rank as i64) * 1_000_000 + i as i64
-}
-
-/// Run one collective in form `form` (0 blocking, 1 nonblocking, 2 persistent started
-/// twice).
-macro_rules! run {
-    ($form:expr, $c:expr, $b:ident, $i:ident, $p:ident ($($arg:expr),*)) => {
-        match $form {
-            0 => $c.$b($($arg),*)?,
-            1 => scope(|s| $c.$i(s, $($arg),*)?.wait().map(|_| ()))?,
-            _ => scope(|s| -> Result<()> {
-                let mut r = $c.$p(s, $($arg),*)?;
-                for _ in 0..2 {
-                    r.start()?;
-                    r.wait()?;
-                }
-                Ok(())
-            })?,
-        }
-    };
 }
 
 /// The root argument of rank `me` of group `g` when the root is rank `root` of group `rg`.
@@ -78,7 +57,7 @@ fn rooted_collectives(u: &Universe) -> Result<()> {
                 } else {
                     vec![-1; 3000]
                 };
-                run!(form, ic, bcast, ibcast, bcast_init(&mut buf, ra));
+                run_forms!(form, ic, bcast, ibcast, bcast_init(&mut buf, ra));
                 if across {
                     assert!(
                         buf.iter().enumerate().all(|(i, &x)| x == val(rg, root, i)),
@@ -95,7 +74,7 @@ fn rooted_collectives(u: &Universe) -> Result<()> {
                 let c = 2600;
                 let send: Vec<i64> = (0..c).map(|i| val(g, me, i)).collect();
                 let mut recv = vec![-1i64; if is_root { c * m as usize } else { 0 }];
-                run!(
+                run_forms!(
                     form,
                     ic,
                     gather,
@@ -120,7 +99,7 @@ fn rooted_collectives(u: &Universe) -> Result<()> {
                 let mine = (5 + me as usize).min(if across { usize::MAX } else { 0 });
                 let send: Vec<i64> = (0..mine).map(|i| val(g, me, i)).collect();
                 let mut recv = vec![-1i64; if is_root { at } else { 0 }];
-                run!(
+                run_forms!(
                     form,
                     ic,
                     gatherv,
@@ -147,7 +126,7 @@ fn rooted_collectives(u: &Universe) -> Result<()> {
                     vec![]
                 };
                 let mut recv = vec![-1i64; if across { c } else { 0 }];
-                run!(
+                run_forms!(
                     form,
                     ic,
                     scatter,
@@ -165,7 +144,7 @@ fn rooted_collectives(u: &Universe) -> Result<()> {
                     vec![]
                 };
                 let mut recv = vec![-1i64; if across { 5 + me as usize } else { 0 }];
-                run!(
+                run_forms!(
                     form,
                     ic,
                     scatterv,
@@ -204,10 +183,10 @@ fn all_to_all_collectives(u: &Universe) -> Result<()> {
     let count = |group: i32| 2000 + 700 * group as usize;
     let (mine, theirs) = (count(g), count(1 - g));
     for form in 0..3 {
-        run!(form, ic, barrier, ibarrier, barrier_init());
+        run_forms!(form, ic, barrier, ibarrier, barrier_init());
         let send: Vec<i64> = (0..mine).map(|i| val(g, me, i)).collect();
         let mut recv = vec![-1i64; theirs * m as usize];
-        run!(
+        run_forms!(
             form,
             ic,
             allgather,
@@ -235,7 +214,7 @@ fn all_to_all_collectives(u: &Universe) -> Result<()> {
             at += counts[q];
         }
         let mut recv = vec![-1i64; total];
-        run!(
+        run_forms!(
             form,
             ic,
             allgatherv,
@@ -254,7 +233,7 @@ fn all_to_all_collectives(u: &Universe) -> Result<()> {
         // alltoall: block q of `mine` elements to remote rank q.
         let send: Vec<i64> = (0..mine * m as usize).map(|i| val(g, me, i)).collect();
         let mut recv = vec![-1i64; theirs * m as usize];
-        run!(
+        run_forms!(
             form,
             ic,
             alltoall,
@@ -274,7 +253,7 @@ fn all_to_all_collectives(u: &Universe) -> Result<()> {
         let rcounts = vec![me as usize + 2; m as usize];
         let rdispls: Vec<usize> = (0..m as usize).map(|q| q * (me as usize + 2)).collect();
         let mut recv = vec![-1i64; m as usize * (me as usize + 2)];
-        run!(
+        run_forms!(
             form,
             ic,
             alltoallv,
@@ -294,7 +273,7 @@ fn all_to_all_collectives(u: &Universe) -> Result<()> {
         let rspecs = sspecs.clone();
         let send: Vec<i64> = (0..3 * m as usize).map(|i| val(g, me, i)).collect();
         let mut recv = vec![-1i64; 3 * m as usize];
-        run!(
+        run_forms!(
             form,
             ic,
             alltoallw,
@@ -330,7 +309,7 @@ fn reductions(u: &Universe) -> Result<()> {
                 let send: Vec<i64> = (0..c).map(|i| val(g, me, i)).collect();
                 let mut recv = vec![-1i64; if ra == ROOT { c } else { 0 }];
                 let send_arg: &[i64] = if ra == ROOT { &[] } else { &send };
-                run!(
+                run_forms!(
                     form,
                     ic,
                     reduce,
@@ -350,7 +329,7 @@ fn reductions(u: &Universe) -> Result<()> {
         }
         let send: Vec<i64> = (0..c).map(|i| val(g, me, i)).collect();
         let mut recv = vec![-1i64; c];
-        run!(
+        run_forms!(
             form,
             ic,
             allreduce,
@@ -374,7 +353,7 @@ fn reductions(u: &Universe) -> Result<()> {
         });
         let send = [me as i64 + 1];
         let mut recv = [0i64];
-        run!(
+        run_forms!(
             form,
             ic,
             allreduce,
@@ -391,7 +370,7 @@ fn reductions(u: &Universe) -> Result<()> {
         let rc = |group: i32| 1500 + 300 * group as usize;
         let send: Vec<i64> = (0..rc(1 - g) * m as usize).map(|i| val(g, me, i)).collect();
         let mut recv = vec![-1i64; rc(g)];
-        run!(
+        run_forms!(
             form,
             ic,
             reduce_scatter_block,
@@ -412,7 +391,7 @@ fn reductions(u: &Universe) -> Result<()> {
             .map(|i| val(g, me, i))
             .collect();
         let mut recv = vec![-1i64; mine[me as usize]];
-        run!(
+        run_forms!(
             form,
             ic,
             reduce_scatter,
@@ -460,7 +439,7 @@ fn misuse(u: &Universe) -> Result<()> {
     let mut got = [-1i64; 2];
     match (g, ra) {
         (0, ROOT) => ic.scatter(&data[..], earlybird::IN_PLACE, ra)?,
-        (0, _) => ic.scatter::<i64>(earlybird::IN_PLACE, earlybird::IN_PLACE, ra)?,
+        (0, _) => ic.scatter(earlybird::IN_PLACE, earlybird::IN_PLACE, ra)?,
         _ => ic.scatter(earlybird::IN_PLACE, &mut got[..], ra)?,
     }
     if g == 1 {

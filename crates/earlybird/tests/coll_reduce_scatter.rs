@@ -455,7 +455,7 @@ fn bad_arguments_are_errors(u: &Universe) -> Result<()> {
         "send buffer holds",
     );
     assert_err(
-        w.reduce_scatter_block(&vec![1.0f32; n], &mut [0.0], &Op::BAND),
+        w.reduce_scatter_block(&vec![1.0f32; n], &mut [0.0f32], &Op::BAND),
         ErrorClass::Op,
         "MPI_BAND",
     );

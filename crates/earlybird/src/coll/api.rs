@@ -3,14 +3,15 @@
 //! lends the buffers and runs the chosen algorithm's steps.
 #![forbid(unsafe_code)]
 
+use super::buffers::{place, Dst, Placed, Src, Units};
 use super::op::{Op, Reducer};
 use super::registry::{self, Algorithm, Forced};
 use super::sched::{notify_error, Block, Bound, Buf, Now, Persistent, Record, Schedule, Wire};
-use super::{check_len, check_root, Args, Coll, Elem};
+use super::{check_len, check_root, Args, Coll, Elem, Stage};
 use crate::comm::agree::coll_tag;
 use crate::comm::Comm;
-use crate::datatype::Equivalence;
 use crate::error::Result;
+use crate::error::{Error, ErrorClass};
 use crate::request::steps::Steps;
 use crate::request::{Request, Scope};
 use crate::sys::lend::{lending, Lending, Loan, Settle, View};
@@ -24,63 +25,6 @@ pub struct InPlace;
 /// the result left in) the receive buffer.
 pub const IN_PLACE: InPlace = InPlace;
 
-/// A collective's send argument: a slice, or [`IN_PLACE`]. A persistent collective given
-/// `&mut [T]` lets the program change the data between starts through
-/// [`Request::send_buffer_mut`].
-#[derive(Debug)]
-pub enum Src<'a, T> {
-    Slice(&'a [T]),
-    SliceMut(&'a mut [T]),
-    InPlace,
-}
-
-impl<'a, T> From<&'a [T]> for Src<'a, T> {
-    fn from(s: &'a [T]) -> Self {
-        Src::Slice(s)
-    }
-}
-impl<'a, T, const N: usize> From<&'a [T; N]> for Src<'a, T> {
-    fn from(s: &'a [T; N]) -> Self {
-        Src::Slice(s)
-    }
-}
-impl<'a, T> From<&'a Vec<T>> for Src<'a, T> {
-    fn from(s: &'a Vec<T>) -> Self {
-        Src::Slice(s)
-    }
-}
-impl<'a, T> From<&'a mut [T]> for Src<'a, T> {
-    fn from(s: &'a mut [T]) -> Self {
-        Src::SliceMut(s)
-    }
-}
-impl<'a, T, const N: usize> From<&'a mut [T; N]> for Src<'a, T> {
-    fn from(s: &'a mut [T; N]) -> Self {
-        Src::SliceMut(s)
-    }
-}
-impl<'a, T> From<&'a mut Vec<T>> for Src<'a, T> {
-    fn from(s: &'a mut Vec<T>) -> Self {
-        Src::SliceMut(s)
-    }
-}
-impl<T> From<InPlace> for Src<'_, T> {
-    fn from(_: InPlace) -> Self {
-        Src::InPlace
-    }
-}
-
-impl<T: Equivalence> Src<'_, T> {
-    /// Elements given (`None` in place).
-    pub(crate) fn len(&self) -> Option<usize> {
-        match self {
-            Src::Slice(s) => Some(s.len()),
-            Src::SliceMut(s) => Some(s.len()),
-            Src::InPlace => None,
-        }
-    }
-}
-
 /// The program's buffers of a collective call, as views, until the call lends them for its
 /// mode (for the call itself when blocking, for the scope otherwise).
 #[derive(Debug, Default)]
@@ -92,29 +36,20 @@ pub(crate) struct CallBufs<'b> {
 }
 
 impl<'b> CallBufs<'b> {
-    /// The receive buffer: `r`, whole (its bytes, padding included).
-    pub(crate) fn recv<T: Equivalence>(&mut self, r: &'b mut [T]) -> Block {
-        let bytes = std::mem::size_of_val(r);
-        self.recv = Some(View::write(r));
-        Block::whole(Buf::Recv, bytes)
+    /// The receive buffer, whole (its bytes, padding included), and its elements.
+    pub(crate) fn recv(&mut self, r: Placed<'b>) -> (Block, Elem) {
+        let bytes = r.view.len();
+        self.recv = Some(r.view);
+        (Block::whole(Buf::Recv, bytes), r.elem)
     }
 
-    /// The send buffer, whole (`None` in place).
-    pub(crate) fn send<T: Equivalence>(&mut self, s: Src<'b, T>) -> Option<Block> {
-        let (view, writable) = match s {
-            Src::Slice(x) => (View::read(x), false),
-            Src::SliceMut(x) => (View::write(x), true),
-            Src::InPlace => return None,
-        };
-        let bytes = view.len();
-        self.send = Some(view);
-        self.send_writable = writable;
-        Some(Block::whole(Buf::Send, bytes))
-    }
-
-    /// Bytes of the send buffer given (0 in place).
-    pub(crate) fn send_len(&self) -> usize {
-        self.send.as_ref().map_or(0, |v| v.len())
+    /// The send buffer, whole, and its elements (`None` in place).
+    pub(crate) fn send(&mut self, s: Option<Placed<'b>>) -> Option<(Block, Elem)> {
+        let s = s?;
+        let bytes = s.view.len();
+        self.send_writable = s.view.is_writable();
+        self.send = Some(s.view);
+        Some((Block::whole(Buf::Send, bytes), s.elem))
     }
 
     /// Lend the buffers for region `l`: `(send, recv)`.
@@ -137,6 +72,117 @@ impl<'b> CallBufs<'b> {
     }
 }
 
+impl Args {
+    /// Lend the send buffer (`None`: in place, or not significant) and take its elements.
+    pub(crate) fn lend_send<'b>(&mut self, calls: &mut CallBufs<'b>, s: Option<Placed<'b>>) {
+        if let Some((b, e)) = calls.send(s) {
+            self.send = Some(b);
+            self.selem = e;
+        }
+    }
+
+    /// Lend the receive buffer and take its elements.
+    pub(crate) fn lend_recv<'b>(&mut self, calls: &mut CallBufs<'b>, r: Placed<'b>) {
+        self.recv_len = r.len();
+        let (b, e) = calls.recv(r);
+        self.recv = b;
+        if self.send.is_none() {
+            self.selem = e.clone();
+        }
+        self.elem = e;
+    }
+
+    /// A reduction whose buffers count in bytes runs on packed copies in elements of
+    /// `reducer`'s type (see `algo::run`): every count must be a whole number of them.
+    pub(crate) fn stage(&mut self, what: &str, units: Units, reducer: &Reducer) -> Result<()> {
+        if units == Units::Elements {
+            return Ok(());
+        }
+        let unit = reducer.elem;
+        let send_len = self.send.as_ref().map_or(0, |_| self.staged_send_len());
+        let recv_len = self.recv_len;
+        let lists = [&self.rcounts, &self.rdispls, &self.scounts, &self.sdispls];
+        let whole = |n: usize| n.is_multiple_of(unit);
+        let ok = [self.count, send_len, recv_len].into_iter().all(whole)
+            && lists
+                .into_iter()
+                .flatten()
+                .all(|v| v.iter().all(|&n| whole(n)));
+        if !ok {
+            return Err(Error::new(
+                ErrorClass::Type,
+                format!(
+                    "{what}: the buffers' data is not a whole number of the reduction's elements of {unit} bytes"
+                ),
+            ));
+        }
+        self.stage = Some(Rc::new(Stage {
+            unit,
+            send_len,
+            recv_len,
+        }));
+        Ok(())
+    }
+
+    /// Bytes of the send buffer a staged reduction copies: as many as the call reads.
+    fn staged_send_len(&self) -> usize {
+        match (&self.scounts, &self.sdispls) {
+            (Some(c), Some(d)) => c
+                .iter()
+                .zip(d.iter())
+                .map(|(c, d)| c + d)
+                .max()
+                .unwrap_or(0),
+            _ => match self.coll {
+                Coll::ReduceScatter | Coll::ReduceScatterBlock => match &self.rcounts {
+                    Some(c) => c.iter().sum(),
+                    None => self.count * self.size as usize,
+                },
+                _ => self.count,
+            },
+        }
+    }
+}
+
+/// The reducer of a reduction's buffers: the send buffer's (the receive buffer's in place),
+/// the other's agreeing on the element size.
+pub(crate) fn reducer_of(
+    what: &str,
+    send: Option<&Placed>,
+    recv: Option<&Placed>,
+    op: &Op,
+) -> Result<Reducer> {
+    let mut sides = send.into_iter().chain(recv);
+    let Some(first) = sides.next() else {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("{what}: no buffer to reduce"),
+        ));
+    };
+    let r = first.reducer(op)?;
+    if let Some(other) = sides.next() {
+        let o = other.reducer(op)?;
+        if o.elem != r.elem {
+            return Err(Error::new(
+                ErrorClass::Type,
+                format!(
+                    "{what}: the send and receive buffers reduce elements of {} and {} bytes; a reduction takes one datatype",
+                    r.elem, o.elem
+                ),
+            ));
+        }
+    }
+    Ok(r)
+}
+
+/// The elements `Args` start with: the receive buffer's, else the send buffer's.
+pub(crate) fn first_elem(send: &Option<Placed>, recv: &Option<Placed>) -> Elem {
+    recv.as_ref().or(send.as_ref()).map_or_else(
+        || Elem::plain(1, crate::datatype::Sig::MIXED),
+        |p| p.elem.clone(),
+    )
+}
+
 /// What identifies a blocking call as a repeat of the previous one (see
 /// `Comm::blocking_repeat`): buffers, counts, root, operation, element type. The kept
 /// steps are dropped when the communicator's hints change (they may force another
@@ -149,6 +195,7 @@ pub(crate) struct Repeat {
     root: i32,
     op: Option<(usize, usize)>,
     elem: (usize, crate::datatype::Sig),
+    selem: (usize, crate::datatype::Sig),
 }
 
 impl Repeat {
@@ -157,6 +204,8 @@ impl Repeat {
     fn may_cache(a: &Args) -> bool {
         a.remote.is_none()
             && a.elem.is_gapless()
+            && a.selem.is_gapless()
+            && a.stage.is_none()
             && a.rcounts.is_none()
             && a.scounts.is_none()
             && a.wblocks.is_none()
@@ -172,6 +221,7 @@ impl Repeat {
             root: a.root,
             op: wire.reducer.as_ref().map(|r| r.identity()),
             elem: (a.elem.size, a.elem.sig),
+            selem: (a.selem.size, a.selem.sig),
         }
     }
 }
@@ -385,7 +435,7 @@ impl Comm {
             let wire = self.begin(what, call.reducer, call.intra_only)?;
             let (args, alg) = self.chosen(call.args, &wire)?;
             let mut rec = Record::new(wire);
-            (alg.run)(&args, &mut rec);
+            super::algo::run(alg, &args, &mut rec);
             let mut sched = rec.finish(s.inner().id());
             let (send, recv) = call.bufs.lend(s);
             sched.lend(send, recv);
@@ -412,7 +462,7 @@ impl Comm {
                 alg
             };
             let mut rec = Record::new(wire);
-            (alg.run)(&args, &mut rec);
+            super::algo::run(alg, &args, &mut rec);
             let sched = rec.finish(s.inner().id());
             s.inner().note_engine(&self.eng);
             Ok(Request::ext(
@@ -440,7 +490,7 @@ impl Comm {
             scratch: Vec::new(),
         };
         let mut now = Now::new(&mut e, wire, bound);
-        (alg.run)(args, &mut now);
+        super::algo::run(alg, args, &mut now);
         now.finish()
     }
 
@@ -481,7 +531,7 @@ impl Comm {
         }
         if let Some(alg) = alg {
             let mut rec = Record::new(wire.clone());
-            (alg.run)(args, &mut rec);
+            super::algo::run(alg, args, &mut rec);
             slot.kept = Some((key, alg.name, Box::new(rec.finish(0))));
         }
         let (_, name, sched) = slot.kept.as_mut().expect("kept above");
@@ -540,7 +590,7 @@ impl Comm {
                 ..wire.clone()
             };
             let mut rec = Record::new(w);
-            (alg.run)(args, &mut rec);
+            super::algo::run(alg, args, &mut rec);
             let mut sched = rec.finish(0);
             let t0 = std::time::Instant::now();
             for _ in 0..Tune::RUNS {
@@ -578,25 +628,21 @@ impl Comm {
 
     // ---- bcast --------------------------------------------------------------------------
 
-    fn bcast_call<'b, T: Equivalence>(
-        &self,
-        what: &'static str,
-        buf: &'b mut [T],
-        root: i32,
-    ) -> Call<'b> {
+    fn bcast_call<'b>(&self, what: &'static str, buf: Dst<'b>, root: i32) -> Call<'b> {
         if self.is_inter() {
             return self.inter_bcast_call(what, buf, root);
         }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let buf = buf;
             check_root(what, root, self.size)?;
-            let mut a = Args::new(Coll::Bcast, self.rank, self.size, Elem::of::<T>()?);
+            // In bytes everywhere, so that every rank cuts the same pieces (see `Args::grain`).
+            let buf = buf.0.place(Units::Bytes)?;
+            let mut a = Args::new(Coll::Bcast, self.rank, self.size, buf.elem.clone());
             a.root = root;
             a.count = buf.len();
-            a.bytes = std::mem::size_of_val(buf);
-            a.recv = calls.recv(buf);
+            a.bytes = a.count * buf.elem.packed().size;
+            a.lend_recv(calls, buf);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -607,18 +653,18 @@ impl Comm {
         /// Persistent: the root changes the data between starts through
         /// [`Request::buffer_mut`], and the others read what arrived the same way.
         bcast, ibcast, bcast_init ("Bcast", "bcast")
-            <T: Equivalence> (buf: &'b mut [T], root: i32) => bcast_call(buf, root)
+            <> (buf: impl Into<Dst<'b>>, root: i32) => bcast_call(buf.into(), root)
     }
 
     // ---- reduce, allreduce --------------------------------------------------------------
 
     /// The arguments of a reduction of `count` elements everywhere (reduce, allreduce, scans).
-    pub(crate) fn reduction_call<'b, T: Equivalence>(
+    pub(crate) fn reduction_call<'b>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         op: &Op,
         root: Option<i32>,
     ) -> Call<'b> {
@@ -629,13 +675,13 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
             if let Some(r) = root {
                 check_root(what, r, self.size)?;
             }
-            let count = match send.len() {
-                Some(n) => n,
+            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
+            let recv = recv.expect("given");
+            let count = match &send {
+                Some(s) => s.len(),
                 None if at_root => recv.len(),
                 None => {
                     return Err(crate::error::Error::new(
@@ -647,16 +693,17 @@ impl Comm {
             if at_root {
                 check_len(what, "the receive buffer", recv.len(), count)?;
             }
-            let reducer = super::reducer::<T>(op)?;
-            let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
+            let reducer = reducer_of(what, send.as_ref(), at_root.then_some(&recv), op)?;
+            let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
             a.root = root.unwrap_or(0);
             a.count = count;
-            a.bytes = count * std::mem::size_of::<T>();
+            a.bytes = count * recv.elem.packed().size;
             a.commutative = op.is_commutative();
-            a.send = calls.send(send);
+            a.lend_send(calls, send);
             if at_root {
-                a.recv = calls.recv(&mut recv[..count]);
+                a.lend_recv(calls, recv.prefix(count));
             }
+            a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();
         let call = Call::reduction(what, args, bufs);
@@ -671,15 +718,15 @@ impl Comm {
         /// MPI_Reduce: combine every rank's `send` with `op` into `recv` at `root` (`recv` may
         /// be empty elsewhere). `send` may be [`IN_PLACE`] at the root.
         reduce, ireduce, reduce_init ("Reduce", "reduce")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op, root: i32)
-            => reduction_call(Coll::Reduce, send.into(), recv, op, Some(root))
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op, root: i32)
+            => reduction_call(Coll::Reduce, send.into(), recv.into(), op, Some(root))
     }
 
     collective! {
         /// MPI_Allreduce: combine every rank's `send` with `op` into every rank's `recv`.
         /// `send` may be [`IN_PLACE`].
         allreduce, iallreduce, allreduce_init ("Allreduce", "allreduce")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
-            => reduction_call(Coll::Allreduce, send.into(), recv, op, None)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op)
+            => reduction_call(Coll::Allreduce, send.into(), recv.into(), op, None)
     }
 }

@@ -8,15 +8,15 @@
 //! arrives (MPI 4.1 §6.8).
 #![forbid(unsafe_code)]
 
-use super::api::{collective, Call, CallBufs, Src};
+use super::api::{collective, Call, CallBufs};
+use super::buffers::{place, Dst, Side, Src, Units};
 use super::sched::Block;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
-use crate::datatype::{Datatype, Equivalence};
+use crate::datatype::Datatype;
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::layout::Layout;
 use crate::sys::overlap::first_overlap;
-use std::rc::Rc;
 
 /// One rank's block of an alltoallw buffer: `(count, byte displacement, datatype)`, the
 /// datatype's displacement 0 at that byte of the slice.
@@ -95,26 +95,26 @@ pub(super) fn per_block(what: &str, which: &str, len: usize, n: usize) -> Result
 }
 
 /// The layout of alltoallw block `i` (`count` elements of `dt` at byte `disp`) over a buffer
-/// of `len` bytes of `T`: the datatype committed, the block inside the buffer, and for a
-/// type with padding its own datatype; errors name the block.
-fn wlayout<T: Equivalence>(
+/// of `len` bytes: the datatype committed, the block inside the buffer, and for a slice of a
+/// type with padding (`own`, its datatype) that datatype only; errors name the block.
+fn wlayout(
     what: &str,
     which: &str,
     i: usize,
     spec: &WSpec,
     len: usize,
+    own: Option<&Datatype>,
 ) -> Result<Layout> {
     let (count, disp, dt) = *spec;
     let name = format!("{what}: {which} block {i}");
     dt.check_committed(&name)?;
-    if !T::GAPLESS && !dt.same_map(&T::datatype()) {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!(
-                "{name}: {} has padding; only its own datatype may view it",
-                std::any::type_name::<T>()
-            ),
-        ));
+    if let Some(own) = own {
+        if !dt.same_map(own) {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                format!("{name}: the slice's type has padding; only its own datatype may view it"),
+            ));
+        }
     }
     dt.layout(count, disp, len)
         .map_err(|e| Error::new(e.class(), format!("{name}: {}", e.detail())))
@@ -136,18 +136,20 @@ fn wspecs_len(what: &str, which: &str, specs: &[WSpec], n: usize) -> Result<()> 
 /// The receive blocks of a w form: `n` specs, each a layout inside `recv` (lent here), no
 /// two sharing a byte (MPI calls such buffers aliased: MPI_ERR_BUFFER); and the whole
 /// receive buffer.
-pub(super) fn w_recv_blocks<'b, T: Equivalence>(
+pub(super) fn w_recv_blocks<'b>(
     what: &str,
     rspecs: &[WSpec],
     n: usize,
     calls: &mut CallBufs<'b>,
-    recv: &'b mut [T],
+    recv: Dst<'b>,
 ) -> Result<(Block, Vec<Block>)> {
     wspecs_len(what, "receive", rspecs, n)?;
-    let rlen = std::mem::size_of_val(recv);
+    let recv = recv.0.place(Units::Elements)?;
+    let own = recv.w_slice(what)?;
+    let rlen = recv.view.len();
     let mut layouts = Vec::with_capacity(n);
     for (i, spec) in rspecs.iter().enumerate() {
-        layouts.push(wlayout::<T>(what, "receive", i, spec, rlen)?);
+        layouts.push(wlayout(what, "receive", i, spec, rlen, own.as_ref())?);
     }
     let mut pieces = Vec::new();
     for (i, l) in layouts.iter().enumerate() {
@@ -164,7 +166,7 @@ pub(super) fn w_recv_blocks<'b, T: Equivalence>(
             ),
         ));
     }
-    let whole = calls.recv(recv);
+    let (whole, _) = calls.recv(recv);
     let blocks = layouts
         .into_iter()
         .zip(rspecs)
@@ -173,50 +175,57 @@ pub(super) fn w_recv_blocks<'b, T: Equivalence>(
     Ok((whole, blocks))
 }
 
-/// The send blocks of a w form: `n` specs, each a layout inside the send buffer `whole` of
-/// `slen` bytes.
-pub(super) fn w_send_blocks<T: Equivalence>(
+/// The send blocks of a w form: `n` specs, each a layout inside the send buffer, lent here
+/// (with the buffer, whole).
+pub(super) fn w_send_blocks<'b>(
     what: &str,
     sspecs: &[WSpec],
     n: usize,
-    whole: &Block,
-    slen: usize,
-) -> Result<Vec<Block>> {
+    calls: &mut CallBufs<'b>,
+    send: Side<'b>,
+) -> Result<(Block, Vec<Block>)> {
     wspecs_len(what, "send", sspecs, n)?;
-    let mut v = Vec::with_capacity(n);
+    let send = send.place(Units::Elements)?;
+    let own = send.w_slice(what)?;
+    let slen = send.view.len();
+    let mut layouts = Vec::with_capacity(n);
     for (i, spec) in sspecs.iter().enumerate() {
-        let l = wlayout::<T>(what, "send", i, spec, slen)?;
-        v.push(whole.sub(0, slen, Some(l)).with_sig(spec.2.sig_code()));
+        layouts.push(wlayout(what, "send", i, spec, slen, own.as_ref())?);
     }
-    Ok(v)
+    let (whole, _) = calls.send(Some(send)).expect("given");
+    let v = layouts
+        .into_iter()
+        .zip(sspecs)
+        .map(|(l, spec)| whole.sub(0, slen, Some(l)).with_sig(spec.2.sig_code()))
+        .collect();
+    Ok((whole, v))
 }
 
 impl Comm {
-    fn alltoall_call<'b, T: Equivalence>(
-        &self,
-        what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
-    ) -> Call<'b> {
+    fn alltoall_call<'b>(&self, what: &'static str, send: Src<'b>, recv: Dst<'b>) -> Call<'b> {
         if self.is_inter() {
             return self.inter_alltoall_call(what, send, recv);
         }
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
+            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+            let recv = recv.expect("given");
             let n = self.size as usize;
-            let count = match send.len() {
-                Some(l) => per_block(what, "the send buffer", l, n)?,
+            let count = match &send {
+                Some(s) => per_block(what, "the send buffer", s.len(), n)?,
                 None => per_block(what, "the receive buffer", recv.len(), n)?,
             };
             check_len(what, "the receive buffer", recv.len(), n * count)?;
-            let mut a = Args::new(Coll::Alltoall, self.rank, self.size, Elem::of::<T>()?);
+            recv.check_whole(what, "receive", count)?;
+            if let Some(s) = &send {
+                s.check_whole(what, "send", count)?;
+            }
+            let mut a = Args::new(Coll::Alltoall, self.rank, self.size, recv.elem.clone());
             a.count = count;
-            a.bytes = count * std::mem::size_of::<T>();
-            a.send = calls.send(send);
-            a.recv = calls.recv(&mut recv[..n * count]);
+            a.bytes = count * recv.elem.packed().size;
+            a.lend_send(calls, send);
+            a.lend_recv(calls, recv.prefix(n * count));
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -227,61 +236,67 @@ impl Comm {
         /// from rank `i` at block `i` of `recv`. `send` holds `size` equal blocks; `recv` as many
         /// of the same length. `send` may be [`IN_PLACE`](super::IN_PLACE).
         alltoall, ialltoall, alltoall_init ("Alltoall", "alltoall")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
-            => alltoall_call(send.into(), recv)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>)
+            => alltoall_call(send.into(), recv.into())
     }
 
     /// The arguments of a v-form exchange with `n` peers (alltoallv, the neighbourhood v
     /// forms): counts and displacements checked and kept. In place, the send side is the
     /// receive side.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn v_args<'b, T: Equivalence>(
+    pub(super) fn v_args<'b>(
         &self,
         what: &'static str,
         coll: Coll,
         n: usize,
         bufs: &mut CallBufs<'b>,
-        send: Src<'b, T>,
+        send: Src<'b>,
         sends: Option<(&[usize], &[usize])>,
-        recv: &'b mut [T],
+        recv: Dst<'b>,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Result<Args> {
-        check_blocks(what, "receive", rcounts, rdispls, n, recv.len(), true)?;
-        let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
         if coll == Coll::Alltoallv {
-            self.check_inter_in_place(what, send.len().is_none())?;
+            self.check_inter_in_place(what, send.0.is_none())?;
+        }
+        let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+        let recv = recv.expect("given");
+        let (rc, rd) = (recv.scaled(rcounts)?, recv.scaled(rdispls)?);
+        check_blocks(what, "receive", &rc, &rd, n, recv.len(), true)?;
+        let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
+        if coll == Coll::Alltoallv {
             a.remote = self.remote_if_inter();
         }
-        a.rcounts = Some(Rc::from(rcounts));
-        a.rdispls = Some(Rc::from(rdispls));
-        match (send.len(), sends) {
-            (Some(len), Some((sc, sd))) => {
-                check_blocks(what, "send", sc, sd, n, len, false)?;
-                a.scounts = Some(Rc::from(sc));
-                a.sdispls = Some(Rc::from(sd));
+        match (&send, sends) {
+            (Some(s), Some((sc, sd))) => {
+                let (sc, sd) = (s.scaled(sc)?, s.scaled(sd)?);
+                check_blocks(what, "send", &sc, &sd, n, s.len(), false)?;
+                a.scounts = Some(sc);
+                a.sdispls = Some(sd);
             }
-            (Some(len), None) => a.count = len,
+            (Some(s), None) => a.count = s.len(),
             (None, _) => {
-                a.scounts = a.rcounts.clone();
-                a.sdispls = a.rdispls.clone();
+                a.scounts = Some(rc.clone());
+                a.sdispls = Some(rd.clone());
             }
         }
-        let total: usize = rcounts.iter().sum();
-        a.bytes = total * std::mem::size_of::<T>() / n.max(1);
-        a.send = bufs.send(send);
-        a.recv = bufs.recv(recv);
+        let total: usize = rc.iter().sum();
+        a.bytes = total * recv.elem.packed().size / n.max(1);
+        a.rcounts = Some(rc);
+        a.rdispls = Some(rd);
+        a.lend_send(bufs, send);
+        a.lend_recv(bufs, recv);
         Ok(a)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn alltoallv_call<'b, T: Equivalence>(
+    fn alltoallv_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
+        send: Src<'b>,
         scounts: &[usize],
         sdispls: &[usize],
-        recv: &'b mut [T],
+        recv: Dst<'b>,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Call<'b> {
@@ -307,32 +322,32 @@ impl Comm {
         /// displacements in elements, one entry per rank; receive blocks may not overlap). `send`
         /// may be [`IN_PLACE`](super::IN_PLACE) (then `scounts` and `sdispls` are ignored).
         alltoallv, ialltoallv, alltoallv_init ("Alltoallv", "alltoallv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, scounts: &[usize], sdispls: &[usize], recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
-            => alltoallv_call(send.into(), scounts, sdispls, recv, rcounts, rdispls)
+            <> (send: impl Into<Src<'b>>, scounts: &[usize], sdispls: &[usize], recv: impl Into<Dst<'b>>, rcounts: &[usize], rdispls: &[usize])
+            => alltoallv_call(send.into(), scounts, sdispls, recv.into(), rcounts, rdispls)
     }
 
-    fn alltoallw_call<'b, T: Equivalence>(
+    fn alltoallw_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
+        send: Src<'b>,
         sspecs: &[WSpec],
-        recv: &'b mut [T],
+        recv: Dst<'b>,
         rspecs: &[WSpec],
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let r = (move || {
-            let recv = recv;
-            let send = send;
-            self.check_inter_in_place(what, send.len().is_none())?;
+            self.check_inter_in_place(what, send.0.is_none())?;
             let n = self.peers() as usize;
             let (whole_recv, rblocks) = w_recv_blocks(what, rspecs, n, calls, recv)?;
-            let whole_send = calls.send(send);
-            let sblocks: Vec<Block> = match &whole_send {
-                Some(whole) => w_send_blocks::<T>(what, sspecs, n, whole, calls.send_len())?,
-                None => rblocks.clone(),
+            let (whole_send, sblocks) = match send.0 {
+                Some(s) => {
+                    let (w, b) = w_send_blocks(what, sspecs, n, calls, s)?;
+                    (Some(w), b)
+                }
+                None => (None, rblocks.clone()),
             };
-            let mut a = Args::new(Coll::Alltoallw, self.rank, self.size, Elem::of::<T>()?);
+            let mut a = Args::new(Coll::Alltoallw, self.rank, self.size, Elem::of::<u8>()?);
             a.remote = self.remote_if_inter();
             a.bytes = rblocks.iter().map(|b| b.packed_len()).sum::<usize>() / n;
             a.wblocks = Some(sblocks.into_iter().zip(rblocks).collect());
@@ -348,9 +363,10 @@ impl Comm {
         /// block of `send` that goes to rank `j`, and `rspecs[i]` that of the block of `recv` the
         /// data from rank `i` lands in. Every datatype must be committed and its elements lie
         /// within the slice; receive blocks may not overlap. `send` may be
-        /// [`IN_PLACE`](super::IN_PLACE) (then `sspecs` is ignored and may be empty).
+        /// [`IN_PLACE`](super::IN_PLACE) (then `sspecs` is ignored and may be empty). The
+        /// buffers are slices (their datatypes are in the specs).
         alltoallw, ialltoallw, alltoallw_init ("Alltoallw", "alltoallw")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, sspecs: &[WSpec], recv: &'b mut [T], rspecs: &[WSpec])
-            => alltoallw_call(send.into(), sspecs, recv, rspecs)
+            <> (send: impl Into<Src<'b>>, sspecs: &[WSpec], recv: impl Into<Dst<'b>>, rspecs: &[WSpec])
+            => alltoallw_call(send.into(), sspecs, recv.into(), rspecs)
     }
 }

@@ -15,41 +15,12 @@
 //! MPI 4.1 §6.5 (gather), §6.6 (scatter), §6.7 (gather-to-all), §6.12, §6.13.
 #![forbid(unsafe_code)]
 
-use super::api::{collective, Call, CallBufs, InPlace, Src};
-use super::{check_len, check_root, Args, Coll, Elem};
+use super::api::{collective, first_elem, Call, CallBufs};
+use super::buffers::{place, Dst, DstOrInPlace, Placed, Src};
+use super::{check_len, check_root, Args, Coll};
 use crate::comm::Comm;
-use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use std::rc::Rc;
-
-/// A scatter's receive argument: a slice, or [`IN_PLACE`](super::IN_PLACE) at the root
-/// (MPI_IN_PLACE as the root's recvbuf: its own block stays where it is in the send buffer).
-#[derive(Debug)]
-pub enum Dst<'a, T> {
-    Slice(&'a mut [T]),
-    InPlace,
-}
-
-impl<'a, T> From<&'a mut [T]> for Dst<'a, T> {
-    fn from(s: &'a mut [T]) -> Self {
-        Dst::Slice(s)
-    }
-}
-impl<'a, T, const N: usize> From<&'a mut [T; N]> for Dst<'a, T> {
-    fn from(s: &'a mut [T; N]) -> Self {
-        Dst::Slice(s)
-    }
-}
-impl<'a, T> From<&'a mut Vec<T>> for Dst<'a, T> {
-    fn from(s: &'a mut Vec<T>) -> Self {
-        Dst::Slice(s)
-    }
-}
-impl<T> From<InPlace> for Dst<'_, T> {
-    fn from(_: InPlace) -> Self {
-        Dst::InPlace
-    }
-}
 
 /// Per-rank counts and displacements of a v form.
 type V<'c> = Option<(&'c [usize], &'c [usize])>;
@@ -152,13 +123,18 @@ fn in_place_only_at_root(what: &str) -> Error {
     )
 }
 
+/// A v form's counts and displacements, given in elements of `buf`, as the call counts.
+pub(super) fn scaled_v(buf: &Placed, (c, d): (&[usize], &[usize])) -> Result<Blocks> {
+    Ok((buf.scaled(c)?, buf.scaled(d)?))
+}
+
 impl Comm {
     /// Gather and gatherv (`v`: the root's counts and displacements).
-    fn gather_call<'b, T: Equivalence>(
+    fn gather_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         v: V<'_>,
         root: i32,
     ) -> Call<'b> {
@@ -168,48 +144,46 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
             check_root(what, root, self.size)?;
             let at_root = self.rank == root;
-            let mut a = Args::new(
-                if v.is_some() {
-                    Coll::Gatherv
-                } else {
-                    Coll::Gather
-                },
-                self.rank,
-                self.size,
-                Elem::of::<T>()?,
-            );
+            let (send, recv, _) = place(what, send.0, at_root.then_some(recv.0))?;
+            let coll = if v.is_some() {
+                Coll::Gatherv
+            } else {
+                Coll::Gather
+            };
+            let mut a = Args::new(coll, self.rank, self.size, first_elem(&send, &recv));
             a.root = root;
-            if send.len().is_none() && !at_root {
+            if send.is_none() && !at_root {
                 return Err(in_place_only_at_root(what));
             }
-            match (at_root, v) {
-                (false, _) => a.count = send.len().unwrap_or(0),
-                (true, Some(cd)) => {
-                    let (c, d) = check_v(what, "receive", cd, self.size, recv.len(), false)?;
+            let slen = send.as_ref().map(|s| s.len());
+            match (recv, v) {
+                (None, _) => a.count = slen.unwrap_or(0),
+                (Some(recv), Some(cd)) => {
+                    let (c, d) = scaled_v(&recv, cd)?;
+                    let (c, d) = check_v(what, "receive", (&c, &d), self.size, recv.len(), false)?;
                     a.count = c[root as usize];
-                    if let Some(n) = send.len() {
+                    if let Some(n) = slen {
                         check_own(what, n, root, a.count)?;
                     }
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.recv = calls.recv(recv);
+                    a.lend_recv(calls, recv);
                 }
-                (true, None) => {
-                    a.count = match send.len() {
+                (Some(recv), None) => {
+                    a.count = match slen {
                         Some(n) => n,
                         None => per_rank(what, "receive", recv.len(), self.size)?,
                     };
+                    recv.check_whole(what, "receive", a.count)?;
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
-                    a.recv = calls.recv(&mut recv[..need]);
+                    a.lend_recv(calls, recv.prefix(need));
                 }
             }
-            a.bytes = a.count * std::mem::size_of::<T>();
-            a.send = calls.send(send);
+            a.bytes = a.count * a.elem.packed().size;
+            a.lend_send(calls, send);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -219,10 +193,11 @@ impl Comm {
         /// MPI_Gather: every rank's `send` to block `i` (of `send.len()` elements) of `recv` at
         /// `root`; `recv` may be empty elsewhere. `send` may be [`IN_PLACE`](super::IN_PLACE) at
         /// the root, whose block is then already in `recv` (and `recv.len()` must be a multiple of
-        /// the size).
+        /// the size). Either may be a typed view (see [`Typed`](crate::Typed)); the two may then
+        /// differ in datatype with the same type signature.
         gather, igather, gather_init ("Gather", "gather")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], root: i32)
-            => gather_call(send.into(), recv, None, root)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, root: i32)
+            => gather_call(send.into(), recv.into(), None, root)
     }
 
     collective! {
@@ -230,18 +205,18 @@ impl Comm {
         /// displacements and `recv` matter only at the root; the blocks must not overlap). `send`
         /// may be [`IN_PLACE`](super::IN_PLACE) at the root.
         gatherv, igatherv, gatherv_init ("Gatherv", "gatherv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], displs: &[usize], root: i32)
-            => gather_call(send.into(), recv, Some((counts, displs)), root)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, counts: &[usize], displs: &[usize], root: i32)
+            => gather_call(send.into(), recv.into(), Some((counts, displs)), root)
     }
 
     /// Scatter and scatterv (`v`: the root's counts and displacements). At the root an empty
     /// receive buffer in `Args` means in place (with a count of 0 there is nothing to copy
     /// either way).
-    fn scatter_call<'b, T: Equivalence>(
+    fn scatter_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: Dst<'b, T>,
+        send: Src<'b>,
+        recv: DstOrInPlace<'b>,
         v: V<'_>,
         root: i32,
     ) -> Call<'b> {
@@ -251,42 +226,37 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
             check_root(what, root, self.size)?;
             let at_root = self.rank == root;
-            let mut a = Args::new(
-                if v.is_some() {
-                    Coll::Scatterv
-                } else {
-                    Coll::Scatter
-                },
-                self.rank,
-                self.size,
-                Elem::of::<T>()?,
-            );
-            a.root = root;
-            let Some(slen) = send.len() else {
+            let Some(send) = send.0 else {
                 return Err(Error::new(
                     ErrorClass::Buffer,
                     format!("{what}: MPI_IN_PLACE goes in the root's receive argument, not the send argument"),
                 ));
             };
-            let recv = match recv {
-                Dst::Slice(r) => Some(r),
-                Dst::InPlace if at_root => None,
-                Dst::InPlace => return Err(in_place_only_at_root(what)),
-            };
-            if !at_root {
-                let r = recv.expect("a receive slice off the root");
-                a.count = r.len();
-                a.recv = calls.recv(r);
-                a.bytes = a.count * std::mem::size_of::<T>();
-                return Ok(a);
+            if recv.0.is_none() && !at_root {
+                return Err(in_place_only_at_root(what));
             }
+            let (send, recv, _) = place(what, at_root.then_some(send), recv.0)?;
+            let coll = if v.is_some() {
+                Coll::Scatterv
+            } else {
+                Coll::Scatter
+            };
+            let mut a = Args::new(coll, self.rank, self.size, first_elem(&send, &recv));
+            a.root = root;
+            let Some(send) = send else {
+                let r = recv.expect("a receive buffer off the root");
+                a.count = r.len();
+                a.bytes = a.count * r.elem.packed().size;
+                a.lend_recv(calls, r);
+                return Ok(a);
+            };
+            let slen = send.len();
             match v {
                 Some(cd) => {
-                    let (c, d) = check_v(what, "send", cd, self.size, slen, true)?;
+                    let (c, d) = scaled_v(&send, cd)?;
+                    let (c, d) = check_v(what, "send", (&c, &d), self.size, slen, true)?;
                     a.count = c[root as usize];
                     a.scounts = Some(c);
                     a.sdispls = Some(d);
@@ -296,6 +266,7 @@ impl Comm {
                         Some(r) => r.len(),
                         None => per_rank(what, "send", slen, self.size)?,
                     };
+                    send.check_whole(what, "send", a.count)?;
                     check_len(
                         what,
                         "the send buffer",
@@ -304,12 +275,12 @@ impl Comm {
                     )?;
                 }
             }
+            a.bytes = a.count * send.elem.packed().size;
+            a.lend_send(calls, Some(send));
             if let Some(r) = recv {
                 check_len(what, "the receive buffer", r.len(), a.count)?;
-                a.recv = calls.recv(&mut r[..a.count]);
+                a.lend_recv(calls, r.prefix(a.count));
             }
-            a.bytes = a.count * std::mem::size_of::<T>();
-            a.send = calls.send(send);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -321,7 +292,7 @@ impl Comm {
         /// [`IN_PLACE`](super::IN_PLACE): its block stays in `send` (whose length must then be a
         /// multiple of the size).
         scatter, iscatter, scatter_init ("Scatter", "scatter")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: impl Into<Dst<'b, T>>, root: i32)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<DstOrInPlace<'b>>, root: i32)
             => scatter_call(send.into(), recv.into(), None, root)
     }
 
@@ -330,16 +301,16 @@ impl Comm {
         /// displacements and `send` matter only at the root; blocks may overlap, as they are only
         /// read). At the root `recv` may be [`IN_PLACE`](super::IN_PLACE).
         scatterv, iscatterv, scatterv_init ("Scatterv", "scatterv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, counts: &[usize], displs: &[usize], recv: impl Into<Dst<'b, T>>, root: i32)
+            <> (send: impl Into<Src<'b>>, counts: &[usize], displs: &[usize], recv: impl Into<DstOrInPlace<'b>>, root: i32)
             => scatter_call(send.into(), recv.into(), Some((counts, displs)), root)
     }
 
     /// Allgather and allgatherv (`v`: every rank's counts and displacements).
-    fn allgather_call<'b, T: Equivalence>(
+    fn allgather_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         v: V<'_>,
     ) -> Call<'b> {
         if self.is_inter() {
@@ -348,44 +319,43 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
-            let mut a = Args::new(
-                if v.is_some() {
-                    Coll::Allgatherv
-                } else {
-                    Coll::Allgather
-                },
-                self.rank,
-                self.size,
-                Elem::of::<T>()?,
-            );
+            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+            let recv = recv.expect("given");
+            let coll = if v.is_some() {
+                Coll::Allgatherv
+            } else {
+                Coll::Allgather
+            };
+            let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
+            let slen = send.as_ref().map(|s| s.len());
+            let psize = recv.elem.packed().size;
             match v {
                 Some(cd) => {
-                    let (c, d) = check_v(what, "receive", cd, self.size, recv.len(), false)?;
+                    let (c, d) = scaled_v(&recv, cd)?;
+                    let (c, d) = check_v(what, "receive", (&c, &d), self.size, recv.len(), false)?;
                     a.count = c[self.rank as usize];
-                    if let Some(n) = send.len() {
+                    if let Some(n) = slen {
                         check_own(what, n, self.rank, a.count)?;
                     }
                     // The same on every rank, so every rank makes the same choice.
-                    a.bytes =
-                        c.iter().sum::<usize>() / self.size as usize * std::mem::size_of::<T>();
+                    a.bytes = c.iter().sum::<usize>() / self.size as usize * psize;
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.recv = calls.recv(recv);
+                    a.lend_recv(calls, recv);
                 }
                 None => {
-                    a.count = match send.len() {
+                    a.count = match slen {
                         Some(n) => n,
                         None => per_rank(what, "receive", recv.len(), self.size)?,
                     };
+                    recv.check_whole(what, "receive", a.count)?;
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
-                    a.bytes = a.count * std::mem::size_of::<T>();
-                    a.recv = calls.recv(&mut recv[..need]);
+                    a.bytes = a.count * psize;
+                    a.lend_recv(calls, recv.prefix(need));
                 }
             }
-            a.send = calls.send(send);
+            a.lend_send(calls, send);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -396,8 +366,8 @@ impl Comm {
         /// rank's `recv`. `send` may be [`IN_PLACE`](super::IN_PLACE): each rank's block is
         /// already in its `recv` (whose length must then be a multiple of the size).
         allgather, iallgather, allgather_init ("Allgather", "allgather")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
-            => allgather_call(send.into(), recv, None)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>)
+            => allgather_call(send.into(), recv.into(), None)
     }
 
     collective! {
@@ -405,7 +375,7 @@ impl Comm {
         /// `recv[displs[i]..][..counts[i]]` on every rank (the blocks must not overlap). `send`
         /// may be [`IN_PLACE`](super::IN_PLACE): each rank's block is already in place in `recv`.
         allgatherv, iallgatherv, allgatherv_init ("Allgatherv", "allgatherv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], displs: &[usize])
-            => allgather_call(send.into(), recv, Some((counts, displs)))
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, counts: &[usize], displs: &[usize])
+            => allgather_call(send.into(), recv.into(), Some((counts, displs)))
     }
 }

@@ -15,12 +15,11 @@
 //! does not count it is ignored, whatever it is.
 #![forbid(unsafe_code)]
 
-use super::api::{Call, CallBufs, Src};
-use super::api_gather::Dst;
+use super::api::{first_elem, reducer_of, Call, CallBufs};
+use super::buffers::{place, Dst, DstOrInPlace, Placed, Src};
 use super::op::Op;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
-use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use crate::status::{PROC_NULL, ROOT};
 use std::rc::Rc;
@@ -127,6 +126,25 @@ impl Comm {
         }
     }
 
+    /// [`remote_blocks`](Self::remote_blocks) of buffer `buf`, its v counts and
+    /// displacements given in its program's elements.
+    fn remote_blocks_of(
+        &self,
+        what: &str,
+        which: &str,
+        v: Option<(&[usize], &[usize])>,
+        buf: &Placed,
+        written: bool,
+    ) -> Result<Blocks> {
+        match v {
+            Some((c, d)) => {
+                let (c, d) = (buf.scaled(c)?, buf.scaled(d)?);
+                self.remote_blocks(what, which, Some((&c, &d)), buf.len(), written)
+            }
+            None => self.remote_blocks(what, which, None, buf.len(), written),
+        }
+    }
+
     fn inter_args(&self, coll: Coll, elem: Elem) -> Args {
         let mut a = Args::new(coll, self.rank, self.size, elem);
         a.remote = Some(self.peers());
@@ -140,36 +158,35 @@ impl Comm {
     }
 
     /// Bcast: the root sends `buf`, the remote group receives into it.
-    pub(super) fn inter_bcast_call<'b, T: Equivalence>(
+    pub(super) fn inter_bcast_call<'b>(
         &self,
         what: &'static str,
-        buf: &'b mut [T],
+        buf: Dst<'b>,
         root: i32,
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let buf = buf;
             let role = self.role(what, root)?;
-            let mut a = self.inter_args(Coll::Bcast, Elem::of::<T>()?);
+            let buf = buf.0.place(super::buffers::Units::Bytes)?;
+            let mut a = self.inter_args(Coll::Bcast, buf.elem.clone());
             a.root = root;
             if role != Role::Idle {
                 a.count = buf.len();
-                a.bytes = std::mem::size_of_val(buf);
-                a.recv = calls.recv(buf);
+                a.bytes = a.count * buf.elem.packed().size;
+                a.lend_recv(calls, buf);
             }
             Ok(a)
         })();
         Call::plain(what, args, bufs)
     }
 
-    /// Reduce (`root`) and allreduce (`None`).
-    pub(super) fn inter_reduction_call<'b, T: Equivalence>(
+    pub(super) fn inter_reduction_call<'b>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         op: &Op,
         root: Option<i32>,
     ) -> Call<'b> {
@@ -180,47 +197,63 @@ impl Comm {
                 Some(r) => self.role(what, r)?,
                 None => Role::Root,
             };
-            // The send buffer matters except at a reduce's root and beside it.
+            // The send buffer matters except at a reduce's root and beside it; the receive
+            // buffer except at a reduce's members.
             let send_counts = root.is_none() || matches!(role, Role::Member(_));
-            let slen = match send.len() {
-                Some(n) => n,
-                None if send_counts => return Err(no_in_place(what)),
-                None => 0,
+            let recv_counts = root.is_none() || role == Role::Root;
+            if send.0.is_none() && send_counts {
+                return Err(no_in_place(what));
+            }
+            let (send, recv, units) = place(
+                what,
+                send.0.filter(|_| send_counts),
+                Some(recv.0).filter(|_| recv_counts),
+            )?;
+            let reducer = match (&send, &recv) {
+                (None, None) => None,
+                _ => Some(reducer_of(what, send.as_ref(), recv.as_ref(), op)?),
             };
-            let reducer = super::reducer::<T>(op)?;
-            let mut a = self.inter_args(coll, Elem::of::<T>()?);
+            let mut a = self.inter_args(coll, first_elem(&send, &recv));
             a.root = root.unwrap_or(0);
             a.commutative = op.is_commutative();
             match (root.is_some(), role) {
                 (_, Role::Idle) => {}
                 // A reduce's root contributes nothing: its count is its receive buffer's.
                 (true, Role::Root) => {
+                    let recv = recv.expect("significant");
                     a.count = recv.len();
-                    a.recv = calls.recv(recv);
+                    a.lend_recv(calls, recv);
                 }
                 (true, Role::Member(_)) => {
-                    a.count = slen;
-                    a.send = calls.send(send);
+                    a.count = send.as_ref().map_or(0, |s| s.len());
+                    a.lend_send(calls, send);
                 }
                 (false, _) => {
+                    let recv = recv.expect("significant");
+                    let slen = send.as_ref().map_or(0, |s| s.len());
                     a.count = slen;
                     check_len(what, "the receive buffer", recv.len(), slen)?;
-                    a.send = calls.send(send);
-                    a.recv = calls.recv(&mut recv[..slen]);
+                    a.lend_send(calls, send);
+                    a.lend_recv(calls, recv.prefix(slen));
                 }
             }
-            a.bytes = a.count * std::mem::size_of::<T>();
+            a.bytes = a.count * a.elem.packed().size;
+            // A rank beside the root takes no part: any operation will do for it.
+            let reducer = match reducer {
+                Some(r) => r,
+                None => super::reducer::<u8>(&Op::BOR)?,
+            };
+            a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();
         Call::reduction(what, args, bufs)
     }
 
-    /// Gather and gatherv (`v`: the root's counts and displacements, one per remote member).
-    pub(super) fn inter_gather_call<'b, T: Equivalence>(
+    pub(super) fn inter_gather_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         v: Option<(&[usize], &[usize])>,
         root: i32,
     ) -> Call<'b> {
@@ -228,46 +261,48 @@ impl Comm {
         let calls = &mut bufs;
         let args = (move || {
             let role = self.role(what, root)?;
-            // Only the remote group's send buffers matter.
-            let slen = match (send.len(), role) {
-                (Some(n), _) => n,
-                (None, Role::Member(_)) => return Err(no_in_place(what)),
-                (None, _) => 0,
-            };
+            // Only the remote group's send buffers matter, and the root's receive buffer.
+            if send.0.is_none() && matches!(role, Role::Member(_)) {
+                return Err(no_in_place(what));
+            }
+            let (send, recv, _) = place(
+                what,
+                send.0.filter(|_| matches!(role, Role::Member(_))),
+                Some(recv.0).filter(|_| role == Role::Root),
+            )?;
             let coll = if v.is_some() {
                 Coll::Gatherv
             } else {
                 Coll::Gather
             };
-            let mut a = self.inter_args(coll, Elem::of::<T>()?);
+            let mut a = self.inter_args(coll, first_elem(&send, &recv));
             a.root = root;
             match role {
                 Role::Idle => {}
                 Role::Member(_) => {
-                    a.count = slen;
-                    a.send = calls.send(send);
+                    a.count = send.as_ref().map_or(0, |s| s.len());
+                    a.lend_send(calls, send);
                 }
                 Role::Root => {
-                    let (c, d) = self.remote_blocks(what, "receive", v, recv.len(), true)?;
+                    let recv = recv.expect("significant");
+                    let (c, d) = self.remote_blocks_of(what, "receive", v, &recv, true)?;
                     a.count = c.first().copied().unwrap_or(0);
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.recv = calls.recv(recv);
+                    a.lend_recv(calls, recv);
                 }
             }
-            a.bytes = a.count * std::mem::size_of::<T>();
+            a.bytes = a.count * a.elem.packed().size;
             Ok(a)
         })();
         Call::plain(what, args, bufs)
     }
 
-    /// Scatter and scatterv (`v`: the root's counts and displacements, one per remote
-    /// member).
-    pub(super) fn inter_scatter_call<'b, T: Equivalence>(
+    pub(super) fn inter_scatter_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: Dst<'b, T>,
+        send: Src<'b>,
+        recv: DstOrInPlace<'b>,
         v: Option<(&[usize], &[usize])>,
         root: i32,
     ) -> Call<'b> {
@@ -276,131 +311,133 @@ impl Comm {
         let args = (move || {
             let role = self.role(what, root)?;
             // The root's send buffer and the remote group's receive buffers matter.
-            let slen = match (send.len(), role) {
-                (Some(n), _) => n,
-                (None, Role::Root) => return Err(no_in_place(what)),
-                (None, _) => 0,
-            };
-            let recv: &mut [T] = match (recv, role) {
-                (Dst::Slice(r), _) => r,
-                (Dst::InPlace, Role::Member(_)) => return Err(no_in_place(what)),
-                (Dst::InPlace, _) => &mut [],
-            };
+            if send.0.is_none() && role == Role::Root {
+                return Err(no_in_place(what));
+            }
+            if recv.0.is_none() && matches!(role, Role::Member(_)) {
+                return Err(no_in_place(what));
+            }
+            let (send, recv, _) = place(
+                what,
+                send.0.filter(|_| role == Role::Root),
+                recv.0.filter(|_| matches!(role, Role::Member(_))),
+            )?;
             let coll = if v.is_some() {
                 Coll::Scatterv
             } else {
                 Coll::Scatter
             };
-            let mut a = self.inter_args(coll, Elem::of::<T>()?);
+            let mut a = self.inter_args(coll, first_elem(&send, &recv));
             a.root = root;
             match role {
                 Role::Idle => {}
                 Role::Member(_) => {
+                    let recv = recv.expect("significant");
                     a.count = recv.len();
-                    a.recv = calls.recv(recv);
+                    a.lend_recv(calls, recv);
                 }
                 Role::Root => {
-                    let (c, d) = self.remote_blocks(what, "send", v, slen, false)?;
+                    let send = send.expect("significant");
+                    let (c, d) = self.remote_blocks_of(what, "send", v, &send, false)?;
                     a.count = c.first().copied().unwrap_or(0);
                     a.scounts = Some(c);
                     a.sdispls = Some(d);
-                    a.send = calls.send(send);
+                    a.lend_send(calls, Some(send));
                 }
             }
-            a.bytes = a.count * std::mem::size_of::<T>();
+            a.bytes = a.count * a.elem.packed().size;
             Ok(a)
         })();
         Call::plain(what, args, bufs)
     }
 
-    /// Allgather and allgatherv (`v`: counts and displacements of the remote members'
-    /// blocks in `recv`).
-    pub(super) fn inter_allgather_call<'b, T: Equivalence>(
+    pub(super) fn inter_allgather_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         v: Option<(&[usize], &[usize])>,
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let Some(slen) = send.len() else {
+            if send.0.is_none() {
                 return Err(no_in_place(what));
-            };
+            }
+            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+            let (send, recv) = (send.expect("given"), recv.expect("given"));
             let coll = if v.is_some() {
                 Coll::Allgatherv
             } else {
                 Coll::Allgather
             };
-            let mut a = self.inter_args(coll, Elem::of::<T>()?);
-            let (c, d) = self.remote_blocks(what, "receive", v, recv.len(), true)?;
-            a.count = slen;
-            a.bytes = slen * std::mem::size_of::<T>();
+            let mut a = self.inter_args(coll, recv.elem.clone());
+            let (c, d) = self.remote_blocks_of(what, "receive", v, &recv, true)?;
+            a.count = send.len();
+            a.bytes = a.count * recv.elem.packed().size;
             a.rcounts = Some(c);
             a.rdispls = Some(d);
-            a.send = calls.send(send);
-            a.recv = calls.recv(recv);
+            a.lend_send(calls, Some(send));
+            a.lend_recv(calls, recv);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
     }
 
-    /// Alltoall: one block per remote member on each side (the two sides' block sizes may
-    /// differ: they are the two groups' counts).
-    pub(super) fn inter_alltoall_call<'b, T: Equivalence>(
+    pub(super) fn inter_alltoall_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let Some(slen) = send.len() else {
+            if send.0.is_none() {
                 return Err(no_in_place(what));
-            };
-            let mut a = self.inter_args(Coll::Alltoall, Elem::of::<T>()?);
-            let (sc, sd) = self.remote_blocks(what, "send", None, slen, false)?;
-            let (rc, rd) = self.remote_blocks(what, "receive", None, recv.len(), true)?;
+            }
+            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+            let (send, recv) = (send.expect("given"), recv.expect("given"));
+            let mut a = self.inter_args(Coll::Alltoall, recv.elem.clone());
+            let (sc, sd) = self.remote_blocks_of(what, "send", None, &send, false)?;
+            let (rc, rd) = self.remote_blocks_of(what, "receive", None, &recv, true)?;
             a.count = sc.first().copied().unwrap_or(0);
-            a.bytes = a.count * std::mem::size_of::<T>();
+            a.bytes = a.count * recv.elem.packed().size;
             a.scounts = Some(sc);
             a.sdispls = Some(sd);
             a.rcounts = Some(rc);
             a.rdispls = Some(rd);
-            a.send = calls.send(send);
-            a.recv = calls.recv(recv);
+            a.lend_send(calls, Some(send));
+            a.lend_recv(calls, recv);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
     }
 
-    /// Reduce-scatter (`counts`: this group's receive counts) and reduce-scatter-block
-    /// (`None`: `recv.len()` each). `send` is the vector scattered over the remote group:
-    /// for the block form `remote size` equal blocks, for the v form the sum of the remote
-    /// group's counts (sent whole: see `algo/inter_linear.rs`).
-    pub(super) fn inter_reduce_scatter_call<'b, T: Equivalence>(
+    pub(super) fn inter_reduce_scatter_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         counts: Option<&[usize]>,
         op: &Op,
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let Some(slen) = send.len() else {
+            if send.0.is_none() {
                 return Err(no_in_place(what));
-            };
+            }
+            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
+            let (send, recv) = (send.expect("given"), recv.expect("given"));
+            let slen = send.len();
             let m = self.peers();
-            let reducer = super::reducer::<T>(op)?;
+            let reducer = reducer_of(what, Some(&send), Some(&recv), op)?;
             let coll = match counts {
                 Some(_) => Coll::ReduceScatter,
                 None => Coll::ReduceScatterBlock,
             };
-            let mut a = self.inter_args(coll, Elem::of::<T>()?);
+            let mut a = self.inter_args(coll, recv.elem.clone());
             a.commutative = op.is_commutative();
             match counts {
                 Some(c) => {
@@ -414,6 +451,7 @@ impl Comm {
                             ),
                         ));
                     }
+                    let c = recv.scaled(c)?;
                     a.count = c[self.rank as usize];
                     let displs: Vec<usize> = c
                         .iter()
@@ -423,22 +461,24 @@ impl Comm {
                             Some(d)
                         })
                         .collect();
-                    a.rcounts = Some(Rc::from(c));
+                    a.rcounts = Some(c);
                     a.rdispls = Some(Rc::from(displs));
                     a.scounts = Some(vec![slen; m as usize].into());
                     a.sdispls = Some(vec![0; m as usize].into());
                 }
                 None => {
                     a.count = recv.len();
-                    let (sc, sd) = self.remote_blocks(what, "send", None, slen, false)?;
+                    let (sc, sd) = self.remote_blocks_of(what, "send", None, &send, false)?;
                     a.scounts = Some(sc);
                     a.sdispls = Some(sd);
                 }
             }
             check_len(what, "the receive buffer", recv.len(), a.count)?;
-            a.bytes = a.count * std::mem::size_of::<T>();
-            a.send = calls.send(send);
-            a.recv = calls.recv(&mut recv[..a.count]);
+            a.bytes = a.count * recv.elem.packed().size;
+            let mine = a.count;
+            a.lend_send(calls, Some(send));
+            a.lend_recv(calls, recv.prefix(mine));
+            a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();
         Call::reduction(what, args, bufs)

@@ -14,11 +14,11 @@
 //! call is `MPI_ERR_TOPOLOGY`. MPI does not allow MPI_IN_PLACE here (`MPI_ERR_BUFFER`).
 #![forbid(unsafe_code)]
 
-use super::api::{collective, Call, CallBufs, Src};
+use super::api::{collective, Call, CallBufs};
 use super::api_alltoall::{per_block, w_recv_blocks, w_send_blocks, WSpec};
+use super::buffers::{place, Dst, Src};
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
-use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use std::rc::Rc;
 
@@ -28,13 +28,9 @@ type Lists = (Rc<[i32]>, Rc<[i32]>, bool);
 
 impl Comm {
     /// The (source, destination) lists of call `what`; the send argument refused in place.
-    fn neighbor_args<T: Equivalence>(
-        &self,
-        what: &'static str,
-        send: &Src<'_, T>,
-    ) -> Result<Lists> {
+    fn neighbor_args(&self, what: &'static str, send: &Src<'_>) -> Result<Lists> {
         let nb = self.neighbor_lists(what)?;
-        if send.len().is_none() {
+        if send.0.is_none() {
             return Err(Error::new(
                 ErrorClass::Buffer,
                 format!("{what}: MPI_IN_PLACE is not allowed in a neighbourhood collective"),
@@ -48,35 +44,36 @@ impl Comm {
     }
 
     /// neighbor_allgather (`gather`) or neighbor_alltoall: equal blocks.
-    fn neighbor_call<'b, T: Equivalence>(
+    fn neighbor_call<'b>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let r = (move || {
-            let recv = recv;
-            let send = send;
             let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
-            let len = send.len().unwrap_or(0);
+            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
+            let recv = recv.expect("given");
+            let len = send.as_ref().map_or(0, |s| s.len());
             let count = if coll == Coll::NeighborAllgather {
                 len
             } else {
                 per_block(what, "the send buffer", len, dests.len())?
             };
+            recv.check_whole(what, "receive", count)?;
             let need = count * sources.len();
             check_len(what, "the receive buffer", recv.len(), need)?;
-            let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
+            let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
             a.count = count;
-            a.bytes = count * std::mem::size_of::<T>();
+            a.bytes = count * recv.elem.packed().size;
             a.sources = Some(sources);
             a.dests = Some(dests);
             a.cart_pairs = cart_pairs;
-            a.send = calls.send(send);
-            a.recv = calls.recv(&mut recv[..need]);
+            a.lend_send(calls, send);
+            a.lend_recv(calls, recv.prefix(need));
             Ok(a)
         })();
         Call::plain(what, r, bufs).intra_only()
@@ -84,13 +81,13 @@ impl Comm {
 
     /// neighbor_allgatherv (no send counts) or neighbor_alltoallv.
     #[allow(clippy::too_many_arguments)]
-    fn neighbor_v_call<'b, T: Equivalence>(
+    fn neighbor_v_call<'b>(
         &self,
         what: &'static str,
         coll: Coll,
-        send: Src<'b, T>,
+        send: Src<'b>,
         sends: Option<(&[usize], &[usize])>,
-        recv: &'b mut [T],
+        recv: Dst<'b>,
         rcounts: &[usize],
         rdispls: &[usize],
     ) -> Call<'b> {
@@ -123,24 +120,24 @@ impl Comm {
         /// MPI_Neighbor_allgather: `send` to every destination neighbour; block `k` of `recv`
         /// (`send.len()` elements) from source neighbour `k`.
         neighbor_allgather, ineighbor_allgather, neighbor_allgather_init ("Neighbor_allgather", "neighbor_allgather")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
-            => neighbor_call(Coll::NeighborAllgather, send.into(), recv)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>)
+            => neighbor_call(Coll::NeighborAllgather, send.into(), recv.into())
     }
 
     collective! {
         /// MPI_Neighbor_allgatherv: `send` to every destination neighbour; the data of source
         /// neighbour `k` (`rcounts[k]` elements) at `rdispls[k]` of `recv`.
         neighbor_allgatherv, ineighbor_allgatherv, neighbor_allgatherv_init ("Neighbor_allgatherv", "neighbor_allgatherv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
-            => neighbor_v_call(Coll::NeighborAllgatherv, send.into(), None, recv, rcounts, rdispls)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, rcounts: &[usize], rdispls: &[usize])
+            => neighbor_v_call(Coll::NeighborAllgatherv, send.into(), None, recv.into(), rcounts, rdispls)
     }
 
     collective! {
         /// MPI_Neighbor_alltoall: block `k` of `send` to destination neighbour `k`; block `k` of
         /// `recv` from source neighbour `k` (`send` holds one equal block per destination).
         neighbor_alltoall, ineighbor_alltoall, neighbor_alltoall_init ("Neighbor_alltoall", "neighbor_alltoall")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T])
-            => neighbor_call(Coll::NeighborAlltoall, send.into(), recv)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>)
+            => neighbor_call(Coll::NeighborAlltoall, send.into(), recv.into())
     }
 
     collective! {
@@ -148,18 +145,18 @@ impl Comm {
         /// neighbour `k`; `rcounts[k]` elements from source neighbour `k` at `rdispls[k]` of
         /// `recv`.
         neighbor_alltoallv, ineighbor_alltoallv, neighbor_alltoallv_init ("Neighbor_alltoallv", "neighbor_alltoallv")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, scounts: &[usize], sdispls: &[usize], recv: &'b mut [T], rcounts: &[usize], rdispls: &[usize])
-            => neighbor_v_call(Coll::NeighborAlltoallv, send.into(), Some((scounts, sdispls)), recv, rcounts, rdispls)
+            <> (send: impl Into<Src<'b>>, scounts: &[usize], sdispls: &[usize], recv: impl Into<Dst<'b>>, rcounts: &[usize], rdispls: &[usize])
+            => neighbor_v_call(Coll::NeighborAlltoallv, send.into(), Some((scounts, sdispls)), recv.into(), rcounts, rdispls)
     }
 
     /// neighbor_alltoallw: per destination and per source its own (count, byte
     /// displacement, datatype).
-    fn neighbor_w_call<'b, T: Equivalence>(
+    fn neighbor_w_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
+        send: Src<'b>,
         sspecs: &[WSpec],
-        recv: &'b mut [T],
+        recv: Dst<'b>,
         rspecs: &[WSpec],
     ) -> Call<'b> {
         let mut bufs = CallBufs::default();
@@ -169,14 +166,13 @@ impl Comm {
             let send = send;
             let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
             let (whole_recv, from_each) = w_recv_blocks(what, rspecs, sources.len(), calls, recv)?;
-            let whole_send = calls.send(send).expect("not in place (checked)");
-            let to_each =
-                w_send_blocks::<T>(what, sspecs, dests.len(), &whole_send, calls.send_len())?;
+            let send = send.0.expect("not in place (checked)");
+            let (whole_send, to_each) = w_send_blocks(what, sspecs, dests.len(), calls, send)?;
             let mut a = Args::new(
                 Coll::NeighborAlltoallw,
                 self.rank,
                 self.size,
-                Elem::of::<T>()?,
+                Elem::of::<u8>()?,
             );
             a.bytes =
                 from_each.iter().map(|b| b.packed_len()).sum::<usize>() / sources.len().max(1);
@@ -197,7 +193,7 @@ impl Comm {
         /// block `rspecs[k]` of `recv` (receive blocks may not overlap). Every datatype must
         /// be committed.
         neighbor_alltoallw, ineighbor_alltoallw, neighbor_alltoallw_init ("Neighbor_alltoallw", "neighbor_alltoallw")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, sspecs: &[WSpec], recv: &'b mut [T], rspecs: &[WSpec])
-            => neighbor_w_call(send.into(), sspecs, recv, rspecs)
+            <> (send: impl Into<Src<'b>>, sspecs: &[WSpec], recv: impl Into<Dst<'b>>, rspecs: &[WSpec])
+            => neighbor_w_call(send.into(), sspecs, recv.into(), rspecs)
     }
 }

@@ -2,11 +2,11 @@
 //! MPI_Reduce_scatter, MPI_Scan and MPI_Exscan, each blocking, nonblocking and persistent.
 #![forbid(unsafe_code)]
 
-use super::api::{collective, Call, CallBufs, Src};
+use super::api::{collective, reducer_of, Call, CallBufs};
+use super::buffers::{place, Dst, Src};
 use super::op::Op;
-use super::{check_len, Args, Coll, Elem};
+use super::{check_len, Args, Coll};
 use crate::comm::Comm;
-use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass};
 use std::rc::Rc;
 
@@ -15,11 +15,11 @@ impl Comm {
     /// the receive buffer's length for every rank (MPI_Reduce_scatter_block). `Args.count`
     /// is this rank's block; `rcounts`/`rdispls` place the blocks in the whole vector, whose
     /// size in bytes is `Args.bytes`.
-    fn reduce_scatter_call<'b, T: Equivalence>(
+    fn reduce_scatter_call<'b>(
         &self,
         what: &'static str,
-        send: Src<'b, T>,
-        recv: &'b mut [T],
+        send: Src<'b>,
+        recv: Dst<'b>,
         counts: Option<&[usize]>,
         op: &Op,
     ) -> Call<'b> {
@@ -31,16 +31,17 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let recv = recv;
-            let send = send;
-            let in_place = send.len().is_none();
+            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
+            let recv = recv.expect("given");
+            let in_place = send.is_none();
             let overflow = || {
                 Error::new(
                     ErrorClass::Count,
                     format!("{what}: the whole vector's element count overflows"),
                 )
             };
-            let (mine, total) = match counts {
+            let scaled = counts.map(|c| recv.scaled(c)).transpose()?;
+            let (mine, total) = match scaled.as_deref() {
                 Some(c) => {
                     if c.len() != n {
                         return Err(Error::new(
@@ -71,32 +72,33 @@ impl Comm {
                 }
                 None => (recv.len(), recv.len().checked_mul(n).ok_or_else(overflow)?),
             };
-            match send.len() {
+            match send.as_ref().map(|s| s.len()) {
                 Some(l) => check_len(what, "the send buffer", l, total)?,
                 None => check_len(what, "the receive buffer (in place)", recv.len(), total)?,
             }
             check_len(what, "the receive buffer", recv.len(), mine)?;
-            let reducer = super::reducer::<T>(op)?;
+            let reducer = reducer_of(what, send.as_ref(), Some(&recv), op)?;
             let coll = match counts {
                 Some(_) => Coll::ReduceScatter,
                 None => Coll::ReduceScatterBlock,
             };
-            let mut a = Args::new(coll, self.rank, self.size, Elem::of::<T>()?);
+            let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
             a.count = mine;
-            if let Some(c) = counts {
+            if let Some(c) = scaled {
                 let mut displs = Vec::with_capacity(n);
                 let mut at = 0;
-                for &x in c {
+                for &x in c.iter() {
                     displs.push(at);
                     at += x;
                 }
-                a.rcounts = Some(Rc::from(c));
+                a.rcounts = Some(c);
                 a.rdispls = Some(Rc::from(displs));
             }
-            a.bytes = total * std::mem::size_of::<T>();
+            a.bytes = total * recv.elem.packed().size;
             a.commutative = op.is_commutative();
-            a.send = calls.send(send);
-            a.recv = calls.recv(&mut recv[..if in_place { total } else { mine }]);
+            a.lend_send(calls, send);
+            a.lend_recv(calls, recv.prefix(if in_place { total } else { mine }));
+            a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();
         Call::reduction(what, args, bufs)
@@ -110,8 +112,8 @@ impl Comm {
         /// [`IN_PLACE`](super::IN_PLACE), `recv` holds the whole vector (size equal blocks) and
         /// the result is left in its first block.
         reduce_scatter_block, ireduce_scatter_block, reduce_scatter_block_init ("Reduce_scatter_block", "reduce_scatter_block")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
-            => reduce_scatter_call(send.into(), recv, None, op)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op)
+            => reduce_scatter_call(send.into(), recv.into(), None, op)
     }
 
     // ---- reduce_scatter -----------------------------------------------------------------
@@ -122,8 +124,8 @@ impl Comm {
         /// rank i's `recv`, which holds at least that many. With [`IN_PLACE`](super::IN_PLACE),
         /// `recv` holds the whole vector and the result is left at its start.
         reduce_scatter, ireduce_scatter, reduce_scatter_init ("Reduce_scatter", "reduce_scatter")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], counts: &[usize], op: &Op)
-            => reduce_scatter_call(send.into(), recv, Some(counts), op)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, counts: &[usize], op: &Op)
+            => reduce_scatter_call(send.into(), recv.into(), Some(counts), op)
     }
 
     // ---- scan, exscan -------------------------------------------------------------------
@@ -132,8 +134,8 @@ impl Comm {
         /// MPI_Scan: rank i's `recv` gets the combination with `op` of the `send` of ranks 0..=i
         /// (association: see the `coll` module doc). `send` may be [`IN_PLACE`](super::IN_PLACE).
         scan, iscan, scan_init ("Scan", "scan")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
-            => reduction_call(Coll::Scan, send.into(), recv, op, None)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op)
+            => reduction_call(Coll::Scan, send.into(), recv.into(), op, None)
     }
 
     collective! {
@@ -141,7 +143,7 @@ impl Comm {
         /// 0..i; rank 0's `recv` is left as it was (MPI leaves it undefined). `send` may be
         /// [`IN_PLACE`](super::IN_PLACE).
         exscan, iexscan, exscan_init ("Exscan", "exscan")
-            <T: Equivalence> (send: impl Into<Src<'b, T>>, recv: &'b mut [T], op: &Op)
-            => reduction_call(Coll::Exscan, send.into(), recv, op, None)
+            <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op)
+            => reduction_call(Coll::Exscan, send.into(), recv.into(), op, None)
     }
 }

@@ -13,10 +13,19 @@
 //!
 //! # Buffers
 //!
-//! Collectives take slices of an [`crate::Equivalence`] type. Counts come from
-//! the slices: a gather's count is the send slice's length, and the root's receive slice
-//! holds `size` such blocks. A buffer significant only at the root may be empty elsewhere.
-//! [`IN_PLACE`] stands for MPI_IN_PLACE where MPI allows it.
+//! Collectives take slices of an [`crate::Equivalence`] type ([`Src`], [`Dst`]), or views of
+//! slices through derived datatypes ([`crate::Typed`], [`crate::TypedMut`]): MPI's
+//! (address, count, datatype). Counts come from the buffers: a gather's count is the send
+//! buffer's, and the root's receive buffer holds `size` such blocks. A buffer significant
+//! only at the root may be empty elsewhere (an empty slice of any type). [`IN_PLACE`] stands
+//! for MPI_IN_PLACE where MPI allows it.
+//!
+//! Slices of one type count in elements. With a typed view (or slices of two types) a call
+//! counts in bytes of the packed message, so that the send and receive datatypes may differ
+//! with one type signature, as MPI allows; `buffers.rs` says how, and `algo::run` how a
+//! reduction of typed buffers runs (on packed copies, in elements of the one predefined type
+//! the datatype is made of). A broadcast counts in bytes everywhere, so that every rank cuts
+//! a large message into the same pieces whatever its buffer.
 //!
 //! # Intercommunicators
 //!
@@ -52,17 +61,19 @@ mod api_gather;
 mod api_inter;
 mod api_neighbor;
 mod api_reduce_scatter;
+mod buffers;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
+use crate::sys::layout::Layout;
 use op::Reducer;
 use sched::Block;
 use std::rc::Rc;
 
 pub(crate) use api::RepeatSlot;
-pub use api::{InPlace, Src, INIT_EFFORT, IN_PLACE};
+pub use api::{InPlace, INIT_EFFORT, IN_PLACE};
 pub use api_alltoall::WSpec;
-pub use api_gather::Dst;
+pub use buffers::{Dst, DstOrInPlace, Src};
 pub use registry::{algorithms, last_algorithm, AlgorithmInfo};
 
 /// The collectives, as the registry and the forcing variables name them.
@@ -152,49 +163,135 @@ impl Coll {
     }
 }
 
-/// How one element of a collective's buffers is laid out: its size, and for a type with
-/// padding the datatype that skips it.
+/// How the elements of one of a collective's buffers are laid out: their size in a message,
+/// where they sit in the buffer, and their signature.
 #[derive(Clone, Debug)]
 pub(crate) struct Elem {
+    /// Bytes of one element in a message (for a slice of a type with padding, the type's
+    /// size in memory, padding included: its stride).
     pub(crate) size: usize,
-    padded: Option<Datatype>,
+    laid: Laid,
     pub(crate) sig: crate::datatype::Sig,
+}
+
+#[derive(Clone, Debug)]
+enum Laid {
+    /// Element `i` is bytes `i * size ..` of the buffer.
+    Plain,
+    /// A slice of a type with padding: element `i` is bytes `i * size ..`, moved through the
+    /// type's own datatype, which skips the padding.
+    Padded(Datatype),
+    /// Counted in bytes (`size` 1): "element" `i` is byte `i` of the message this layout
+    /// makes of the buffer (a typed view, or a slice beside one; see `buffers.rs`).
+    Bytes(Rc<Layout>),
 }
 
 impl Elem {
     pub(crate) fn of<T: Equivalence>() -> Result<Elem> {
         Ok(Elem {
             size: std::mem::size_of::<T>(),
-            padded: if T::GAPLESS {
-                None
+            laid: if T::GAPLESS {
+                Laid::Plain
             } else {
-                Some(crate::datatype::buffer::own_datatype::<T>()?)
+                Laid::Padded(crate::datatype::buffer::own_datatype::<T>()?)
             },
             sig: T::SIG,
         })
     }
 
-    /// Whether elements move as their bytes (no padding).
+    /// Elements of `size` bytes, each its bytes in order.
+    pub(crate) fn plain(size: usize, sig: crate::datatype::Sig) -> Elem {
+        Elem {
+            size,
+            laid: Laid::Plain,
+            sig,
+        }
+    }
+
+    /// A slice of a type with padding, moved through `dt` (its own datatype).
+    pub(crate) fn padded(size: usize, dt: Datatype, sig: crate::datatype::Sig) -> Elem {
+        Elem {
+            size,
+            laid: Laid::Padded(dt),
+            sig,
+        }
+    }
+
+    /// The bytes of the message `layout` makes of a buffer, counted one by one.
+    pub(crate) fn bytes_of(layout: Rc<Layout>, sig: crate::datatype::Sig) -> Elem {
+        Elem {
+            size: 1,
+            laid: Laid::Bytes(layout),
+            sig,
+        }
+    }
+
+    /// Whether elements move as their bytes (no padding, no layout).
     pub(crate) fn is_gapless(&self) -> bool {
-        self.padded.is_none()
+        matches!(self.laid, Laid::Plain)
+    }
+
+    /// The datatype of a slice of a type with padding.
+    pub(crate) fn padding(&self) -> Option<&Datatype> {
+        match &self.laid {
+            Laid::Padded(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The same elements packed (a scratch buffer's): their message bytes in order.
+    pub(crate) fn packed(&self) -> Elem {
+        let size = match &self.laid {
+            Laid::Padded(d) => d.size(),
+            _ => self.size,
+        };
+        Elem::plain(size, self.sig)
+    }
+
+    /// The layout of the first `n` elements, if they are counted in bytes (for cutting a
+    /// buffer to the part a call uses).
+    pub(crate) fn first_bytes(&self, n: usize) -> Option<Elem> {
+        match &self.laid {
+            Laid::Bytes(l) => Some(Elem::bytes_of(Rc::new(l.bytes(0, n)), self.sig)),
+            _ => None,
+        }
     }
 
     /// Elements `first..first + n` of the buffer `raw` (all of its bytes, padding included),
-    /// as a message: their bytes, or for a padded type their data through the datatype.
+    /// as a message: their bytes, or through the padded type's datatype or the layout.
     pub(crate) fn block(&self, raw: &Block, first: usize, n: usize) -> Block {
-        let (off, len) = (first * self.size, n * self.size);
-        let layout = self.padded.as_ref().map(|d| {
-            d.layout(n, 0, len)
-                .expect("a padded type's layout fits its elements")
-        });
-        raw.sub(off, len, layout).with_sig(self.sig)
+        match &self.laid {
+            Laid::Plain => raw.sub(first * self.size, n * self.size, None),
+            Laid::Padded(d) => {
+                let len = n * self.size;
+                let l = d
+                    .layout(n, 0, len)
+                    .expect("a padded type's layout fits its elements");
+                raw.sub(first * self.size, len, Some(l))
+            }
+            Laid::Bytes(l) => raw.sub(0, raw.len(), Some(l.bytes(first, n))),
+        }
+        .with_sig(self.sig)
     }
 
     /// Elements `first..first + n` of `raw` as one run of bytes, for a reduction kernel (which
-    /// sees them as `[T]`).
+    /// sees them as `[T]`). Reductions of buffers counted in bytes run on packed copies
+    /// (see `algo::run`), never here.
     pub(crate) fn run(&self, raw: &Block, first: usize, n: usize) -> Block {
+        debug_assert!(!matches!(self.laid, Laid::Bytes(_)), "a reduction on bytes");
         raw.sub(first * self.size, n * self.size, None)
     }
+}
+
+/// A reduction whose buffers are counted in bytes (typed views): it runs on packed copies of
+/// them, in elements of the reduction's type (see `algo::run`).
+#[derive(Clone, Debug)]
+pub(crate) struct Stage {
+    /// Bytes of one element of the reduction's type.
+    pub(crate) unit: usize,
+    /// Bytes of the send and receive buffers the call uses.
+    pub(crate) send_len: usize,
+    pub(crate) recv_len: usize,
 }
 
 /// neighbor_alltoallw's messages: one block per destination, one per source.
@@ -209,7 +306,10 @@ pub(crate) struct Args {
     pub(crate) size: i32,
     /// The root of a rooted collective (0 otherwise).
     pub(crate) root: i32,
+    /// The receive buffer's elements (and the send buffer's when in place).
     pub(crate) elem: Elem,
+    /// The send buffer's elements: the receive buffer's unless the call counts in bytes.
+    pub(crate) selem: Elem,
     /// The send buffer, whole (`None`: MPI_IN_PLACE, or not significant here).
     pub(crate) send: Option<Block>,
     /// The receive buffer, whole (the buffer of a bcast; empty where not significant).
@@ -242,6 +342,10 @@ pub(crate) struct Args {
     /// Neighbourhood collectives: the source list comes in (-1, +1) pairs, one per
     /// dimension of a Cartesian grid (a graph's lists do not).
     pub(crate) cart_pairs: bool,
+    /// A reduction of typed buffers: run on packed copies.
+    pub(crate) stage: Option<Rc<Stage>>,
+    /// Elements of the receive buffer the call uses (bytes, when it counts in bytes).
+    pub(crate) recv_len: usize,
 }
 
 impl Args {
@@ -251,6 +355,7 @@ impl Args {
             rank,
             size,
             root: 0,
+            selem: elem.clone(),
             elem,
             send: None,
             recv: Block::EMPTY,
@@ -267,6 +372,8 @@ impl Args {
             bytes: 0,
             remote: None,
             cart_pairs: false,
+            stage: None,
+            recv_len: 0,
         }
     }
 
@@ -277,8 +384,21 @@ impl Args {
 
     /// Elements `first..first + n` of the send buffer (the receive buffer when in place).
     pub(crate) fn sblock(&self, first: usize, n: usize) -> Block {
-        self.elem
-            .block(self.send.as_ref().unwrap_or(&self.recv), first, n)
+        match &self.send {
+            Some(sb) => self.selem.block(sb, first, n),
+            None => self.elem.block(&self.recv, first, n),
+        }
+    }
+
+    /// The fewest elements an algorithm may cut a message into: 1 when the call counts in
+    /// elements; when it counts in bytes, the size of its basic type, so that every rank
+    /// cuts the same pieces whatever its buffer (a broadcast counts in bytes everywhere).
+    pub(crate) fn grain(&self) -> usize {
+        if self.elem.size == 1 {
+            self.elem.sig.elem_bytes().max(1)
+        } else {
+            1
+        }
     }
 
     /// Rank `i`'s receive block: `count` elements at `i * count`, or the v form's.

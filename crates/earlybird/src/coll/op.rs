@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub use crate::datatype::reduce::Predefined;
-use crate::datatype::Equivalence;
+use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::lend::{Loan, Unusable};
 use std::any::Any;
@@ -43,6 +43,11 @@ enum OpKind {
 
 struct UserOp {
     commute: bool,
+    /// The reducer of the type it was made for, that type's one predefined type (if it is
+    /// made of one) and its size: what a typed buffer's data must be made of.
+    reducer: fn(&Op) -> Result<Reducer>,
+    basic: Option<crate::datatype::BasicType>,
+    size: usize,
     /// A `Box<dyn Fn(&[T], &mut [T])>` for the `T` it was made for.
     f: Box<dyn Any>,
     type_name: &'static str,
@@ -88,6 +93,13 @@ impl Op {
         let f: UserFn<T> = Box::new(f);
         Op(OpKind::User(Rc::new(UserOp {
             commute,
+            reducer: Reducer::new::<T>,
+            basic: if T::GAPLESS {
+                T::datatype().reduction_basic()
+            } else {
+                None
+            },
+            size: std::mem::size_of::<T>(),
             f: Box::new(f),
             type_name: std::any::type_name::<T>(),
         })))
@@ -193,6 +205,70 @@ impl Reducer {
             elem: std::mem::size_of::<T>(),
             apply: apply_loans::<T>,
         })
+    }
+
+    /// A reducer of the data of datatype `dt` by `op`: its elements are the one predefined
+    /// type it is made of (MPI 4.1 §6.9.2 lets a predefined operation reduce a derived
+    /// datatype of one predefined type), or for a user operation the type it was made for,
+    /// which `dt`'s data must be a whole number of. MPI_ERR_OP if `op` does not apply.
+    pub(crate) fn for_datatype(dt: &Datatype, op: &Op) -> Result<Reducer> {
+        if let OpKind::User(u) = &op.0 {
+            let fits = dt.reduction_basic().is_some_and(|b| Some(b) == u.basic)
+                && u.size > 0
+                && dt.size().is_multiple_of(u.size);
+            if !fits {
+                return Err(Error::new(
+                    ErrorClass::Op,
+                    format!(
+                        "{} cannot reduce {} (its data must be elements of the operation's own type, which must be made of one predefined type)",
+                        op.name(),
+                        dt.describe()
+                    ),
+                ));
+            }
+            return (u.reducer)(op);
+        }
+        use crate::datatype::BasicType::*;
+        use crate::sys::plain::ValueIndex;
+        let unsupported = |b: crate::datatype::BasicType| {
+            Error::new(
+                ErrorClass::Op,
+                format!(
+                    "{} cannot reduce {} ({} has no reduction here)",
+                    op.name(),
+                    dt.describe(),
+                    b.mpi_name()
+                ),
+            )
+        };
+        let Some(b) = dt.reduction_basic() else {
+            return Err(Error::new(
+                ErrorClass::Op,
+                format!(
+                    "{} cannot reduce {}: a predefined operation reduces data of one predefined type",
+                    op.name(),
+                    dt.describe()
+                ),
+            ));
+        };
+        match b {
+            Char | SignedChar | Int8 => Reducer::new::<i8>(op),
+            UnsignedChar | Uint8 | Byte => Reducer::new::<u8>(op),
+            Short | Int16 => Reducer::new::<i16>(op),
+            UnsignedShort | Uint16 => Reducer::new::<u16>(op),
+            Int | Int32 | Wchar => Reducer::new::<i32>(op),
+            Unsigned | Uint32 => Reducer::new::<u32>(op),
+            Long | LongLong | Int64 | Aint | Offset | Count => Reducer::new::<i64>(op),
+            UnsignedLong | UnsignedLongLong | Uint64 => Reducer::new::<u64>(op),
+            Float => Reducer::new::<f32>(op),
+            Double => Reducer::new::<f64>(op),
+            FloatInt => Reducer::new::<ValueIndex<f32>>(op),
+            DoubleInt => Reducer::new::<ValueIndex<f64>>(op),
+            LongInt => Reducer::new::<ValueIndex<i64>>(op),
+            TwoInt => Reducer::new::<ValueIndex<i32>>(op),
+            ShortInt => Reducer::new::<ValueIndex<i16>>(op),
+            LongDouble | CBool | CFloatComplex | CDoubleComplex | Packed => Err(unsupported(b)),
+        }
     }
 
     /// What tells this reducer from another: the operation (a predefined one, or which user

@@ -115,6 +115,11 @@ impl Block {
         self
     }
 
+    /// Bytes of the buffer part the block spans (its message's extent in memory).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// Bytes of the message.
     pub(crate) fn packed_len(&self) -> usize {
         match &self.layout {

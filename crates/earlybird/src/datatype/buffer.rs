@@ -2,7 +2,7 @@
 //! [`Equivalence`] type, or a view of a slice through a derived datatype.
 #![forbid(unsafe_code)]
 
-use super::{Datatype, Equivalence, Sig};
+use super::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::lend::{Lending, Loan, Settle, View};
 use crate::sys::overlap::Part;
@@ -212,6 +212,8 @@ fn view<T: Equivalence>(
 #[derive(Debug)]
 pub struct Typed<'b> {
     view: View<'b>,
+    dt: Datatype,
+    count: usize,
 }
 
 impl<'b> Typed<'b> {
@@ -237,12 +239,19 @@ impl<'b> Typed<'b> {
             view: v
                 .with_sig(dt.sig_code())
                 .with_elem(dt.extent().max(1) as usize),
+            dt: dt.clone(),
+            count,
         })
     }
 
     /// Bytes the view sends.
     pub fn packed_len(&self) -> usize {
         self.view.packed_len()
+    }
+
+    /// The view, its datatype and its count (what a collective takes apart).
+    pub(crate) fn into_parts(self) -> (View<'b>, Datatype, usize) {
+        (self.view, self.dt, self.count)
     }
 }
 
@@ -256,6 +265,8 @@ impl Buffer for Typed<'_> {
 #[derive(Debug)]
 pub struct TypedMut<'b> {
     view: View<'b>,
+    dt: Datatype,
+    count: usize,
 }
 
 impl<'b> TypedMut<'b> {
@@ -285,12 +296,19 @@ impl<'b> TypedMut<'b> {
             view: v
                 .with_sig(dt.sig_code())
                 .with_elem(dt.extent().max(1) as usize),
+            dt: dt.clone(),
+            count,
         })
     }
 
     /// Bytes the view receives at most.
     pub fn packed_len(&self) -> usize {
         self.view.packed_len()
+    }
+
+    /// The view, its datatype and its count (what a collective takes apart).
+    pub(crate) fn into_parts(self) -> (View<'b>, Datatype, usize) {
+        (self.view, self.dt, self.count)
     }
 }
 
@@ -351,7 +369,11 @@ pub fn split_views<'b, T: Equivalence>(
         )?;
         parts.push((p, i >= sends.len()));
     }
-    let sigs: Vec<Sig> = sends.iter().chain(recvs).map(|v| v.2.sig_code()).collect();
+    let types: Vec<(Datatype, usize)> = sends
+        .iter()
+        .chain(recvs)
+        .map(|v| (v.2.clone(), v.1))
+        .collect();
     let size = std::mem::size_of::<T>();
     let mut views = View::split(buf, parts)
         .map_err(|o| {
@@ -366,13 +388,15 @@ pub fn split_views<'b, T: Equivalence>(
             )
         })?
         .into_iter()
-        .zip(sigs)
-        .map(|(v, sig)| v.with_sig(sig));
+        .zip(types)
+        .map(|(v, (dt, count))| (v.with_sig(dt.sig_code()), dt, count));
     let typed = views
         .by_ref()
         .take(sends.len())
-        .map(|view| Typed { view })
+        .map(|(view, dt, count)| Typed { view, dt, count })
         .collect();
-    let typed_mut = views.map(|view| TypedMut { view }).collect();
+    let typed_mut = views
+        .map(|(view, dt, count)| TypedMut { view, dt, count })
+        .collect();
     Ok((typed, typed_mut))
 }

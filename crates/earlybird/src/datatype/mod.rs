@@ -465,7 +465,7 @@ impl Datatype {
         self.0.name.borrow().clone()
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let n = self.0.name.borrow();
         if n.is_empty() {
             "a derived datatype".into()
@@ -482,6 +482,17 @@ impl Datatype {
     /// The signature code of messages of this type (see [`BasicType::sig`]).
     pub(crate) fn sig_code(&self) -> Sig {
         self.0.sig_code
+    }
+
+    /// The one predefined type this datatype's data is made of (the type itself for a
+    /// predefined one, pair types included), as a reduction sees it; `None` when it mixes
+    /// several.
+    pub(crate) fn reduction_basic(&self) -> Option<BasicType> {
+        if let Some(b) = self.0.basic {
+            return Some(b);
+        }
+        let first = self.0.sig.first()?.0;
+        self.0.sig.iter().all(|&(b, _)| b == first).then_some(first)
     }
 
     /// `MPI_ERR_TYPE` unless committed.

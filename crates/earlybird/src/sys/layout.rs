@@ -20,10 +20,13 @@ pub(crate) struct Layout {
     blocks: Rc<[(isize, usize)]>,
     extent: isize,
     elem_size: usize,
-    count: usize,
     origin: usize,
     /// One past the highest byte the layout touches (0 when it touches none).
     end: usize,
+    /// Packed bytes of the elements skipped at the start (see [`Layout::bytes`]).
+    skip: usize,
+    /// Packed bytes the layout moves, from `skip` on.
+    len: usize,
 }
 
 impl Layout {
@@ -68,16 +71,35 @@ impl Layout {
             blocks,
             extent,
             elem_size,
-            count,
             origin,
             end,
+            skip: 0,
+            len: elem_size * count,
         })
+    }
+
+    /// Packed bytes `first .. first + n` of this layout's message, as a layout of its own:
+    /// the part of the data a collective moves as one block when it counts a typed buffer
+    /// in bytes. Every byte it touches is one this layout touches. Panics if the range
+    /// leaves the message (callers cut blocks from checked counts).
+    pub(crate) fn bytes(&self, first: usize, n: usize) -> Layout {
+        assert!(
+            first.checked_add(n).is_some_and(|e| e <= self.len),
+            "layout: bytes {first}+{n} of a message of {}",
+            self.len
+        );
+        Layout {
+            blocks: self.blocks.clone(),
+            skip: self.skip + first,
+            len: n,
+            ..*self
+        }
     }
 
     /// Bytes the layout moves (its packed size).
     #[inline]
     pub(crate) fn packed_len(&self) -> usize {
-        self.elem_size * self.count
+        self.len
     }
 
     /// One past the highest buffer byte the layout touches.
@@ -89,17 +111,28 @@ impl Layout {
     /// bytes, in order. Every piece lies within the buffer the layout was checked against.
     #[inline]
     pub(crate) fn pieces(&self, n: usize, mut f: impl FnMut(usize, usize, usize)) {
-        let n = n.min(self.packed_len());
+        let n = n.min(self.len);
+        if n == 0 {
+            return;
+        }
+        // The element holding the first byte, and how far into it that byte is.
+        let (first, mut within) = (self.skip / self.elem_size, self.skip % self.elem_size);
         let mut p = 0;
-        let mut base = self.origin as isize;
+        let mut base =
+            (self.origin as isize).wrapping_add((first as isize).wrapping_mul(self.extent));
         while p < n {
             for &(d, l) in self.blocks.iter() {
                 if p >= n {
                     return;
                 }
-                let l = l.min(n - p);
-                f((base + d) as usize, p, l);
-                p += l;
+                if within >= l {
+                    within -= l;
+                    continue;
+                }
+                let take = (l - within).min(n - p);
+                f((base + d) as usize + within, p, take);
+                p += take;
+                within = 0;
             }
             // Past the last element this may leave the address space; it is not used then.
             base = base.wrapping_add(self.extent);
@@ -140,6 +173,27 @@ mod tests {
             l.segments(1000, 12),
             vec![[1040, 4], [1032, 2], [1024, 4], [1016, 2]]
         );
+    }
+
+    #[test]
+    fn a_byte_range_of_a_layout_is_those_bytes_of_its_pieces() {
+        // Elements of blocks [(8,4),(0,2)] (6 bytes), extent -16, origin 32.
+        let l = Layout::new(Rc::from(vec![(8, 4), (0, 2)]), -16, 2, 32, 0, 12, 64).unwrap();
+        let mut seen = vec![];
+        // Packed bytes 3..9: the last byte of block (40,4), block (32,2), then 3 bytes of
+        // element 1's first block.
+        let part = l.bytes(3, 6);
+        assert_eq!(part.packed_len(), 6);
+        part.pieces(usize::MAX, |b, p, n| seen.push((b, p, n)));
+        assert_eq!(seen, vec![(43, 0, 1), (32, 1, 2), (24, 3, 3)]);
+        // A range starting exactly at an element boundary, cut short by `n`.
+        let mut seen = vec![];
+        l.bytes(6, 6).pieces(5, |b, p, n| seen.push((b, p, n)));
+        assert_eq!(seen, vec![(24, 0, 4), (16, 4, 1)]);
+        let mut none = vec![];
+        l.bytes(12, 0)
+            .pieces(usize::MAX, |b, p, n| none.push((b, p, n)));
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -346,6 +346,26 @@ macro_rules! scenarios {
     };
 }
 
+/// Run one collective in form `$form`: 0 blocking, 1 nonblocking, 2 persistent (started
+/// twice). The arguments are evaluated in that form's arm only (typed views are moved).
+#[macro_export]
+macro_rules! run_forms {
+    ($form:expr, $c:expr, $b:ident, $i:ident, $p:ident ($($arg:expr),*)) => {
+        match $form {
+            0 => $c.$b($($arg),*)?,
+            1 => earlybird::scope(|s| $c.$i(s, $($arg),*)?.wait().map(|_| ()))?,
+            _ => earlybird::scope(|s| -> earlybird::Result<()> {
+                let mut r = $c.$p(s, $($arg),*)?;
+                for _ in 0..2 {
+                    r.start()?;
+                    r.wait()?;
+                }
+                Ok(())
+            })?,
+        }
+    };
+}
+
 // ---- helpers for scenarios ----------------------------------------------------------------
 
 /// The message of a panic caught by `catch_unwind` (a thread job re-raises its ranks').

@@ -19,8 +19,9 @@ pub(in super::super) static ALGO: Algorithm = Algorithm {
 
 fn run(a: &Args, s: &mut dyn Sink) {
     let (r, n, c) = (a.rank, a.size, a.count);
-    let buf = s.scratch(n as usize * c * a.elem.size);
-    let blocks = |first: i32, k: i32| a.elem.block(&buf, first as usize * c, k as usize * c);
+    let p = a.elem.packed();
+    let buf = s.scratch(n as usize * c * p.size);
+    let blocks = |first: i32, k: i32| p.block(&buf, first as usize * c, k as usize * c);
     let own = match a.send {
         Some(_) => a.sblock(0, c),
         None => a.rblock_of(r),

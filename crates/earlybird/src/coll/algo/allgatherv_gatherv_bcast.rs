@@ -25,8 +25,9 @@ fn run(a: &Args, s: &mut dyn Sink) {
         offs.push(offs.last().copied().unwrap_or(0) + c);
     }
     let all = offs[n as usize];
-    let buf = s.scratch(all * a.elem.size);
-    let block = |i: i32| a.elem.block(&buf, offs[i as usize], a.rcount_of(i));
+    let p = a.elem.packed();
+    let buf = s.scratch(all * p.size);
+    let block = |i: i32| p.block(&buf, offs[i as usize], a.rcount_of(i));
     let own = match a.send {
         Some(_) => a.sblock(0, a.count),
         None => a.rblock_of(r),
@@ -45,6 +46,8 @@ fn run(a: &Args, s: &mut dyn Sink) {
         root: 0,
         send: None,
         recv: buf.clone(),
+        elem: p.clone(),
+        selem: p.clone(),
         count: all,
         rcounts: None,
         rdispls: None,

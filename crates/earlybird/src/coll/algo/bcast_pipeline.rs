@@ -22,7 +22,8 @@ const SEGMENT: usize = 64 << 10;
 fn run(a: &Args, s: &mut dyn Sink) {
     let n = a.size;
     let vr = (a.rank - a.root + n) % n;
-    let seg = (SEGMENT / a.elem.size.max(1)).max(1);
+    let g = a.grain();
+    let seg = (SEGMENT / a.elem.size.max(1) / g).max(1) * g;
     let (prev, next) = ((a.rank + n - 1) % n, (a.rank + 1) % n);
     let mut first = 0;
     while first < a.count {

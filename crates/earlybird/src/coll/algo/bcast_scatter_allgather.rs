@@ -22,7 +22,12 @@ fn run(a: &Args, s: &mut dyn Sink) {
     let n = a.size;
     let vr = (a.rank - a.root + n) % n;
     let real = |v: i32| (v + a.root) % n;
-    let off = pieces(a.count, n);
+    // Pieces of whole basic elements, so that every rank cuts the same ones.
+    let g = a.grain();
+    let mut off: Vec<usize> = pieces(a.count / g, n).into_iter().map(|x| x * g).collect();
+    if let Some(last) = off.last_mut() {
+        *last = a.count;
+    }
     // Pieces [lo, hi), clipped to n, as one message.
     let span = |lo: i32, hi: i32| {
         let (lo, hi) = (lo as usize, hi.min(n) as usize);

@@ -9,7 +9,7 @@
 
 use super::super::registry::Algorithm;
 use super::super::sched::Sink;
-use super::super::{Args, Coll};
+use super::super::{Args, Coll, Elem};
 use crate::coll::sched::Block;
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
@@ -42,10 +42,9 @@ pub(super) fn children(vr: i32, n: i32) -> impl Iterator<Item = (i32, i32)> {
         .map(move |(c, m)| (c, m.min(n - c)))
 }
 
-/// `k` blocks of `count` elements of `raw`, from block `first`.
-pub(super) fn blocks(a: &Args, raw: &Block, first: i32, k: i32) -> Block {
-    a.elem
-        .block(raw, first as usize * a.count, k as usize * a.count)
+/// `k` blocks of `count` elements of `raw` (whose elements are `e`), from block `first`.
+pub(super) fn blocks(a: &Args, e: &Elem, raw: &Block, first: i32, k: i32) -> Block {
+    e.block(raw, first as usize * a.count, k as usize * a.count)
 }
 
 /// Where this rank sits in the tree rooted at the root.
@@ -83,14 +82,18 @@ pub(super) fn actual(a: &Args, v: i32) -> i32 {
 /// The root's blocks in relative order 1.. are those of ranks root + 1, ..., n - 1, then
 /// 0, ..., root - 1: the two pieces, each as (blocks of the whole-communicator buffer `raw`,
 /// blocks of the relative-order buffer `rel`).
-pub(super) fn wrapped(a: &Args, raw: &Block, rel: &Block) -> [(Block, Block); 2] {
+pub(super) fn wrapped(a: &Args, (raw, e): (&Block, &Elem), rel: &Block) -> [(Block, Block); 2] {
     let (n, root) = (a.size, a.root);
+    let p = &e.packed();
     [
         (
-            blocks(a, raw, root + 1, n - root - 1),
-            blocks(a, rel, 1, n - root - 1),
+            blocks(a, e, raw, root + 1, n - root - 1),
+            blocks(a, p, rel, 1, n - root - 1),
         ),
-        (blocks(a, raw, 0, root), blocks(a, rel, n - root, root)),
+        (
+            blocks(a, e, raw, 0, root),
+            blocks(a, p, rel, n - root, root),
+        ),
     ]
 }
 
@@ -101,25 +104,29 @@ fn run(a: &Args, s: &mut dyn Sink) {
         s.wait();
         return;
     }
-    let buf = if me.vr == 0 && a.root == 0 {
-        a.recv.clone()
+    // The root 0 gathers straight into its receive buffer; the others into packed scratch
+    // (a non-root's elements are its send buffer's, whose packed size is the same per block).
+    let (buf, e) = if me.vr == 0 && a.root == 0 {
+        (a.recv.clone(), a.elem.clone())
     } else {
-        s.scratch(me.sub as usize * a.count * a.elem.size)
+        let e = if me.vr == 0 { &a.elem } else { &a.selem };
+        let p = e.packed();
+        (s.scratch(me.sub as usize * a.count * p.size), p)
     };
     if me.vr != 0 {
-        s.copy(a.sblock(0, a.count), blocks(a, &buf, 0, 1));
+        s.copy(a.sblock(0, a.count), blocks(a, &e, &buf, 0, 1));
     } else if a.send.is_some() {
         s.copy(a.sblock(0, a.count), a.rblock_of(a.root));
     }
     for (child, k) in children(me.vr, a.size) {
-        s.recv(actual(a, child), blocks(a, &buf, child - me.vr, k));
+        s.recv(actual(a, child), blocks(a, &e, &buf, child - me.vr, k));
     }
     s.wait();
     if me.vr != 0 {
-        s.send(me.parent, blocks(a, &buf, 0, me.sub));
+        s.send(me.parent, blocks(a, &e, &buf, 0, me.sub));
         s.wait();
     } else if a.root != 0 {
-        for (user, rel) in wrapped(a, &a.recv, &buf) {
+        for (user, rel) in wrapped(a, (&a.recv, &a.elem), &buf) {
             s.copy(rel, user);
         }
     }

@@ -109,6 +109,50 @@ pub(super) static INTER: &[&Algorithm] = &[
     &inter_linear::REDUCE_SCATTER_BLOCK,
 ];
 
+/// Run `alg` for `a`. A reduction of typed buffers (`a.stage`) runs on packed copies: the
+/// send buffer is packed into scratch first, the receive buffer too (so that what the
+/// algorithm leaves alone stays as it was), the algorithm runs on them in elements of the
+/// reduction's type, and the result is unpacked into the receive buffer at the end.
+pub(super) fn run(alg: &Algorithm, a: &Args, s: &mut dyn Sink) {
+    let Some(st) = a.stage.as_deref() else {
+        return (alg.run)(a, s);
+    };
+    let u = st.unit;
+    let send = a.send.as_ref().map(|_| {
+        let b = s.scratch(st.send_len).with_sig(a.selem.sig);
+        s.copy(a.sblock(0, st.send_len), b.clone());
+        b
+    });
+    let recv = (st.recv_len > 0).then(|| {
+        let b = s.scratch(st.recv_len).with_sig(a.elem.sig);
+        s.copy(a.rblock(0, st.recv_len), b.clone());
+        b
+    });
+    let per = |v: &Option<std::rc::Rc<[usize]>>| {
+        v.as_ref()
+            .map(|x| x.iter().map(|&n| n / u).collect::<std::rc::Rc<[usize]>>())
+    };
+    let unit = super::Elem::plain(u, a.elem.sig);
+    let inner = Args {
+        elem: unit.clone(),
+        selem: unit,
+        send,
+        recv: recv.clone().unwrap_or(Block::EMPTY),
+        count: a.count / u,
+        rcounts: per(&a.rcounts),
+        rdispls: per(&a.rdispls),
+        scounts: per(&a.scounts),
+        sdispls: per(&a.sdispls),
+        stage: None,
+        ..a.clone()
+    };
+    (alg.run)(&inner, s);
+    if let Some(r) = recv {
+        s.wait();
+        s.copy(r, a.rblock(0, st.recv_len));
+    }
+}
+
 /// Messages up to this many bytes per rank count as small.
 pub(super) const SMALL: usize = 2048;
 
@@ -188,7 +232,7 @@ impl Alternate {
 /// copy of the receive buffer, so that the receive buffer is free to be written.
 pub(super) fn own_contribution(a: &Args, s: &mut dyn Sink) -> Block {
     match &a.send {
-        Some(sb) => a.elem.run(sb, 0, a.count),
+        Some(sb) => a.selem.run(sb, 0, a.count),
         None => {
             let c = s.scratch(a.count * a.elem.size);
             s.copy(a.rblock(0, a.count), a.elem.block(&c, 0, a.count));

@@ -25,24 +25,29 @@ fn run(a: &Args, s: &mut dyn Sink) {
         s.wait();
         return;
     }
-    let buf = match &a.send {
-        Some(sb) if a.root == 0 => sb.clone(),
-        _ => s.scratch(me.sub as usize * a.count * a.elem.size),
+    // The root 0 scatters straight from its send buffer; the others through packed scratch.
+    let (buf, e) = match &a.send {
+        Some(sb) if a.root == 0 => (sb.clone(), a.selem.clone()),
+        _ => {
+            let e = if me.vr == 0 { &a.selem } else { &a.elem };
+            let p = e.packed();
+            (s.scratch(me.sub as usize * a.count * p.size), p)
+        }
     };
     if me.vr != 0 {
-        s.recv(me.parent, blocks(a, &buf, 0, me.sub));
+        s.recv(me.parent, blocks(a, &e, &buf, 0, me.sub));
         s.wait();
     } else if a.root != 0 {
         let send = a.send.as_ref().expect("the root's send buffer");
-        for (user, rel) in wrapped(a, send, &buf) {
+        for (user, rel) in wrapped(a, (send, &a.selem), &buf) {
             s.copy(user, rel);
         }
     }
     for (child, k) in children(me.vr, a.size) {
-        s.send(actual(a, child), blocks(a, &buf, child - me.vr, k));
+        s.send(actual(a, child), blocks(a, &e, &buf, child - me.vr, k));
     }
     if me.vr != 0 {
-        s.copy(blocks(a, &buf, 0, 1), a.rblock(0, a.count));
+        s.copy(blocks(a, &e, &buf, 0, 1), a.rblock(0, a.count));
     } else if !a.recv.is_empty() {
         s.copy(a.sblock_of(a.root), a.rblock(0, a.count));
     }
