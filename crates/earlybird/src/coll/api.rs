@@ -37,19 +37,20 @@ pub(crate) struct CallBufs<'b> {
 
 impl<'b> CallBufs<'b> {
     /// The receive buffer, whole (its bytes, padding included), and its elements.
-    pub(crate) fn recv(&mut self, r: Placed<'b>) -> (Block, Elem) {
+    #[inline(always)]
+    pub(crate) fn recv(&mut self, r: &mut Placed<'b>) -> Block {
         let bytes = r.view.len();
-        self.recv = Some(r.view);
-        (Block::whole(Buf::Recv, bytes), r.elem)
+        self.recv = Some(r.view.take());
+        Block::whole(Buf::Recv, bytes)
     }
 
     /// The send buffer, whole, and its elements (`None` in place).
-    pub(crate) fn send(&mut self, s: Option<Placed<'b>>) -> Option<(Block, Elem)> {
-        let s = s?;
+    #[inline(always)]
+    pub(crate) fn send(&mut self, s: &mut Placed<'b>) -> Block {
         let bytes = s.view.len();
         self.send_writable = s.view.is_writable();
-        self.send = Some(s.view);
-        Some((Block::whole(Buf::Send, bytes), s.elem))
+        self.send = Some(s.view.take());
+        Block::whole(Buf::Send, bytes)
     }
 
     /// Lend the buffers for region `l`: `(send, recv)`.
@@ -73,27 +74,55 @@ impl<'b> CallBufs<'b> {
 }
 
 impl Args {
-    /// Lend the send buffer (`None`: in place, or not significant) and take its elements.
-    pub(crate) fn lend_send<'b>(&mut self, calls: &mut CallBufs<'b>, s: Option<Placed<'b>>) {
-        if let Some((b, e)) = calls.send(s) {
-            self.send = Some(b);
-            self.selem = e;
+    /// Count in the elements `e` (both buffers', until a send buffer says otherwise).
+    #[inline(always)]
+    pub(crate) fn count_in(&mut self, e: &Elem) {
+        if !e.same_plain(&self.elem) {
+            self.elem = e.clone();
+            self.selem = e.clone();
         }
     }
 
-    /// Lend the receive buffer and take its elements.
-    pub(crate) fn lend_recv<'b>(&mut self, calls: &mut CallBufs<'b>, r: Placed<'b>) {
-        self.recv_len = r.len();
-        let (b, e) = calls.recv(r);
-        self.recv = b;
-        if self.send.is_none() {
-            self.selem = e.clone();
+    /// Lend the send buffer (`None`: in place, or not significant) and take its elements.
+    #[inline(always)]
+    pub(crate) fn lend_send<'b>(&mut self, calls: &mut CallBufs<'b>, s: Option<&mut Placed<'b>>) {
+        if let Some(s) = s {
+            self.send = Some(calls.send(s));
+            // Assigned only when they differ (the common case moves nothing).
+            if !s.elem.same_plain(&self.selem) {
+                self.selem = s.elem.clone();
+            }
         }
-        self.elem = e;
+    }
+
+    /// Lend the first `n` elements of the receive buffer and take its elements.
+    #[inline(always)]
+    pub(crate) fn lend_recv_first<'b>(
+        &mut self,
+        calls: &mut CallBufs<'b>,
+        r: &mut Placed<'b>,
+        n: usize,
+    ) {
+        r.prefix(n);
+        self.lend_recv(calls, r);
+    }
+
+    /// Lend the receive buffer and take its elements (and the send buffer's, in place).
+    #[inline(always)]
+    pub(crate) fn lend_recv<'b>(&mut self, calls: &mut CallBufs<'b>, r: &mut Placed<'b>) {
+        self.recv_len = r.len();
+        self.recv = calls.recv(r);
+        if !r.elem.same_plain(&self.elem) {
+            self.elem = r.elem.clone();
+        }
+        if self.send.is_none() && !r.elem.same_plain(&self.selem) {
+            self.selem = r.elem.clone();
+        }
     }
 
     /// A reduction whose buffers count in bytes runs on packed copies in elements of
     /// `reducer`'s type (see `algo::run`): every count must be a whole number of them.
+    #[inline(always)]
     pub(crate) fn stage(&mut self, what: &str, units: Units, reducer: &Reducer) -> Result<()> {
         if units == Units::Elements {
             return Ok(());
@@ -146,6 +175,7 @@ impl Args {
 
 /// The reducer of a reduction's buffers: the send buffer's (the receive buffer's in place),
 /// the other's agreeing on the element size.
+#[inline(always)]
 pub(crate) fn reducer_of(
     what: &str,
     send: Option<&Placed>,
@@ -160,7 +190,7 @@ pub(crate) fn reducer_of(
         ));
     };
     let r = first.reducer(op)?;
-    if let Some(other) = sides.next() {
+    if let Some(other) = sides.next().filter(|o| !o.same_reducer(first)) {
         let o = other.reducer(op)?;
         if o.elem != r.elem {
             return Err(Error::new(
@@ -176,6 +206,7 @@ pub(crate) fn reducer_of(
 }
 
 /// The elements `Args` start with: the receive buffer's, else the send buffer's.
+#[inline(always)]
 pub(crate) fn first_elem(send: &Option<Placed>, recv: &Option<Placed>) -> Elem {
     recv.as_ref().or(send.as_ref()).map_or_else(
         || Elem::plain(1, crate::datatype::Sig::MIXED),
@@ -267,6 +298,33 @@ pub(crate) struct Call<'b> {
 }
 
 impl<'b> Call<'b> {
+    /// A call whose arguments `fill` completes in place (from those of a call of `coll` by
+    /// `rank` of a communicator of `size`, counting in `elem`), lending its buffers and for a reduction setting its
+    /// reducer; on an error, the call of that error. Built in place rather than returned
+    /// and moved, as these are the hot path of every small collective.
+    #[inline(always)]
+    pub(crate) fn build(
+        what: &'static str,
+        (coll, rank, size): (Coll, i32, i32),
+        elem: Elem,
+        fill: impl FnOnce(&mut Args, &mut CallBufs<'b>, &mut Option<Reducer>) -> Result<()>,
+    ) -> Call<'b> {
+        let mut call = Call {
+            what,
+            args: Ok(Args::new(coll, rank, size, elem)),
+            reducer: None,
+            bufs: CallBufs::default(),
+            intra_only: false,
+        };
+        if let Ok(a) = &mut call.args {
+            if let Err(e) = fill(a, &mut call.bufs, &mut call.reducer) {
+                call.args = Err(e);
+                call.reducer = None;
+            }
+        }
+        call
+    }
+
     /// A call without an operation, from its checked arguments.
     pub(crate) fn plain(what: &'static str, args: Result<Args>, bufs: CallBufs<'b>) -> Call<'b> {
         Call {
@@ -628,24 +686,35 @@ impl Comm {
 
     // ---- bcast --------------------------------------------------------------------------
 
-    fn bcast_call<'b>(&self, what: &'static str, buf: Dst<'b>, root: i32) -> Call<'b> {
+    fn bcast_call<'b>(&self, what: &'static str, mut buf: Dst<'b>, root: i32) -> Call<'b> {
         if self.is_inter() {
             return self.inter_bcast_call(what, buf, root);
         }
-        let mut bufs = CallBufs::default();
-        let calls = &mut bufs;
-        let args = (move || {
-            check_root(what, root, self.size)?;
-            // In bytes everywhere, so that every rank cuts the same pieces (see `Args::grain`).
-            let buf = buf.0.place(Units::Bytes)?;
-            let mut a = Args::new(Coll::Bcast, self.rank, self.size, buf.elem.clone());
-            a.root = root;
-            a.count = buf.len();
-            a.bytes = a.count * buf.elem.packed().size;
-            a.lend_recv(calls, buf);
-            Ok(a)
-        })();
-        Call::plain(what, args, bufs)
+        let me = (Coll::Bcast, self.rank, self.size);
+        Call::build(what, me, buf.0.elem.clone(), |a, calls, _| {
+            self.bcast_args(what, &mut buf.0, root, a, calls)
+        })
+    }
+
+    /// [`bcast_call`](Self::bcast_call)'s arguments, filled in place (see [`Call::build`]).
+    #[inline(always)]
+    fn bcast_args<'b>(
+        &self,
+        what: &'static str,
+        buf: &mut Placed<'b>,
+        root: i32,
+        a: &mut Args,
+        calls: &mut CallBufs<'b>,
+    ) -> Result<()> {
+        check_root(what, root, self.size)?;
+        // In bytes everywhere, so that every rank cuts the same pieces (see `Args::grain`).
+        buf.place(Units::Bytes)?;
+        a.count_in(&buf.elem);
+        a.root = root;
+        a.count = buf.len();
+        a.bytes = a.count * buf.elem.packed_size();
+        a.lend_recv(calls, buf);
+        Ok(())
     }
 
     collective! {
@@ -671,47 +740,64 @@ impl Comm {
         if self.is_inter() && matches!(coll, Coll::Reduce | Coll::Allreduce) {
             return self.inter_reduction_call(what, coll, send, recv, op, root);
         }
-        let at_root = root.is_none_or(|r| r == self.rank);
-        let mut bufs = CallBufs::default();
-        let calls = &mut bufs;
-        let args = (move || {
-            if let Some(r) = root {
-                check_root(what, r, self.size)?;
-            }
-            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
-            let recv = recv.expect("given");
-            let count = match &send {
-                Some(s) => s.len(),
-                None if at_root => recv.len(),
-                None => {
-                    return Err(crate::error::Error::new(
-                        crate::error::ErrorClass::Buffer,
-                        format!("{what}: MPI_IN_PLACE is allowed only at the root"),
-                    ))
-                }
-            };
-            if at_root {
-                check_len(what, "the receive buffer", recv.len(), count)?;
-            }
-            let reducer = reducer_of(what, send.as_ref(), at_root.then_some(&recv), op)?;
-            let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
-            a.root = root.unwrap_or(0);
-            a.count = count;
-            a.bytes = count * recv.elem.packed().size;
-            a.commutative = op.is_commutative();
-            a.lend_send(calls, send);
-            if at_root {
-                a.lend_recv(calls, recv.prefix(count));
-            }
-            a.stage(what, units, &reducer)?;
-            Ok((a, reducer))
-        })();
-        let call = Call::reduction(what, args, bufs);
+        let (mut send, mut recv) = (send.0, recv.0);
+        let me = (coll, self.rank, self.size);
+        let call = Call::build(what, me, recv.elem.clone(), |a, calls, reducer| {
+            *reducer =
+                Some(self.reduction_args(what, send.as_mut(), &mut recv, op, root, a, calls)?);
+            Ok(())
+        });
         if matches!(coll, Coll::Scan | Coll::Exscan) {
             call.intra_only()
         } else {
             call
         }
+    }
+
+    /// [`reduction_call`](Self::reduction_call)'s arguments, filled in place (see
+    /// [`Call::build`]); the reducer.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn reduction_args<'b>(
+        &self,
+        what: &'static str,
+        mut send: Option<&mut Placed<'b>>,
+        recv: &mut Placed<'b>,
+        op: &Op,
+        root: Option<i32>,
+        a: &mut Args,
+        calls: &mut CallBufs<'b>,
+    ) -> Result<Reducer> {
+        let at_root = root.is_none_or(|r| r == self.rank);
+        if let Some(r) = root {
+            check_root(what, r, self.size)?;
+        }
+        let units = place(what, send.as_deref_mut(), Some(&mut *recv))?;
+        a.count_in(&recv.elem);
+        let count = match &send {
+            Some(s) => s.len(),
+            None if at_root => recv.len(),
+            None => {
+                return Err(crate::error::Error::new(
+                    crate::error::ErrorClass::Buffer,
+                    format!("{what}: MPI_IN_PLACE is allowed only at the root"),
+                ))
+            }
+        };
+        if at_root {
+            check_len(what, "the receive buffer", recv.len(), count)?;
+        }
+        let reducer = reducer_of(what, send.as_deref(), at_root.then_some(&*recv), op)?;
+        a.root = root.unwrap_or(0);
+        a.count = count;
+        a.bytes = count * recv.elem.packed_size();
+        a.commutative = op.is_commutative();
+        a.lend_send(calls, send);
+        if at_root {
+            a.lend_recv_first(calls, recv, count);
+        }
+        a.stage(what, units, &reducer)?;
+        Ok(reducer)
     }
 
     collective! {

@@ -144,7 +144,8 @@ pub(super) fn w_recv_blocks<'b>(
     recv: Dst<'b>,
 ) -> Result<(Block, Vec<Block>)> {
     wspecs_len(what, "receive", rspecs, n)?;
-    let recv = recv.0.place(Units::Elements)?;
+    let mut recv = recv.0;
+    recv.place(Units::Elements)?;
     let own = recv.w_slice(what)?;
     let rlen = recv.view.len();
     let mut layouts = Vec::with_capacity(n);
@@ -166,7 +167,7 @@ pub(super) fn w_recv_blocks<'b>(
             ),
         ));
     }
-    let (whole, _) = calls.recv(recv);
+    let whole = calls.recv(&mut recv);
     let blocks = layouts
         .into_iter()
         .zip(rspecs)
@@ -185,14 +186,15 @@ pub(super) fn w_send_blocks<'b>(
     send: Side<'b>,
 ) -> Result<(Block, Vec<Block>)> {
     wspecs_len(what, "send", sspecs, n)?;
-    let send = send.place(Units::Elements)?;
+    let mut send = send;
+    send.place(Units::Elements)?;
     let own = send.w_slice(what)?;
     let slen = send.view.len();
     let mut layouts = Vec::with_capacity(n);
     for (i, spec) in sspecs.iter().enumerate() {
         layouts.push(wlayout(what, "send", i, spec, slen, own.as_ref())?);
     }
-    let (whole, _) = calls.send(Some(send)).expect("given");
+    let whole = calls.send(&mut send);
     let v = layouts
         .into_iter()
         .zip(sspecs)
@@ -209,8 +211,8 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-            let recv = recv.expect("given");
+            let (mut send, mut recv) = (send.0, recv.0);
+            place(what, send.as_mut(), Some(&mut recv))?;
             let n = self.size as usize;
             let count = match &send {
                 Some(s) => per_block(what, "the send buffer", s.len(), n)?,
@@ -223,9 +225,9 @@ impl Comm {
             }
             let mut a = Args::new(Coll::Alltoall, self.rank, self.size, recv.elem.clone());
             a.count = count;
-            a.bytes = count * recv.elem.packed().size;
-            a.lend_send(calls, send);
-            a.lend_recv(calls, recv.prefix(n * count));
+            a.bytes = count * recv.elem.packed_size();
+            a.lend_send(calls, send.as_mut());
+            a.lend_recv_first(calls, &mut recv, n * count);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -259,8 +261,8 @@ impl Comm {
         if coll == Coll::Alltoallv {
             self.check_inter_in_place(what, send.0.is_none())?;
         }
-        let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-        let recv = recv.expect("given");
+        let (mut send, mut recv) = (send.0, recv.0);
+        place(what, send.as_mut(), Some(&mut recv))?;
         let (rc, rd) = (recv.scaled(rcounts)?, recv.scaled(rdispls)?);
         check_blocks(what, "receive", &rc, &rd, n, recv.len(), true)?;
         let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
@@ -281,11 +283,11 @@ impl Comm {
             }
         }
         let total: usize = rc.iter().sum();
-        a.bytes = total * recv.elem.packed().size / n.max(1);
+        a.bytes = total * recv.elem.packed_size() / n.max(1);
         a.rcounts = Some(rc);
         a.rdispls = Some(rd);
-        a.lend_send(bufs, send);
-        a.lend_recv(bufs, recv);
+        a.lend_send(bufs, send.as_mut());
+        a.lend_recv(bufs, &mut recv);
         Ok(a)
     }
 

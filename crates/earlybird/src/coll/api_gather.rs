@@ -146,7 +146,8 @@ impl Comm {
         let args = (move || {
             check_root(what, root, self.size)?;
             let at_root = self.rank == root;
-            let (send, recv, _) = place(what, send.0, at_root.then_some(recv.0))?;
+            let (mut send, mut recv) = (send.0, at_root.then_some(recv.0));
+            place(what, send.as_mut(), recv.as_mut())?;
             let coll = if v.is_some() {
                 Coll::Gatherv
             } else {
@@ -158,10 +159,10 @@ impl Comm {
                 return Err(in_place_only_at_root(what));
             }
             let slen = send.as_ref().map(|s| s.len());
-            match (recv, v) {
+            match (recv.as_mut(), v) {
                 (None, _) => a.count = slen.unwrap_or(0),
                 (Some(recv), Some(cd)) => {
-                    let (c, d) = scaled_v(&recv, cd)?;
+                    let (c, d) = scaled_v(recv, cd)?;
                     let (c, d) = check_v(what, "receive", (&c, &d), self.size, recv.len(), false)?;
                     a.count = c[root as usize];
                     if let Some(n) = slen {
@@ -179,11 +180,11 @@ impl Comm {
                     recv.check_whole(what, "receive", a.count)?;
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
-                    a.lend_recv(calls, recv.prefix(need));
+                    a.lend_recv_first(calls, recv, need);
                 }
             }
-            a.bytes = a.count * a.elem.packed().size;
-            a.lend_send(calls, send);
+            a.bytes = a.count * a.elem.packed_size();
+            a.lend_send(calls, send.as_mut());
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -237,7 +238,8 @@ impl Comm {
             if recv.0.is_none() && !at_root {
                 return Err(in_place_only_at_root(what));
             }
-            let (send, recv, _) = place(what, at_root.then_some(send), recv.0)?;
+            let (mut send, mut recv) = (at_root.then_some(send), recv.0);
+            place(what, send.as_mut(), recv.as_mut())?;
             let coll = if v.is_some() {
                 Coll::Scatterv
             } else {
@@ -245,11 +247,11 @@ impl Comm {
             };
             let mut a = Args::new(coll, self.rank, self.size, first_elem(&send, &recv));
             a.root = root;
-            let Some(send) = send else {
-                let r = recv.expect("a receive buffer off the root");
+            let Some(mut send) = send else {
+                let mut r = recv.expect("a receive buffer off the root");
                 a.count = r.len();
-                a.bytes = a.count * r.elem.packed().size;
-                a.lend_recv(calls, r);
+                a.bytes = a.count * r.elem.packed_size();
+                a.lend_recv(calls, &mut r);
                 return Ok(a);
             };
             let slen = send.len();
@@ -275,11 +277,11 @@ impl Comm {
                     )?;
                 }
             }
-            a.bytes = a.count * send.elem.packed().size;
-            a.lend_send(calls, Some(send));
-            if let Some(r) = recv {
+            a.bytes = a.count * send.elem.packed_size();
+            a.lend_send(calls, Some(&mut send));
+            if let Some(mut r) = recv {
                 check_len(what, "the receive buffer", r.len(), a.count)?;
-                a.lend_recv(calls, r.prefix(a.count));
+                a.lend_recv_first(calls, &mut r, a.count);
             }
             Ok(a)
         })();
@@ -319,8 +321,8 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-            let recv = recv.expect("given");
+            let (mut send, mut recv) = (send.0, recv.0);
+            place(what, send.as_mut(), Some(&mut recv))?;
             let coll = if v.is_some() {
                 Coll::Allgatherv
             } else {
@@ -328,7 +330,7 @@ impl Comm {
             };
             let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
             let slen = send.as_ref().map(|s| s.len());
-            let psize = recv.elem.packed().size;
+            let psize = recv.elem.packed_size();
             match v {
                 Some(cd) => {
                     let (c, d) = scaled_v(&recv, cd)?;
@@ -341,7 +343,7 @@ impl Comm {
                     a.bytes = c.iter().sum::<usize>() / self.size as usize * psize;
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.lend_recv(calls, recv);
+                    a.lend_recv(calls, &mut recv);
                 }
                 None => {
                     a.count = match slen {
@@ -352,10 +354,10 @@ impl Comm {
                     let need = total(what, a.count, self.size)?;
                     check_len(what, "the receive buffer", recv.len(), need)?;
                     a.bytes = a.count * psize;
-                    a.lend_recv(calls, recv.prefix(need));
+                    a.lend_recv_first(calls, &mut recv, need);
                 }
             }
-            a.lend_send(calls, send);
+            a.lend_send(calls, send.as_mut());
             Ok(a)
         })();
         Call::plain(what, args, bufs)

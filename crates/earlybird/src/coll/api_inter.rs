@@ -168,13 +168,14 @@ impl Comm {
         let calls = &mut bufs;
         let args = (move || {
             let role = self.role(what, root)?;
-            let buf = buf.0.place(super::buffers::Units::Bytes)?;
+            let mut buf = buf.0;
+            buf.place(super::buffers::Units::Bytes)?;
             let mut a = self.inter_args(Coll::Bcast, buf.elem.clone());
             a.root = root;
             if role != Role::Idle {
                 a.count = buf.len();
-                a.bytes = a.count * buf.elem.packed().size;
-                a.lend_recv(calls, buf);
+                a.bytes = a.count * buf.elem.packed_size();
+                a.lend_recv(calls, &mut buf);
             }
             Ok(a)
         })();
@@ -204,11 +205,11 @@ impl Comm {
             if send.0.is_none() && send_counts {
                 return Err(no_in_place(what));
             }
-            let (send, recv, units) = place(
-                what,
+            let (mut send, mut recv) = (
                 send.0.filter(|_| send_counts),
                 Some(recv.0).filter(|_| recv_counts),
-            )?;
+            );
+            let units = place(what, send.as_mut(), recv.as_mut())?;
             let reducer = match (&send, &recv) {
                 (None, None) => None,
                 _ => Some(reducer_of(what, send.as_ref(), recv.as_ref(), op)?),
@@ -220,24 +221,24 @@ impl Comm {
                 (_, Role::Idle) => {}
                 // A reduce's root contributes nothing: its count is its receive buffer's.
                 (true, Role::Root) => {
-                    let recv = recv.expect("significant");
+                    let mut recv = recv.expect("significant");
                     a.count = recv.len();
-                    a.lend_recv(calls, recv);
+                    a.lend_recv(calls, &mut recv);
                 }
                 (true, Role::Member(_)) => {
                     a.count = send.as_ref().map_or(0, |s| s.len());
-                    a.lend_send(calls, send);
+                    a.lend_send(calls, send.as_mut());
                 }
                 (false, _) => {
-                    let recv = recv.expect("significant");
+                    let mut recv = recv.expect("significant");
                     let slen = send.as_ref().map_or(0, |s| s.len());
                     a.count = slen;
                     check_len(what, "the receive buffer", recv.len(), slen)?;
-                    a.lend_send(calls, send);
-                    a.lend_recv(calls, recv.prefix(slen));
+                    a.lend_send(calls, send.as_mut());
+                    a.lend_recv_first(calls, &mut recv, slen);
                 }
             }
-            a.bytes = a.count * a.elem.packed().size;
+            a.bytes = a.count * a.elem.packed_size();
             // A rank beside the root takes no part: any operation will do for it.
             let reducer = match reducer {
                 Some(r) => r,
@@ -265,11 +266,11 @@ impl Comm {
             if send.0.is_none() && matches!(role, Role::Member(_)) {
                 return Err(no_in_place(what));
             }
-            let (send, recv, _) = place(
-                what,
+            let (mut send, mut recv) = (
                 send.0.filter(|_| matches!(role, Role::Member(_))),
                 Some(recv.0).filter(|_| role == Role::Root),
-            )?;
+            );
+            place(what, send.as_mut(), recv.as_mut())?;
             let coll = if v.is_some() {
                 Coll::Gatherv
             } else {
@@ -281,18 +282,18 @@ impl Comm {
                 Role::Idle => {}
                 Role::Member(_) => {
                     a.count = send.as_ref().map_or(0, |s| s.len());
-                    a.lend_send(calls, send);
+                    a.lend_send(calls, send.as_mut());
                 }
                 Role::Root => {
-                    let recv = recv.expect("significant");
+                    let mut recv = recv.expect("significant");
                     let (c, d) = self.remote_blocks_of(what, "receive", v, &recv, true)?;
                     a.count = c.first().copied().unwrap_or(0);
                     a.rcounts = Some(c);
                     a.rdispls = Some(d);
-                    a.lend_recv(calls, recv);
+                    a.lend_recv(calls, &mut recv);
                 }
             }
-            a.bytes = a.count * a.elem.packed().size;
+            a.bytes = a.count * a.elem.packed_size();
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -317,11 +318,11 @@ impl Comm {
             if recv.0.is_none() && matches!(role, Role::Member(_)) {
                 return Err(no_in_place(what));
             }
-            let (send, recv, _) = place(
-                what,
+            let (mut send, mut recv) = (
                 send.0.filter(|_| role == Role::Root),
                 recv.0.filter(|_| matches!(role, Role::Member(_))),
-            )?;
+            );
+            place(what, send.as_mut(), recv.as_mut())?;
             let coll = if v.is_some() {
                 Coll::Scatterv
             } else {
@@ -332,20 +333,20 @@ impl Comm {
             match role {
                 Role::Idle => {}
                 Role::Member(_) => {
-                    let recv = recv.expect("significant");
+                    let mut recv = recv.expect("significant");
                     a.count = recv.len();
-                    a.lend_recv(calls, recv);
+                    a.lend_recv(calls, &mut recv);
                 }
                 Role::Root => {
-                    let send = send.expect("significant");
+                    let mut send = send.expect("significant");
                     let (c, d) = self.remote_blocks_of(what, "send", v, &send, false)?;
                     a.count = c.first().copied().unwrap_or(0);
                     a.scounts = Some(c);
                     a.sdispls = Some(d);
-                    a.lend_send(calls, Some(send));
+                    a.lend_send(calls, Some(&mut send));
                 }
             }
-            a.bytes = a.count * a.elem.packed().size;
+            a.bytes = a.count * a.elem.packed_size();
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -364,8 +365,9 @@ impl Comm {
             if send.0.is_none() {
                 return Err(no_in_place(what));
             }
-            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-            let (send, recv) = (send.expect("given"), recv.expect("given"));
+            let (mut send, mut recv) = (send.0, recv.0);
+            place(what, send.as_mut(), Some(&mut recv))?;
+            let (mut send, mut recv) = (send.expect("given"), recv);
             let coll = if v.is_some() {
                 Coll::Allgatherv
             } else {
@@ -374,11 +376,11 @@ impl Comm {
             let mut a = self.inter_args(coll, recv.elem.clone());
             let (c, d) = self.remote_blocks_of(what, "receive", v, &recv, true)?;
             a.count = send.len();
-            a.bytes = a.count * recv.elem.packed().size;
+            a.bytes = a.count * recv.elem.packed_size();
             a.rcounts = Some(c);
             a.rdispls = Some(d);
-            a.lend_send(calls, Some(send));
-            a.lend_recv(calls, recv);
+            a.lend_send(calls, Some(&mut send));
+            a.lend_recv(calls, &mut recv);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -396,19 +398,20 @@ impl Comm {
             if send.0.is_none() {
                 return Err(no_in_place(what));
             }
-            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-            let (send, recv) = (send.expect("given"), recv.expect("given"));
+            let (mut send, mut recv) = (send.0, recv.0);
+            place(what, send.as_mut(), Some(&mut recv))?;
+            let (mut send, mut recv) = (send.expect("given"), recv);
             let mut a = self.inter_args(Coll::Alltoall, recv.elem.clone());
             let (sc, sd) = self.remote_blocks_of(what, "send", None, &send, false)?;
             let (rc, rd) = self.remote_blocks_of(what, "receive", None, &recv, true)?;
             a.count = sc.first().copied().unwrap_or(0);
-            a.bytes = a.count * recv.elem.packed().size;
+            a.bytes = a.count * recv.elem.packed_size();
             a.scounts = Some(sc);
             a.sdispls = Some(sd);
             a.rcounts = Some(rc);
             a.rdispls = Some(rd);
-            a.lend_send(calls, Some(send));
-            a.lend_recv(calls, recv);
+            a.lend_send(calls, Some(&mut send));
+            a.lend_recv(calls, &mut recv);
             Ok(a)
         })();
         Call::plain(what, args, bufs)
@@ -428,8 +431,9 @@ impl Comm {
             if send.0.is_none() {
                 return Err(no_in_place(what));
             }
-            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
-            let (send, recv) = (send.expect("given"), recv.expect("given"));
+            let (mut send, mut recv) = (send.0, recv.0);
+            let units = place(what, send.as_mut(), Some(&mut recv))?;
+            let (mut send, mut recv) = (send.expect("given"), recv);
             let slen = send.len();
             let m = self.peers();
             let reducer = reducer_of(what, Some(&send), Some(&recv), op)?;
@@ -474,10 +478,10 @@ impl Comm {
                 }
             }
             check_len(what, "the receive buffer", recv.len(), a.count)?;
-            a.bytes = a.count * recv.elem.packed().size;
+            a.bytes = a.count * recv.elem.packed_size();
             let mine = a.count;
-            a.lend_send(calls, Some(send));
-            a.lend_recv(calls, recv.prefix(mine));
+            a.lend_send(calls, Some(&mut send));
+            a.lend_recv_first(calls, &mut recv, mine);
             a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();

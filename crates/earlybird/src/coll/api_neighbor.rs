@@ -55,8 +55,8 @@ impl Comm {
         let calls = &mut bufs;
         let r = (move || {
             let (sources, dests, cart_pairs) = self.neighbor_args(what, &send)?;
-            let (send, recv, _) = place(what, send.0, Some(recv.0))?;
-            let recv = recv.expect("given");
+            let (mut send, mut recv) = (send.0, recv.0);
+            place(what, send.as_mut(), Some(&mut recv))?;
             let len = send.as_ref().map_or(0, |s| s.len());
             let count = if coll == Coll::NeighborAllgather {
                 len
@@ -68,12 +68,12 @@ impl Comm {
             check_len(what, "the receive buffer", recv.len(), need)?;
             let mut a = Args::new(coll, self.rank, self.size, recv.elem.clone());
             a.count = count;
-            a.bytes = count * recv.elem.packed().size;
+            a.bytes = count * recv.elem.packed_size();
             a.sources = Some(sources);
             a.dests = Some(dests);
             a.cart_pairs = cart_pairs;
-            a.lend_send(calls, send);
-            a.lend_recv(calls, recv.prefix(need));
+            a.lend_send(calls, send.as_mut());
+            a.lend_recv_first(calls, &mut recv, need);
             Ok(a)
         })();
         Call::plain(what, r, bufs).intra_only()

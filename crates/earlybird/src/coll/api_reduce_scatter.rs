@@ -31,8 +31,8 @@ impl Comm {
         let mut bufs = CallBufs::default();
         let calls = &mut bufs;
         let args = (move || {
-            let (send, recv, units) = place(what, send.0, Some(recv.0))?;
-            let recv = recv.expect("given");
+            let (mut send, mut recv) = (send.0, recv.0);
+            let units = place(what, send.as_mut(), Some(&mut recv))?;
             let in_place = send.is_none();
             let overflow = || {
                 Error::new(
@@ -94,10 +94,10 @@ impl Comm {
                 a.rcounts = Some(c);
                 a.rdispls = Some(Rc::from(displs));
             }
-            a.bytes = total * recv.elem.packed().size;
+            a.bytes = total * recv.elem.packed_size();
             a.commutative = op.is_commutative();
-            a.lend_send(calls, send);
-            a.lend_recv(calls, recv.prefix(if in_place { total } else { mine }));
+            a.lend_send(calls, send.as_mut());
+            a.lend_recv_first(calls, &mut recv, if in_place { total } else { mine });
             a.stage(what, units, &reducer)?;
             Ok((a, reducer))
         })();

@@ -50,26 +50,27 @@ pub struct Dst<'b>(pub(crate) Side<'b>);
 #[derive(Debug)]
 pub struct DstOrInPlace<'b>(pub(crate) Option<Side<'b>>);
 
-/// One buffer argument, before the call decides how it counts.
+/// One buffer argument: its memory, and how the call counts it (see [`Side::place`]).
 #[derive(Debug)]
 pub(crate) struct Side<'b> {
     /// The slice's bytes (a typed view's whole slice, its layout in `of`).
-    view: View<'b>,
-    /// Elements given: the slice's length, or the view's count.
+    pub(crate) view: View<'b>,
+    /// Elements held: the slice's length or the view's count, in bytes once placed so.
     len: usize,
     of: Of,
+    /// The elements as the call counts them (a slice's own until placed otherwise).
+    pub(crate) elem: Elem,
+    /// Bytes per element of the program's counts (1 when the call counts in elements): what
+    /// the v forms' counts and displacements are scaled by.
+    scale: usize,
 }
+
+/// A buffer once placed (the same value; the name says the call has decided how it counts).
+pub(crate) type Placed<'b> = Side<'b>;
 
 #[derive(Debug)]
 enum Of {
-    Slice {
-        size: usize,
-        sig: Sig,
-        gapless: bool,
-        /// The type's own datatype (for a type with padding).
-        own: fn() -> Result<Datatype>,
-        reducer: fn(&Op) -> Result<Reducer>,
-    },
+    Slice(&'static SliceType),
     Typed {
         dt: Datatype,
         /// `None`: the view's elements are one run of bytes (the view is that run).
@@ -77,18 +78,40 @@ enum Of {
     },
 }
 
+/// What a call needs to know about a slice's element type, one constant per type.
+#[derive(Debug)]
+struct SliceType {
+    size: usize,
+    sig: Sig,
+    gapless: bool,
+    /// The type's own datatype (for a type with padding).
+    own: fn() -> Result<Datatype>,
+    reducer: fn(&Op) -> Result<Reducer>,
+}
+
+trait SliceOf {
+    const TYPE: SliceType;
+}
+
+impl<T: Equivalence> SliceOf for T {
+    const TYPE: SliceType = SliceType {
+        size: std::mem::size_of::<T>(),
+        sig: T::SIG,
+        gapless: T::GAPLESS,
+        own: own_datatype::<T>,
+        reducer: Reducer::new::<T>,
+    };
+}
+
 impl<'b> Side<'b> {
+    #[inline(always)]
     fn slice<T: Equivalence>(view: View<'b>, len: usize) -> Side<'b> {
         Side {
             view,
             len,
-            of: Of::Slice {
-                size: std::mem::size_of::<T>(),
-                sig: T::SIG,
-                gapless: T::GAPLESS,
-                own: own_datatype::<T>,
-                reducer: Reducer::new::<T>,
-            },
+            of: Of::Slice(&<T as SliceOf>::TYPE),
+            elem: Elem::plain(std::mem::size_of::<T>(), T::SIG),
+            scale: 1,
         }
     }
 
@@ -97,169 +120,101 @@ impl<'b> Side<'b> {
         Side {
             view,
             len: count,
+            elem: Elem::plain(1, dt.sig_code()),
+            scale: 1,
             of: Of::Typed { dt, layout },
         }
     }
 
+    #[inline(always)]
     fn sig(&self) -> Sig {
         match &self.of {
-            Of::Slice { sig, .. } => *sig,
+            Of::Slice(t) => t.sig,
             Of::Typed { dt, .. } => dt.sig_code(),
         }
     }
 
     /// Whether the two are slices of types alike: same size, signature and layout.
+    #[inline(always)]
     fn alike(&self, other: &Side) -> bool {
         match (&self.of, &other.of) {
-            (
-                Of::Slice {
-                    size: a,
-                    sig: sa,
-                    gapless: ga,
-                    own: oa,
-                    ..
-                },
-                Of::Slice {
-                    size: b,
-                    sig: sb,
-                    gapless: gb,
-                    own: ob,
-                    ..
-                },
-            ) => {
-                a == b
-                    && sa == sb
-                    && ga == gb
-                    && (*ga || matches!((oa(), ob()), (Ok(x), Ok(y)) if x.same_map(&y)))
+            (Of::Slice(a), Of::Slice(b)) => {
+                std::ptr::eq(*a, *b)
+                    || (a.size == b.size
+                        && a.sig == b.sig
+                        && a.gapless == b.gapless
+                        && (a.gapless
+                            || matches!(((a.own)(), (b.own)()), (Ok(x), Ok(y)) if x.same_map(&y))))
             }
             _ => false,
         }
     }
 
-    /// This buffer as the call counts it (see the module doc).
-    pub(crate) fn place(self, units: Units) -> Result<Placed<'b>> {
-        let Side { view, len, of } = self;
-        let (elem, n, scale, reduce) = match of {
-            Of::Slice {
-                size,
-                sig,
-                gapless,
-                own,
-                reducer,
-            } => {
-                let reduce = ReduceBy::Slice(reducer);
-                match (units, gapless) {
-                    (Units::Elements, true) => (Elem::plain(size, sig), len, 1, reduce),
-                    (Units::Elements, false) => (Elem::padded(size, own()?, sig), len, 1, reduce),
-                    (Units::Bytes, true) => (Elem::plain(1, sig), len * size, size, reduce),
-                    (Units::Bytes, false) => {
-                        let dt = own()?;
-                        let l = dt.layout(len, 0, view.len())?;
-                        let n = l.packed_len();
-                        (Elem::bytes_of(Rc::new(l), sig), n, dt.size(), reduce)
+    /// Count this buffer as the call does (see the module doc), in place.
+    #[inline(always)]
+    pub(crate) fn place(&mut self, units: Units) -> Result<()> {
+        match (&self.of, units) {
+            // The common case, as made: a slice of a type without padding, in elements.
+            (Of::Slice(t), Units::Elements) if t.gapless => Ok(()),
+            (Of::Slice(t), Units::Bytes) if t.gapless => {
+                self.elem = Elem::plain(1, t.sig);
+                self.len *= t.size;
+                self.scale = t.size;
+                Ok(())
+            }
+            _ => self.place_laid(units),
+        }
+    }
+
+    /// [`place`](Self::place) of a slice of a type with padding, or of a typed view.
+    #[cold]
+    fn place_laid(&mut self, units: Units) -> Result<()> {
+        match &self.of {
+            Of::Slice(t) => {
+                let dt = (t.own)()?;
+                match units {
+                    Units::Elements => self.elem = Elem::padded(t.size, dt, t.sig),
+                    Units::Bytes => {
+                        let l = dt.layout(self.len, 0, self.view.len())?;
+                        self.len = l.packed_len();
+                        self.scale = dt.size();
+                        self.elem = Elem::bytes_of(Rc::new(l), t.sig);
                     }
                 }
             }
             Of::Typed { dt, layout } => {
                 let sig = dt.sig_code();
-                let (elem, n) = match layout {
-                    None => (Elem::plain(1, sig), view.len()),
+                self.scale = dt.size();
+                match layout {
+                    None => self.len = self.view.len(),
                     Some(l) => {
-                        let n = l.packed_len();
-                        (Elem::bytes_of(l, sig), n)
+                        self.len = l.packed_len();
+                        self.elem = Elem::bytes_of(l.clone(), sig);
                     }
-                };
-                (elem, n, dt.size(), ReduceBy::Typed(dt))
+                }
             }
-        };
-        Ok(Placed {
-            view,
-            elem,
-            len: n,
-            scale,
-            reduce,
-        })
-    }
-}
-
-/// How a call counts its buffers (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Units {
-    Elements,
-    Bytes,
-}
-
-/// How call `what` counts its buffers `a` and `b` (either may be absent: in place, or not
-/// significant here): in elements if both are slices of types alike, else in bytes.
-/// MPI_ERR_TYPE when both are of one basic type and the two differ.
-pub(crate) fn units(what: &str, a: Option<&Side>, b: Option<&Side>) -> Result<Units> {
-    if let (Some(x), Some(y)) = (a, b) {
-        let (sx, sy) = (x.sig(), y.sig());
-        if !sx.is_mixed() && !sy.is_mixed() && sx != sy {
-            return Err(Error::new(
-                ErrorClass::Type,
-                format!(
-                    "{what}: the send buffer holds {sx} and the receive buffer {sy} (type signatures differ)"
-                ),
-            ));
         }
-        if !x.alike(y) {
-            return Ok(Units::Bytes);
-        }
+        Ok(())
     }
-    let typed = [a, b]
-        .into_iter()
-        .flatten()
-        .any(|s| matches!(s.of, Of::Typed { .. }));
-    Ok(if typed { Units::Bytes } else { Units::Elements })
-}
 
-/// Place both buffers of call `what` (see [`units`]).
-pub(crate) fn place<'b>(
-    what: &str,
-    send: Option<Side<'b>>,
-    recv: Option<Side<'b>>,
-) -> Result<(Option<Placed<'b>>, Option<Placed<'b>>, Units)> {
-    let u = units(what, send.as_ref(), recv.as_ref())?;
-    let s = send.map(|s| s.place(u)).transpose()?;
-    let r = recv.map(|r| r.place(u)).transpose()?;
-    Ok((s, r, u))
-}
-
-/// Where a reduction takes its kernel from.
-#[derive(Debug)]
-enum ReduceBy {
-    Slice(fn(&Op) -> Result<Reducer>),
-    Typed(Datatype),
-}
-
-/// A buffer as the call counts it: its view, its elements and how many it holds.
-#[derive(Debug)]
-pub(crate) struct Placed<'b> {
-    pub(crate) view: View<'b>,
-    pub(crate) elem: Elem,
-    len: usize,
-    /// Bytes per element of the program's counts (1 when the call counts in elements): what
-    /// the v forms' counts and displacements are scaled by.
-    scale: usize,
-    reduce: ReduceBy,
-}
-
-impl<'b> Placed<'b> {
     /// Elements held (bytes, when the call counts in bytes).
+    #[inline(always)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// The first `n` elements only (checked by the caller to be at most `len`).
-    pub(crate) fn prefix(mut self, n: usize) -> Placed<'b> {
+    /// Keep the first `n` elements only (checked by the caller to be at most `len`).
+    #[inline(always)]
+    pub(crate) fn prefix(&mut self, n: usize) {
         assert!(n <= self.len, "prefix: {n} of {} elements", self.len);
+        if n == self.len {
+            return;
+        }
         match self.elem.first_bytes(n) {
             Some(e) => self.elem = e,
-            None => self.view = self.view.prefix(n * self.elem.size),
+            None => self.view.truncate(n * self.elem.size),
         }
         self.len = n;
-        self
     }
 
     /// Counts or displacements given in the program's elements, as the call counts them.
@@ -289,27 +244,84 @@ impl<'b> Placed<'b> {
         ))
     }
 
+    /// Whether the two reduce alike for certain (slices of types alike).
+    #[inline(always)]
+    pub(crate) fn same_reducer(&self, other: &Side) -> bool {
+        self.alike(other)
+    }
+
     /// The reduction of this buffer's data by `op`.
+    #[inline(always)]
     pub(crate) fn reducer(&self, op: &Op) -> Result<Reducer> {
-        match &self.reduce {
-            ReduceBy::Slice(f) => f(op),
-            ReduceBy::Typed(dt) => Reducer::for_datatype(dt, op),
+        match &self.of {
+            Of::Slice(t) => (t.reducer)(op),
+            Of::Typed { dt, .. } => Reducer::for_datatype(dt, op),
         }
     }
 
-    /// For an alltoallw: the slice's bytes, and for a type with padding its own datatype
-    /// (blocks of such a slice may only use that one). Typed views are refused: the
-    /// datatypes of a w form are in its specs.
+    /// For an alltoallw: for a slice of a type with padding its own datatype (blocks of
+    /// such a slice may only use that one). Typed views are refused: the datatypes of a w
+    /// form are in its specs.
     pub(crate) fn w_slice(&self, what: &str) -> Result<Option<Datatype>> {
-        match (&self.reduce, self.elem.is_gapless()) {
-            (ReduceBy::Typed(_), _) => Err(Error::new(
+        match &self.of {
+            Of::Typed { .. } => Err(Error::new(
                 ErrorClass::Buffer,
                 format!("{what}: give the w forms slices; their datatypes are in the block specs"),
             )),
-            (ReduceBy::Slice(_), true) => Ok(None),
-            (ReduceBy::Slice(_), false) => Ok(self.elem.padding().cloned()),
+            Of::Slice(t) if t.gapless => Ok(None),
+            Of::Slice(t) => (t.own)().map(Some),
         }
     }
+}
+
+/// How a call counts its buffers (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Units {
+    Elements,
+    Bytes,
+}
+
+/// How call `what` counts its buffers `a` and `b` (either may be absent: in place, or not
+/// significant here): in elements if both are slices of types alike, else in bytes.
+/// MPI_ERR_TYPE when both are of one basic type and the two differ.
+#[inline(always)]
+pub(crate) fn units(what: &str, a: Option<&Side>, b: Option<&Side>) -> Result<Units> {
+    if let (Some(x), Some(y)) = (a, b) {
+        let (sx, sy) = (x.sig(), y.sig());
+        if !sx.is_mixed() && !sy.is_mixed() && sx != sy {
+            return Err(Error::new(
+                ErrorClass::Type,
+                format!(
+                    "{what}: the send buffer holds {sx} and the receive buffer {sy} (type signatures differ)"
+                ),
+            ));
+        }
+        if !x.alike(y) {
+            return Ok(Units::Bytes);
+        }
+    }
+    let typed = [a, b]
+        .into_iter()
+        .flatten()
+        .any(|s| matches!(s.of, Of::Typed { .. }));
+    Ok(if typed { Units::Bytes } else { Units::Elements })
+}
+
+/// Place both buffers of call `what` (see [`units`]), in place; the units chosen.
+#[inline(always)]
+pub(crate) fn place(
+    what: &str,
+    send: Option<&mut Side<'_>>,
+    recv: Option<&mut Side<'_>>,
+) -> Result<Units> {
+    let u = units(what, send.as_deref(), recv.as_deref())?;
+    if let Some(s) = send {
+        s.place(u)?;
+    }
+    if let Some(r) = recv {
+        r.place(u)?;
+    }
+    Ok(u)
 }
 
 macro_rules! from_slices {

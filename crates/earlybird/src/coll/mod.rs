@@ -200,6 +200,7 @@ impl Elem {
     }
 
     /// Elements of `size` bytes, each its bytes in order.
+    #[inline]
     pub(crate) fn plain(size: usize, sig: crate::datatype::Sig) -> Elem {
         Elem {
             size,
@@ -226,30 +227,38 @@ impl Elem {
         }
     }
 
+    /// Whether both are elements of the same size and signature that move as their bytes.
+    #[inline(always)]
+    pub(crate) fn same_plain(&self, other: &Elem) -> bool {
+        matches!((&self.laid, &other.laid), (Laid::Plain, Laid::Plain))
+            && self.size == other.size
+            && self.sig == other.sig
+    }
+
     /// Whether elements move as their bytes (no padding, no layout).
+    #[inline]
     pub(crate) fn is_gapless(&self) -> bool {
         matches!(self.laid, Laid::Plain)
     }
 
-    /// The datatype of a slice of a type with padding.
-    pub(crate) fn padding(&self) -> Option<&Datatype> {
+    /// Bytes of one element in a message.
+    #[inline(always)]
+    pub(crate) fn packed_size(&self) -> usize {
         match &self.laid {
-            Laid::Padded(d) => Some(d),
-            _ => None,
+            Laid::Padded(d) => d.size(),
+            _ => self.size,
         }
     }
 
     /// The same elements packed (a scratch buffer's): their message bytes in order.
+    #[inline]
     pub(crate) fn packed(&self) -> Elem {
-        let size = match &self.laid {
-            Laid::Padded(d) => d.size(),
-            _ => self.size,
-        };
-        Elem::plain(size, self.sig)
+        Elem::plain(self.packed_size(), self.sig)
     }
 
     /// The layout of the first `n` elements, if they are counted in bytes (for cutting a
     /// buffer to the part a call uses).
+    #[inline]
     pub(crate) fn first_bytes(&self, n: usize) -> Option<Elem> {
         match &self.laid {
             Laid::Bytes(l) => Some(Elem::bytes_of(Rc::new(l.bytes(0, n)), self.sig)),
@@ -259,6 +268,7 @@ impl Elem {
 
     /// Elements `first..first + n` of the buffer `raw` (all of its bytes, padding included),
     /// as a message: their bytes, or through the padded type's datatype or the layout.
+    #[inline]
     pub(crate) fn block(&self, raw: &Block, first: usize, n: usize) -> Block {
         match &self.laid {
             Laid::Plain => raw.sub(first * self.size, n * self.size, None),
@@ -349,6 +359,7 @@ pub(crate) struct Args {
 }
 
 impl Args {
+    #[inline(always)]
     pub(crate) fn new(coll: Coll, rank: i32, size: i32, elem: Elem) -> Args {
         Args {
             coll,

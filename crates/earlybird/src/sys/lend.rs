@@ -520,24 +520,39 @@ impl<'b> View<'b> {
     /// The view without its layout, and the layout: all the bytes it was made over, as one
     /// run. A collective cuts blocks of a typed buffer out of that run with parts of the
     /// layout ([`Layout::bytes`]), so every byte it reaches is one the view reached.
+    #[inline]
     pub(crate) fn into_run(mut self) -> (View<'b>, Option<Rc<Layout>>) {
         let layout = self.raw.layout.take();
         (self, layout)
     }
 
-    /// The first `len` bytes of this contiguous view (the part of a slice a collective
-    /// uses). Panics past its end or on a laid-out view.
-    pub(crate) fn prefix(mut self, len: usize) -> View<'b> {
+    /// Keep the first `len` bytes of this contiguous view only (the part of a slice a
+    /// collective uses). Panics past its end or on a laid-out view.
+    #[inline(always)]
+    pub(crate) fn truncate(&mut self, len: usize) {
         assert!(
             self.raw.layout.is_none() && len <= self.raw.len,
-            "prefix: {len} bytes of a view of {}",
+            "truncate: {len} bytes of a view of {}",
             self.raw.len
         );
         self.raw.len = len;
-        self
+    }
+
+    /// The view, leaving an empty one in its place.
+    #[inline(always)]
+    pub(crate) fn take(&mut self) -> View<'b> {
+        std::mem::replace(
+            self,
+            View {
+                raw: Lent::EMPTY,
+                writable: false,
+                _borrow: PhantomData,
+            },
+        )
     }
 
     /// Whether the view was made from a `&mut` borrow.
+    #[inline]
     pub(crate) fn is_writable(&self) -> bool {
         self.writable
     }
