@@ -22,6 +22,7 @@ scenarios! {
     alltoall_transposes [2, 3, 4, 8];
     v_forms_count_in_the_datatype [2, 3, 4, 8];
     reductions_of_columns [2, 3, 4, 8];
+    neighbors_into_columns [2, 3, 4, 8];
     intercommunicator [2, 3, 4, 8];
     misuse [2, 3];
 }
@@ -568,6 +569,55 @@ fn reductions_of_columns(u: &Universe) -> Result<()> {
             );
             Ok(())
         })?;
+    }
+    Ok(())
+}
+
+/// On a periodic ring, neighbor_allgather and neighbor_alltoall into the two columns of a
+/// `rows x 2` matrix: the vector from the rank at -1 lands in column 0, the one from +1 in
+/// column 1.
+fn neighbors_into_columns(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let ring = w
+        .cart_create(&[w.size()], &[true], false)?
+        .expect("in the ring");
+    let (me, n) = (ring.rank(), ring.size());
+    let rows = 5;
+    let col = column_resized(rows, 2)?;
+    let (left, right) = ((me + n - 1) % n, (me + 1) % n);
+    for form in 0..3 {
+        let mine: Vec<f64> = (0..rows).map(|i| val(me, i)).collect();
+        let mut m = vec![-1.0f64; rows * 2];
+        run_forms!(
+            form,
+            ring,
+            neighbor_allgather,
+            ineighbor_allgather,
+            neighbor_allgather_init(&mine, TypedMut::new(&mut m, 2, &col)?)
+        );
+        let want: Vec<f64> = (0..rows)
+            .flat_map(|i| [val(left, i), val(right, i)])
+            .collect();
+        check_eq("neighbor_allgather into columns", &m, &want);
+        // neighbor_alltoall: block 0 goes to -1, block 1 to +1; each block a column of the
+        // sender's matrix.
+        let out: Vec<f64> = (0..rows)
+            .flat_map(|i| [val(me, 100 + i), val(me, 200 + i)])
+            .collect();
+        let mut got = vec![-1.0f64; rows * 2];
+        run_forms!(
+            form,
+            ring,
+            neighbor_alltoall,
+            ineighbor_alltoall,
+            neighbor_alltoall_init(Typed::new(&out, 2, &col)?, &mut got)
+        );
+        // From -1 comes what it sent towards +1 (its column 1), from +1 its column 0.
+        let want: Vec<f64> = (0..rows)
+            .map(|i| val(left, 200 + i))
+            .chain((0..rows).map(|i| val(right, 100 + i)))
+            .collect();
+        check_eq("neighbor_alltoall of columns", &got, &want);
     }
     Ok(())
 }

@@ -182,6 +182,7 @@ impl Comm {
         Call::plain(what, args, bufs)
     }
 
+    /// Reduce (`root`) and allreduce (`None`).
     pub(super) fn inter_reduction_call<'b>(
         &self,
         what: &'static str,

@@ -63,6 +63,8 @@ pub(crate) struct Side<'b> {
     /// Bytes per element of the program's counts (1 when the call counts in elements): what
     /// the v forms' counts and displacements are scaled by.
     scale: usize,
+    /// Whether [`place`](Side::place) has counted it in bytes (placing is done once).
+    in_bytes: bool,
 }
 
 /// A buffer once placed (the same value; the name says the call has decided how it counts).
@@ -112,6 +114,7 @@ impl<'b> Side<'b> {
             of: Of::Slice(&<T as SliceOf>::TYPE),
             elem: Elem::plain(std::mem::size_of::<T>(), T::SIG),
             scale: 1,
+            in_bytes: false,
         }
     }
 
@@ -122,6 +125,7 @@ impl<'b> Side<'b> {
             len: count,
             elem: Elem::plain(1, dt.sig_code()),
             scale: 1,
+            in_bytes: false,
             of: Of::Typed { dt, layout },
         }
     }
@@ -153,6 +157,11 @@ impl<'b> Side<'b> {
     /// Count this buffer as the call does (see the module doc), in place.
     #[inline(always)]
     pub(crate) fn place(&mut self, units: Units) -> Result<()> {
+        if self.in_bytes {
+            debug_assert!(units == Units::Bytes, "a buffer placed twice, differently");
+            return Ok(());
+        }
+        self.in_bytes = units == Units::Bytes;
         match (&self.of, units) {
             // The common case, as made: a slice of a type without padding, in elements.
             (Of::Slice(t), Units::Elements) if t.gapless => Ok(()),
