@@ -658,7 +658,65 @@ fn wait_all_into_fills_statuses_on_error(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// MPI_Waitsome and MPI_Testsome on MPI_ERR_IN_STATUS still say which requests completed:
+/// the truncated receive with its class, the good one beside it with its status, and the
+/// one still pending not at all.
+fn some_into_keeps_completed_on_error(u: &Universe) -> Result<()> {
+    let w = u.world();
+    w.set_errhandler(earlybird::ErrHandler::Return);
+    let Some((peer, even)) = pair(u) else {
+        return Ok(());
+    };
+    for into_test in [false, true] {
+        if even {
+            w.send(&[8u8; 4], peer, 2)?;
+            w.send(&[7u8; 16], peer, 1)?;
+            w.send(&[0u8; 1], peer, 5)?;
+            w.recv(&mut [0u8; 1], peer, 4)?;
+            w.send(&[9u8; 4], peer, 3)?;
+            continue;
+        }
+        let (mut small, mut ok, mut later) = ([0u8; 4], [0u8; 4], [0u8; 4]);
+        let mut done = vec![];
+        scope(|s| -> Result<()> {
+            let mut reqs = vec![
+                w.irecv(s, &mut small, peer, 1)?,
+                w.irecv(s, &mut ok, peer, 2)?,
+                w.irecv(s, &mut later, peer, 3)?,
+            ];
+            // Messages from one sender arrive in order: once the marker is in, so are the
+            // two before it.
+            w.recv(&mut [0u8; 1], peer, 5)?;
+            let r = if into_test {
+                earlybird::test_some_into(&mut reqs, &mut done).map(|_| ())
+            } else {
+                earlybird::wait_some_into(&mut reqs, &mut done)
+            };
+            let e = r.expect_err("one receive truncated");
+            assert_eq!(e.class(), earlybird::ErrorClass::InStatus, "{e}");
+            w.send(&[1u8], peer, 4)?;
+            reqs[2].wait()?;
+            Ok(())
+        })?;
+        let got: Vec<(usize, earlybird::ErrorClass, usize)> = done
+            .iter()
+            .map(|(i, st)| (*i, st.error(), st.bytes()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, earlybird::ErrorClass::Truncate, 4),
+                (1, earlybird::ErrorClass::Success, 4)
+            ],
+            "test {into_test}"
+        );
+        assert_eq!((small, ok, later), ([7u8; 4], [8u8; 4], [9u8; 4]));
+    }
+    Ok(())
+}
+
 scenarios! {
+    some_into_keeps_completed_on_error;
     wait_all_into_fills_statuses_on_error;
     forgotten_requests_are_settled_by_scope;
     mixed_wait_all;

@@ -258,15 +258,30 @@ pub fn test_any<'s, R: std::borrow::BorrowMut<Request<'s>>>(
 }
 
 /// MPI_Waitsome: wait until at least one active request completes; returns every one that
-/// has (index, status). Empty when none is active.
+/// has (index, status). Empty when none is active. On failure the error is
+/// MPI_ERR_IN_STATUS naming the requests that failed; use [`wait_some_into`] to learn which
+/// completed as well.
 pub fn wait_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     reqs: &mut [R],
 ) -> Result<Vec<(usize, Status)>> {
+    let mut done = vec![];
+    wait_some_into(reqs, &mut done).map(|()| done)
+}
+
+/// MPI_Waitsome with MPI's outputs on failure: `done` receives (index, status) of every
+/// request that completed, those that failed included (their status says its own error
+/// class, as MPI fills MPI_ERROR), and the result is then MPI_ERR_IN_STATUS naming the
+/// failed ones. `done` stays empty when no request is active.
+pub fn wait_some_into<'s, R: std::borrow::BorrowMut<Request<'s>>>(
+    reqs: &mut [R],
+    done: &mut Vec<(usize, Status)>,
+) -> Result<()> {
+    done.clear();
     let Some(eng) = one_engine(reqs, "wait_some")? else {
-        return Ok(vec![]);
+        return Ok(());
     };
     if reqs.iter_mut().all(settled) {
-        return Ok(vec![]);
+        return Ok(());
     }
     let waited = {
         let mut e = eng.borrow_mut();
@@ -280,22 +295,37 @@ pub fn wait_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     if let Err(err) = waited {
         return apply(reqs, "wait_some", Err(err));
     }
-    test_some(reqs).map(|t| t.completed().unwrap_or_default())
+    test_some_into(reqs, done).map(|_| ())
 }
 
 /// MPI_Testsome: every active request that has completed (index, status);
 /// [`Tested::NoneActive`] when no request is active (MPI's outcount MPI_UNDEFINED),
-/// [`Tested::Pending`] when active ones remain and none has completed.
+/// [`Tested::Pending`] when active ones remain and none has completed. On failure the error
+/// is MPI_ERR_IN_STATUS; [`test_some_into`] keeps which completed.
 pub fn test_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     reqs: &mut [R],
 ) -> Result<Tested<Vec<(usize, Status)>>> {
+    let mut done = vec![];
+    Ok(match test_some_into(reqs, &mut done)? {
+        Tested::Completed(()) => Tested::Completed(done),
+        Tested::Pending => Tested::Pending,
+        Tested::NoneActive => Tested::NoneActive,
+    })
+}
+
+/// MPI_Testsome with MPI's outputs on failure (see [`wait_some_into`]): `done` receives every
+/// request that completed, failed ones included, and the result says whether any did.
+pub fn test_some_into<'s, R: std::borrow::BorrowMut<Request<'s>>>(
+    reqs: &mut [R],
+    done: &mut Vec<(usize, Status)>,
+) -> Result<Tested<()>> {
+    done.clear();
     let Some(eng) = one_engine(reqs, "test_some")? else {
         return Ok(Tested::NoneActive);
     };
     if reqs.iter_mut().all(settled) {
         return Ok(Tested::NoneActive);
     }
-    let mut out = vec![];
     let mut failed = vec![];
     {
         let mut e = eng.borrow_mut();
@@ -307,9 +337,9 @@ pub fn test_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
             }
             match r.poll_in(&mut e) {
                 None => {}
-                Some(Ok(st)) => out.push((i, st)),
+                Some(Ok(st)) => done.push((i, st)),
                 Some(Err(err)) => {
-                    out.push((i, failed_status(&err)));
+                    done.push((i, failed_status(&err)));
                     failed.push(format!("request {i}: {err}"));
                 }
             }
@@ -317,10 +347,10 @@ pub fn test_some<'s, R: std::borrow::BorrowMut<Request<'s>>>(
     }
     let r = if !failed.is_empty() {
         Err(Error::new(ErrorClass::InStatus, failed.join("; ")))
-    } else if out.is_empty() {
+    } else if done.is_empty() {
         Ok(Tested::Pending)
     } else {
-        Ok(Tested::Completed(out))
+        Ok(Tested::Completed(()))
     };
     apply(reqs, "test_some", r)
 }

@@ -38,7 +38,8 @@ pub(crate) mod steps;
 pub use crate::sys::lend::Lending;
 pub use bundle::Bundle;
 pub use complete::{
-    start_all, test_all, test_any, test_some, wait_all, wait_all_into, wait_any, wait_some, Tested,
+    start_all, test_all, test_any, test_some, test_some_into, wait_all, wait_all_into, wait_any,
+    wait_some, wait_some_into, Tested,
 };
 pub use scope::{scope, Scope, ScopeOps};
 
