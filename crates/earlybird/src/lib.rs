@@ -156,7 +156,8 @@ impl Universe {
     }
 
     /// MPI_COMM_SELF: a communicator of this rank alone (rank 0 of 1). Its attributes are
-    /// deleted, newest first, at the start of [`finalize`](Self::finalize).
+    /// deleted, newest first, at the start of [`finalize`](Self::finalize) (or of the
+    /// finalize a drop does).
     pub fn comm_self(&self) -> &Comm {
         &self.self_comm
     }
@@ -204,26 +205,38 @@ impl Universe {
 }
 
 impl Drop for Universe {
+    /// A universe dropped without [`finalize`](Universe::finalize) finalizes as it would:
+    /// MPI_COMM_SELF's attributes are deleted first, then the rank waits for the others. A
+    /// rank unwinding from a panic aborts the job instead.
     fn drop(&mut self) {
-        if !self.done {
-            self.done = true;
-            if let Ok(mut e) = self.eng.try_borrow_mut() {
-                if std::thread::panicking() {
-                    // A rank unwinding (a panic in a thread job) must not wait in finalize
-                    // for peers that may be waiting for it: abort the job instead.
-                    let rank = e.rank() as i32;
-                    e.job().abort(rank, -1);
-                    return;
-                }
-                if let Err(err) = e.finalize() {
-                    use std::io::Write;
-                    let line = format!(
-                        "earlybird: rank {}: finalize at drop failed: {err}\n",
-                        e.rank()
-                    );
-                    let _ = std::io::stderr().lock().write_all(line.as_bytes());
-                }
-            }
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let panicking = std::thread::panicking();
+        // Delete callbacks may call MPI: they run before the engine is borrowed here.
+        let attrs = if panicking {
+            Ok(())
+        } else {
+            self.self_comm.finalize_self()
+        };
+        let Ok(mut e) = self.eng.try_borrow_mut() else {
+            return;
+        };
+        if panicking {
+            // A rank unwinding (a panic in a thread job) must not wait in finalize for
+            // peers that may be waiting for it: abort the job instead.
+            let rank = e.rank() as i32;
+            e.job().abort(rank, -1);
+            return;
+        }
+        if let Err(err) = attrs.and(e.finalize()) {
+            use std::io::Write;
+            let line = format!(
+                "earlybird: rank {}: finalize at drop failed: {err}\n",
+                e.rank()
+            );
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
         }
     }
 }

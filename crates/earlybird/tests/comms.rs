@@ -56,8 +56,18 @@ fn comm_self(u: &Universe) -> Result<()> {
     Ok(())
 }
 
-/// MPI_Finalize deletes MPI_COMM_SELF's attributes first, newest first (MPI 4.1 §11.2.4).
+/// MPI_Finalize deletes MPI_COMM_SELF's attributes first, newest first (MPI 4.1 §11.2.4);
+/// so does the finalize a dropped universe does.
 fn comm_self_attributes_deleted_at_finalize(u: Universe) -> Result<()> {
+    self_attributes_deleted(u, true)
+}
+
+/// As [`comm_self_attributes_deleted_at_finalize`], the universe dropped instead.
+fn comm_self_attributes_deleted_at_drop(u: Universe) -> Result<()> {
+    self_attributes_deleted(u, false)
+}
+
+fn self_attributes_deleted(u: Universe, explicit: bool) -> Result<()> {
     use earlybird::{comm_null_copy_fn, Keyval};
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -75,7 +85,11 @@ fn comm_self_attributes_deleted_at_finalize(u: Universe) -> Result<()> {
         u.comm_self().set_attr(k, v)?;
     }
     assert!(log.borrow().is_empty());
-    u.finalize()?;
+    if explicit {
+        u.finalize()?;
+    } else {
+        drop(u);
+    }
     assert_eq!(*log.borrow(), ["third", "second", "first"]);
     Ok(())
 }
@@ -235,6 +249,7 @@ fn dup_free_loop(u: &Universe) -> Result<()> {
 scenarios! {
     comm_self [1, 2, 3, 4, 8];
     owned comm_self_attributes_deleted_at_finalize [1, 2, 3];
+    owned comm_self_attributes_deleted_at_drop [1, 2, 3];
     dup_separates_contexts [1, 2, 3, 4, 8];
     split_orders_and_translates [1, 2, 3, 4, 8];
     create_from_group [1, 2, 3, 4, 8];
