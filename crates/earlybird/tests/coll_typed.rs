@@ -23,6 +23,7 @@ scenarios! {
     v_forms_count_in_the_datatype [2, 3, 4, 8];
     reductions_of_columns [2, 3, 4, 8];
     neighbors_into_columns [2, 3, 4, 8];
+    pair_reductions_and_mixed_buffers [2, 3, 4, 8];
     intercommunicator [2, 3, 4, 8];
     misuse [2, 3];
 }
@@ -573,6 +574,88 @@ fn reductions_of_columns(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// MINLOC over DOUBLE_INT pairs seen through typed views (a type with padding: the
+/// reduction's copies keep it), a broadcast of doubles received as bytes on some ranks with
+/// every algorithm, and a reduce whose non-root receive buffer is an empty slice of another
+/// type (it does not count there).
+fn pair_reductions_and_mixed_buffers(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let me = w.rank();
+    let n = w.size();
+    let di = Datatype::basic(BasicType::DoubleInt);
+    for count in [1usize, 3, 4, 9] {
+        let mine: Vec<ValueIndex<f64>> = (0..count)
+            .map(|i| ValueIndex {
+                value: ((me as usize * 7 + i * 3) % 5) as f64,
+                index: me,
+            })
+            .collect();
+        let mut want = vec![
+            ValueIndex {
+                value: 0.0,
+                index: 0
+            };
+            count
+        ];
+        w.allreduce(&mine, &mut want, &Op::MINLOC)?;
+        each_algorithm(w, Coll::Allreduce, |c, alg| {
+            let mut got = vec![
+                ValueIndex {
+                    value: -1.0,
+                    index: -1
+                };
+                count
+            ];
+            c.allreduce(
+                Typed::new(&mine, count, &di)?,
+                TypedMut::new(&mut got, count, &di)?,
+                &Op::MINLOC,
+            )?;
+            check_eq(&format!("typed MINLOC {alg} count {count}"), &got, &want);
+            Ok(())
+        })?;
+        // The root's receive buffer typed, the others' ignored and of another type.
+        let mut got = vec![
+            ValueIndex {
+                value: -1.0,
+                index: -1
+            };
+            count
+        ];
+        if me == 0 {
+            w.reduce(&mine, TypedMut::new(&mut got, count, &di)?, &Op::MINLOC, 0)?;
+            check_eq("typed MINLOC reduce", &got, &want);
+        } else {
+            w.reduce(&mine, &mut [0u8; 0], &Op::MINLOC, 0)?;
+        }
+    }
+    // Doubles broadcast, received as bytes by odd ranks: every rank cuts the same pieces.
+    let len = 9_001;
+    let src: Vec<f64> = (0..len).map(|i| i as f64 * 0.25).collect();
+    each_algorithm(w, Coll::Bcast, |c, alg| {
+        for root in [0, n - 1] {
+            if me % 2 == 1 && me != root {
+                let mut bytes = vec![0u8; len * 8];
+                c.bcast(&mut bytes, root)?;
+                let back: Vec<f64> = bytes
+                    .chunks(8)
+                    .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+                    .collect();
+                check_eq(&format!("bcast {alg} of doubles as bytes"), &back, &src);
+            } else {
+                let mut v = if me == root {
+                    src.clone()
+                } else {
+                    vec![0.0f64; len]
+                };
+                c.bcast(&mut v, root)?;
+                check_eq(&format!("bcast {alg} of doubles"), &v, &src);
+            }
+        }
+        Ok(())
+    })
+}
+
 /// On a periodic ring, neighbor_allgather and neighbor_alltoall into the two columns of a
 /// `rows x 2` matrix: the vector from the rank at -1 lands in column 0, the one from +1 in
 /// column 1.
@@ -714,6 +797,29 @@ fn misuse(u: &Universe) -> Result<()> {
         ErrorClass::Op,
         "user op",
     );
+    // Raw bytes on one side, doubles on the other (the bytes pass the signature check):
+    // one reduction takes one datatype.
+    let raw = [[0u8; 8]];
+    let mut d1 = [0.0f64];
+    assert_err(
+        w.allreduce(&raw, &mut d1, &Op::SUM),
+        ErrorClass::Type,
+        "one datatype",
+    );
+    // Elements of no bytes cannot be reduced in pieces: an error, not a division by zero.
+    let empty_elems = [[0.0f64; 0]; 3];
+    let mut d0: [f64; 0] = [];
+    let r = if w.rank() == 0 {
+        w.reduce(&empty_elems, &mut [[0.0f64; 0]; 3], &Op::SUM, 0)
+    } else {
+        w.reduce(&empty_elems, &mut d0, &Op::SUM, 0)
+    };
+    if let Err(e) = r {
+        assert!(
+            matches!(e.class(), ErrorClass::Type | ErrorClass::Op),
+            "{e}"
+        );
+    }
     // The alltoallw forms take slices: their datatypes are in the specs.
     let n = w.size() as usize;
     let specs: Vec<(usize, usize, &Datatype)> = (0..n).map(|_| (0, 0, &ints)).collect();

@@ -127,12 +127,21 @@ impl Args {
         if units == Units::Elements {
             return Ok(());
         }
-        let unit = reducer.elem;
+        // The scratch holds elements of the reduction's type as the kernel sees them: with
+        // their padding for a type that has some, moved through its own datatype.
+        let (unit, elem) = match reducer.padded {
+            None => (reducer.elem, Elem::plain(reducer.elem, self.elem.sig)),
+            Some(own) => {
+                let dt = own()?;
+                (dt.size(), Elem::padded(reducer.elem, dt, self.elem.sig))
+            }
+        };
         let send_len = self.send.as_ref().map_or(0, |_| self.staged_send_len());
         let recv_len = self.recv_len;
         let lists = [&self.rcounts, &self.rdispls, &self.scounts, &self.sdispls];
         let whole = |n: usize| n.is_multiple_of(unit);
-        let ok = [self.count, send_len, recv_len].into_iter().all(whole)
+        let ok = unit > 0
+            && [self.count, send_len, recv_len].into_iter().all(whole)
             && lists
                 .into_iter()
                 .flatten()
@@ -141,12 +150,14 @@ impl Args {
             return Err(Error::new(
                 ErrorClass::Type,
                 format!(
-                    "{what}: the buffers' data is not a whole number of the reduction's elements of {unit} bytes"
+                    "{what}: the buffers' data is not a whole number of the reduction's elements ({}, {unit} bytes each)",
+                    reducer.kernel
                 ),
             ));
         }
         self.stage = Some(Rc::new(Stage {
             unit,
+            elem,
             send_len,
             recv_len,
         }));
@@ -192,12 +203,12 @@ pub(crate) fn reducer_of(
     let r = first.reducer(op)?;
     if let Some(other) = sides.next().filter(|o| !o.same_reducer(first)) {
         let o = other.reducer(op)?;
-        if o.elem != r.elem {
+        if o.kernel != r.kernel {
             return Err(Error::new(
                 ErrorClass::Type,
                 format!(
-                    "{what}: the send and receive buffers reduce elements of {} and {} bytes; a reduction takes one datatype",
-                    r.elem, o.elem
+                    "{what}: the send buffer reduces {} and the receive buffer {}; a reduction takes one datatype",
+                    r.kernel, o.kernel
                 ),
             ));
         }
@@ -772,18 +783,30 @@ impl Comm {
         if let Some(r) = root {
             check_root(what, r, self.size)?;
         }
-        let units = place(what, send.as_deref_mut(), Some(&mut *recv))?;
-        a.count_in(&recv.elem);
+        if send.is_none() && !at_root {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorClass::Buffer,
+                format!("{what}: MPI_IN_PLACE is allowed only at the root"),
+            ));
+        }
+        // A reduce's receive buffer counts at the root only (elsewhere it may be anything).
+        let units = place(
+            what,
+            send.as_deref_mut(),
+            if at_root { Some(&mut *recv) } else { None },
+        )?;
         let count = match &send {
-            Some(s) => s.len(),
-            None if at_root => recv.len(),
-            None => {
-                return Err(crate::error::Error::new(
-                    crate::error::ErrorClass::Buffer,
-                    format!("{what}: MPI_IN_PLACE is allowed only at the root"),
-                ))
+            Some(s) => {
+                if !at_root {
+                    a.count_in(&s.elem);
+                }
+                s.len()
             }
+            None => recv.len(),
         };
+        if at_root {
+            a.count_in(&recv.elem);
+        }
         if at_root {
             check_len(what, "the receive buffer", recv.len(), count)?;
         }

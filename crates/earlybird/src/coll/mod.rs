@@ -293,12 +293,19 @@ impl Elem {
     }
 }
 
+/// Where a message counted in bytes may be cut: a multiple of every basic type's size (the
+/// largest is 16), so that no piece ends inside an element a receive checks, whichever
+/// buffer type a rank gives (bytes take anything).
+pub(crate) const GRAIN: usize = 16;
+
 /// A reduction whose buffers are counted in bytes (typed views): it runs on packed copies of
 /// them, in elements of the reduction's type (see `algo::run`).
 #[derive(Clone, Debug)]
 pub(crate) struct Stage {
-    /// Bytes of one element of the reduction's type.
+    /// Bytes of one element of the reduction's type in a message.
     pub(crate) unit: usize,
+    /// Those elements as the kernel sees them in the scratch copies.
+    pub(crate) elem: Elem,
     /// Bytes of the send and receive buffers the call uses.
     pub(crate) send_len: usize,
     pub(crate) recv_len: usize,
@@ -402,11 +409,11 @@ impl Args {
     }
 
     /// The fewest elements an algorithm may cut a message into: 1 when the call counts in
-    /// elements; when it counts in bytes, the size of its basic type, so that every rank
-    /// cuts the same pieces whatever its buffer (a broadcast counts in bytes everywhere).
+    /// elements; when it counts in bytes, [`GRAIN`] bytes, whatever the buffer, so that every
+    /// rank cuts the same pieces (a broadcast counts in bytes everywhere).
     pub(crate) fn grain(&self) -> usize {
         if self.elem.size == 1 {
-            self.elem.sig.elem_bytes().max(1)
+            GRAIN
         } else {
             1
         }

@@ -177,8 +177,12 @@ impl Op {
 #[derive(Clone)]
 pub(crate) struct Reducer {
     pub(crate) op: Op,
-    /// Element size in bytes.
+    /// Element size in bytes (in memory, padding included).
     pub(crate) elem: usize,
+    /// The element type's name: two buffers reduce alike only with the same one.
+    pub(crate) kernel: &'static str,
+    /// For an element type with padding, its own datatype (its data in a message).
+    pub(crate) padded: Option<fn() -> Result<Datatype>>,
     apply: fn(&Op, &Loan, &Loan) -> std::result::Result<(), Unusable>,
 }
 
@@ -203,6 +207,8 @@ impl Reducer {
         Ok(Reducer {
             op: op.clone(),
             elem: std::mem::size_of::<T>(),
+            kernel: std::any::type_name::<T>(),
+            padded: (!T::GAPLESS).then_some(crate::datatype::buffer::own_datatype::<T>),
             apply: apply_loans::<T>,
         })
     }

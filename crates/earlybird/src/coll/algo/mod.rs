@@ -117,25 +117,25 @@ pub(super) fn run(alg: &Algorithm, a: &Args, s: &mut dyn Sink) {
     let Some(st) = a.stage.as_deref() else {
         return (alg.run)(a, s);
     };
-    let u = st.unit;
+    let (u, e) = (st.unit, &st.elem);
+    let (sn, rn) = (st.send_len / u, st.recv_len / u);
     let send = a.send.as_ref().map(|_| {
-        let b = s.scratch(st.send_len).with_sig(a.selem.sig);
-        s.copy(a.sblock(0, st.send_len), b.clone());
+        let b = s.scratch(sn * e.size);
+        s.copy(a.sblock(0, st.send_len), e.block(&b, 0, sn));
         b
     });
     let recv = (st.recv_len > 0).then(|| {
-        let b = s.scratch(st.recv_len).with_sig(a.elem.sig);
-        s.copy(a.rblock(0, st.recv_len), b.clone());
+        let b = s.scratch(rn * e.size);
+        s.copy(a.rblock(0, st.recv_len), e.block(&b, 0, rn));
         b
     });
     let per = |v: &Option<std::rc::Rc<[usize]>>| {
         v.as_ref()
             .map(|x| x.iter().map(|&n| n / u).collect::<std::rc::Rc<[usize]>>())
     };
-    let unit = super::Elem::plain(u, a.elem.sig);
     let inner = Args {
-        elem: unit.clone(),
-        selem: unit,
+        elem: e.clone(),
+        selem: e.clone(),
         send,
         recv: recv.clone().unwrap_or(Block::EMPTY),
         count: a.count / u,
@@ -149,7 +149,7 @@ pub(super) fn run(alg: &Algorithm, a: &Args, s: &mut dyn Sink) {
     (alg.run)(&inner, s);
     if let Some(r) = recv {
         s.wait();
-        s.copy(r, a.rblock(0, st.recv_len));
+        s.copy(e.block(&r, 0, rn), a.rblock(0, st.recv_len));
     }
 }
 
