@@ -129,7 +129,7 @@ impl Args {
         }
         // The scratch holds elements of the reduction's type as the kernel sees them: with
         // their padding for a type that has some, moved through its own datatype.
-        let (unit, elem) = match reducer.padded {
+        let (unit, elem) = match reducer.kernel.padded {
             None => (reducer.elem, Elem::plain(reducer.elem, self.elem.sig)),
             Some(own) => {
                 let dt = own()?;
@@ -151,7 +151,7 @@ impl Args {
                 ErrorClass::Type,
                 format!(
                     "{what}: the buffers' data is not a whole number of the reduction's elements ({}, {unit} bytes each)",
-                    reducer.kernel
+                    (reducer.kernel.name)()
                 ),
             ));
         }
@@ -203,12 +203,13 @@ pub(crate) fn reducer_of(
     let r = first.reducer(op)?;
     if let Some(other) = sides.next().filter(|o| !o.same_reducer(first)) {
         let o = other.reducer(op)?;
-        if o.kernel != r.kernel {
+        if !std::ptr::eq(o.kernel, r.kernel) && (o.kernel.name)() != (r.kernel.name)() {
             return Err(Error::new(
                 ErrorClass::Type,
                 format!(
                     "{what}: the send buffer reduces {} and the receive buffer {}; a reduction takes one datatype",
-                    r.kernel, o.kernel
+                    (r.kernel.name)(),
+                    (o.kernel.name)()
                 ),
             ));
         }

@@ -172,6 +172,30 @@ impl Op {
     }
 }
 
+/// What a reduction knows of its element type, one constant per type.
+#[derive(Debug)]
+pub(crate) struct Kernel {
+    /// The type's name (`std::any::type_name`).
+    pub(crate) name: fn() -> &'static str,
+    /// For a type with padding, its own datatype (its data in a message).
+    pub(crate) padded: Option<fn() -> Result<Datatype>>,
+}
+
+trait KernelOf {
+    const KERNEL: Kernel;
+}
+
+impl<T: Equivalence> KernelOf for T {
+    const KERNEL: Kernel = Kernel {
+        name: std::any::type_name::<T>,
+        padded: if T::GAPLESS {
+            None
+        } else {
+            Some(crate::datatype::buffer::own_datatype::<T>)
+        },
+    };
+}
+
 /// How a collective reduces: its operation and the element type's kernel, fixed when the
 /// collective is called (for a persistent one, at init).
 #[derive(Clone)]
@@ -179,10 +203,8 @@ pub(crate) struct Reducer {
     pub(crate) op: Op,
     /// Element size in bytes (in memory, padding included).
     pub(crate) elem: usize,
-    /// The element type's name: two buffers reduce alike only with the same one.
-    pub(crate) kernel: &'static str,
-    /// For an element type with padding, its own datatype (its data in a message).
-    pub(crate) padded: Option<fn() -> Result<Datatype>>,
+    /// The element type: two buffers reduce alike only with the same one.
+    pub(crate) kernel: &'static Kernel,
     apply: fn(&Op, &Loan, &Loan) -> std::result::Result<(), Unusable>,
 }
 
@@ -207,8 +229,7 @@ impl Reducer {
         Ok(Reducer {
             op: op.clone(),
             elem: std::mem::size_of::<T>(),
-            kernel: std::any::type_name::<T>(),
-            padded: (!T::GAPLESS).then_some(crate::datatype::buffer::own_datatype::<T>),
+            kernel: &<T as KernelOf>::KERNEL,
             apply: apply_loans::<T>,
         })
     }
