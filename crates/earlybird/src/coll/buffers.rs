@@ -13,14 +13,18 @@
 //! that sends 2 ints and receives one `contiguous(2, int)`), as MPI allows; the lengths
 //! rules of each call (a gather's count from its send buffer, ...) apply to the bytes, and
 //! the counts and displacements of the v forms, given in elements of each buffer's datatype,
-//! are scaled to bytes by its size. A reduction of typed buffers runs on packed copies, in
-//! elements of the one predefined type the datatype is made of (see `algo::run`).
+//! are scaled to bytes by its size. Length errors of such a call count bytes. A reduction
+//! of typed buffers runs on copies in elements of the one predefined type the datatype is
+//! made of, as the kernel sees them (padding kept for the pair types; see `algo::run`).
+//! Algorithms cut a message counted in bytes at multiples of [`GRAIN`](super::GRAIN) only.
 //!
 //! # Checks
 //!
 //! A typed view was checked to lie in its slice when it was made. Here: the two buffers'
-//! signatures must agree where both are of one basic type (`MPI_ERR_TYPE` naming both), and
-//! whatever the call's own rules say about counts.
+//! signatures must agree where both are of one basic type (`MPI_ERR_TYPE` naming both); a
+//! block must be a whole number of each side's elements (`MPI_ERR_TYPE`); the two buffers
+//! of a reduction must reduce the same element type (`MPI_ERR_TYPE`); and whatever the
+//! call's own rules say about counts.
 #![forbid(unsafe_code)]
 
 use super::api::InPlace;
