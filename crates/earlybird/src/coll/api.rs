@@ -3,7 +3,7 @@
 //! lends the buffers and runs the chosen algorithm's steps.
 #![forbid(unsafe_code)]
 
-use super::buffers::{place, Dst, Placed, Src, Units};
+use super::buffers::{place, Dst, Side, Src, Units};
 use super::op::{Op, Reducer};
 use super::registry::{self, Algorithm, Forced};
 use super::sched::{notify_error, Block, Bound, Buf, Now, Persistent, Record, Schedule, Wire};
@@ -38,7 +38,7 @@ pub(crate) struct CallBufs<'b> {
 impl<'b> CallBufs<'b> {
     /// The receive buffer, whole (its bytes, padding included), and its elements.
     #[inline(always)]
-    pub(crate) fn recv(&mut self, r: &mut Placed<'b>) -> Block {
+    pub(crate) fn recv(&mut self, r: &mut Side<'b>) -> Block {
         let bytes = r.view.len();
         self.recv = Some(r.view.take());
         Block::whole(Buf::Recv, bytes)
@@ -46,7 +46,7 @@ impl<'b> CallBufs<'b> {
 
     /// The send buffer, whole, and its elements (`None` in place).
     #[inline(always)]
-    pub(crate) fn send(&mut self, s: &mut Placed<'b>) -> Block {
+    pub(crate) fn send(&mut self, s: &mut Side<'b>) -> Block {
         let bytes = s.view.len();
         self.send_writable = s.view.is_writable();
         self.send = Some(s.view.take());
@@ -85,7 +85,7 @@ impl Args {
 
     /// Lend the send buffer (`None`: in place, or not significant) and take its elements.
     #[inline(always)]
-    pub(crate) fn lend_send<'b>(&mut self, calls: &mut CallBufs<'b>, s: Option<&mut Placed<'b>>) {
+    pub(crate) fn lend_send<'b>(&mut self, calls: &mut CallBufs<'b>, s: Option<&mut Side<'b>>) {
         if let Some(s) = s {
             self.send = Some(calls.send(s));
             // Assigned only when they differ (the common case moves nothing).
@@ -100,7 +100,7 @@ impl Args {
     pub(crate) fn lend_recv_first<'b>(
         &mut self,
         calls: &mut CallBufs<'b>,
-        r: &mut Placed<'b>,
+        r: &mut Side<'b>,
         n: usize,
     ) {
         r.prefix(n);
@@ -109,7 +109,7 @@ impl Args {
 
     /// Lend the receive buffer and take its elements (and the send buffer's, in place).
     #[inline(always)]
-    pub(crate) fn lend_recv<'b>(&mut self, calls: &mut CallBufs<'b>, r: &mut Placed<'b>) {
+    pub(crate) fn lend_recv<'b>(&mut self, calls: &mut CallBufs<'b>, r: &mut Side<'b>) {
         self.recv_len = r.len();
         self.recv = calls.recv(r);
         if !r.elem.same_plain(&self.elem) {
@@ -189,8 +189,8 @@ impl Args {
 #[inline(always)]
 pub(crate) fn reducer_of(
     what: &str,
-    send: Option<&Placed>,
-    recv: Option<&Placed>,
+    send: Option<&Side>,
+    recv: Option<&Side>,
     op: &Op,
 ) -> Result<Reducer> {
     let mut sides = send.into_iter().chain(recv);
@@ -201,7 +201,7 @@ pub(crate) fn reducer_of(
         ));
     };
     let r = first.reducer(op)?;
-    if let Some(other) = sides.next().filter(|o| !o.same_reducer(first)) {
+    if let Some(other) = sides.next().filter(|o| !o.alike(first)) {
         let o = other.reducer(op)?;
         if !std::ptr::eq(o.kernel, r.kernel) && (o.kernel.name)() != (r.kernel.name)() {
             return Err(Error::new(
@@ -219,7 +219,7 @@ pub(crate) fn reducer_of(
 
 /// The elements `Args` start with: the receive buffer's, else the send buffer's.
 #[inline(always)]
-pub(crate) fn first_elem(send: &Option<Placed>, recv: &Option<Placed>) -> Elem {
+pub(crate) fn first_elem(send: &Option<Side>, recv: &Option<Side>) -> Elem {
     recv.as_ref().or(send.as_ref()).map_or_else(
         || Elem::plain(1, crate::datatype::Sig::MIXED),
         |p| p.elem.clone(),
@@ -354,14 +354,15 @@ impl<'b> Call<'b> {
         self
     }
 
-    /// A reduction, from its checked arguments and reducer.
+    /// A reduction, from its checked arguments and reducer (`None` on a rank that takes no
+    /// part: an intercommunicator reduce's rank beside the root).
     pub(crate) fn reduction(
         what: &'static str,
-        r: Result<(Args, Reducer)>,
+        r: Result<(Args, Option<Reducer>)>,
         bufs: CallBufs<'b>,
     ) -> Call<'b> {
         let (args, reducer) = match r {
-            Ok((a, r)) => (Ok(a), Some(r)),
+            Ok((a, r)) => (Ok(a), r),
             Err(e) => (Err(e), None),
         };
         Call {
@@ -713,7 +714,7 @@ impl Comm {
     fn bcast_args<'b>(
         &self,
         what: &'static str,
-        buf: &mut Placed<'b>,
+        buf: &mut Side<'b>,
         root: i32,
         a: &mut Args,
         calls: &mut CallBufs<'b>,
@@ -773,8 +774,8 @@ impl Comm {
     fn reduction_args<'b>(
         &self,
         what: &'static str,
-        mut send: Option<&mut Placed<'b>>,
-        recv: &mut Placed<'b>,
+        mut send: Option<&mut Side<'b>>,
+        recv: &mut Side<'b>,
         op: &Op,
         root: Option<i32>,
         a: &mut Args,

@@ -16,7 +16,7 @@
 #![forbid(unsafe_code)]
 
 use super::api::{collective, first_elem, Call, CallBufs};
-use super::buffers::{place, Dst, DstOrInPlace, Placed, Src};
+use super::buffers::{place, Dst, DstOrInPlace, Side, Src};
 use super::{check_len, check_root, Args, Coll};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
@@ -124,7 +124,7 @@ fn in_place_only_at_root(what: &str) -> Error {
 }
 
 /// A v form's counts and displacements, given in elements of `buf`, as the call counts.
-pub(super) fn scaled_v(buf: &Placed, (c, d): (&[usize], &[usize])) -> Result<Blocks> {
+pub(super) fn scaled_v(buf: &Side, (c, d): (&[usize], &[usize])) -> Result<Blocks> {
     Ok((buf.scaled(c)?, buf.scaled(d)?))
 }
 

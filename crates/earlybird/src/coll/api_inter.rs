@@ -16,7 +16,7 @@
 #![forbid(unsafe_code)]
 
 use super::api::{first_elem, reducer_of, Call, CallBufs};
-use super::buffers::{place, Dst, DstOrInPlace, Placed, Src};
+use super::buffers::{place, Dst, DstOrInPlace, Side, Src};
 use super::op::Op;
 use super::{check_len, Args, Coll, Elem};
 use crate::comm::Comm;
@@ -133,7 +133,7 @@ impl Comm {
         what: &str,
         which: &str,
         v: Option<(&[usize], &[usize])>,
-        buf: &Placed,
+        buf: &Side,
         written: bool,
     ) -> Result<Blocks> {
         match v {
@@ -240,12 +240,10 @@ impl Comm {
                 }
             }
             a.bytes = a.count * a.elem.packed_size();
-            // A rank beside the root takes no part: any operation will do for it.
-            let reducer = match reducer {
-                Some(r) => r,
-                None => super::reducer::<u8>(&Op::BOR)?,
-            };
-            a.stage(what, units, &reducer)?;
+            // A rank beside the root has no buffer and takes no part: it reduces nothing.
+            if let Some(r) = &reducer {
+                a.stage(what, units, r)?;
+            }
             Ok((a, reducer))
         })();
         Call::reduction(what, args, bufs)
@@ -484,7 +482,7 @@ impl Comm {
             a.lend_send(calls, Some(&mut send));
             a.lend_recv_first(calls, &mut recv, mine);
             a.stage(what, units, &reducer)?;
-            Ok((a, reducer))
+            Ok((a, Some(reducer)))
         })();
         Call::reduction(what, args, bufs)
     }

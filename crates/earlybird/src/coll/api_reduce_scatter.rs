@@ -99,7 +99,7 @@ impl Comm {
             a.lend_send(calls, send.as_mut());
             a.lend_recv_first(calls, &mut recv, if in_place { total } else { mine });
             a.stage(what, units, &reducer)?;
-            Ok((a, reducer))
+            Ok((a, Some(reducer)))
         })();
         Call::reduction(what, args, bufs)
     }

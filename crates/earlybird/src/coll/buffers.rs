@@ -71,9 +71,6 @@ pub(crate) struct Side<'b> {
     in_bytes: bool,
 }
 
-/// A buffer once placed (the same value; the name says the call has decided how it counts).
-pub(crate) type Placed<'b> = Side<'b>;
-
 #[derive(Debug)]
 enum Of {
     Slice(&'static SliceType),
@@ -144,7 +141,7 @@ impl<'b> Side<'b> {
 
     /// Whether the two are slices of types alike: same size, signature and layout.
     #[inline(always)]
-    fn alike(&self, other: &Side) -> bool {
+    pub(crate) fn alike(&self, other: &Side) -> bool {
         match (&self.of, &other.of) {
             (Of::Slice(a), Of::Slice(b)) => {
                 std::ptr::eq(*a, *b)
@@ -255,12 +252,6 @@ impl<'b> Side<'b> {
                 self.scale
             ),
         ))
-    }
-
-    /// Whether the two reduce alike for certain (slices of types alike).
-    #[inline(always)]
-    pub(crate) fn same_reducer(&self, other: &Side) -> bool {
-        self.alike(other)
     }
 
     /// The reduction of this buffer's data by `op`.

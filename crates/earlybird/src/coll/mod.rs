@@ -66,7 +66,6 @@ mod buffers;
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::layout::Layout;
-use op::Reducer;
 use sched::Block;
 use std::rc::Rc;
 
@@ -466,9 +465,4 @@ pub(crate) fn check_len(what: &str, which: &str, have: usize, need: usize) -> Re
         ErrorClass::Count,
         format!("{what}: {which} holds {have} elements, {need} needed"),
     ))
-}
-
-/// The reducer of `T` by `op`, for the reductions.
-pub(crate) fn reducer<T: Equivalence>(op: &op::Op) -> Result<Reducer> {
-    Reducer::new::<T>(op)
 }
