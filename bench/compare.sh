@@ -11,6 +11,10 @@
 #                               # the anchors' persistent ping-pong and 64 KiB bandwidth
 #   bench/compare.sh coll       # instead: collectives (bench-ref coll.c against
 #                               # `earlybird-bench coll`), 2 ranks, plus earlybird at 4 and 8
+#   bench/compare.sh rma        # instead: one-sided communication (bench/rma.c against
+#                               # `earlybird-bench rma`), 2 ranks: halo by fence / PSCW /
+#                               # lock_all, put+flush, fetch_and_op, accumulate rate, and the
+#                               # 64 KiB memcpy floor of the fence halo
 #
 # Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev (see bench-ref).
 set -euo pipefail
@@ -78,6 +82,24 @@ if [ "${1:-}" = coll ]; then
     done
     for n in 4 8; do
         "$ROOT/target/release/ebrun" -n $n "$ROOT/target/release/earlybird-bench" coll --reps 5 >> "$OUT/eb_coll$n.txt"
+    done
+    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    exit 0
+fi
+
+if [ "${1:-}" = rma ]; then
+    # bench/rma.c (common.h from bench-ref) on both anchors against earlybird-bench rma,
+    # 2 ranks one per core, interleaved.
+    CFLAGS="-O2 -Wall -I$REF/mpi"
+    mpicc.mpich $CFLAGS -o "$OUT/rma.mpich" "$ROOT/bench/rma.c"
+    mpicc.openmpi $CFLAGS -o "$OUT/rma.openmpi" "$ROOT/bench/rma.c"
+    for k in $(seq 1 "$ROUNDS"); do
+        echo "round $k: load $(cut -d' ' -f1-3 /proc/loadavg)"
+        $MPICH "$OUT/rma.mpich" >> "$OUT/mpich_rma.txt"
+        $OMPI "$OUT/rma.openmpi" >> "$OUT/openmpi_rma.txt"
+        if ! $EB rma >> "$OUT/eb_rma.txt"; then
+            echo "earlybird-bench rma failed (not there yet?); its column stays empty"
+        fi
     done
     python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
     exit 0

@@ -91,6 +91,69 @@ def ref_line(line):
     if m:
         return (m.group(1), int(m.group(2))), float(m.group(3))
 
+rma_files = {impl: out / f"{impl}_rma.txt" for impl in ("eb", "mpich", "openmpi")}
+if any(f.exists() for f in rma_files.values()):
+    # bench/compare.sh rma: bench/rma.c (RESULT lines) against `earlybird-bench rma` (JSON
+    # lines: median_us, or mmsg_per_s for the accumulate rate). Rates: higher is better.
+    rate = set()  # benches whose figure is a rate
+    fails = []
+
+    def rma_eb(line):
+        if line.startswith("{"):
+            j = json.loads(line)
+            if str(j.get("check", "ok")).lower() in ("fail", "false"):
+                fails.append(f"earlybird {j['bench']} {j['bytes']}")
+            if "mmsg_per_s" in j:
+                rate.add(j["bench"])
+                return (j["bench"], j["bytes"]), j["mmsg_per_s"]
+            return (j["bench"], j["bytes"]), j["median_us"]
+
+    def rma_ref(impl):
+        def parse(line):
+            m = re.match(r"RESULT bench=(\S+) size=(\d+) .*?metric=(\S+) median=([\d.e+-]+)"
+                         r"(?:.*?check=(\S+))?", line)
+            if m:
+                if m.group(3) == "mmsg_per_s":
+                    rate.add(m.group(1))
+                if m.group(5) and m.group(5) != "ok":
+                    fails.append(f"{impl} {m.group(1)} {m.group(2)}")
+                return (m.group(1), int(m.group(2))), float(m.group(4))
+        return parse
+
+    med = lambda v: statistics.median(v) if v else None
+    cols = {"eb": by_bench(rma_files["eb"], rma_eb)}
+    for impl in ("mpich", "openmpi"):
+        cols[impl] = by_bench(rma_files[impl], rma_ref(impl))
+    cols = {impl: {k: med(v) for k, v in c.items()} for impl, c in cols.items()}
+    order = ["rma_halo_fence", "rma_halo_pscw", "rma_halo_lock", "rma_put_flush",
+             "rma_fetch_and_op", "rma_acc_rate", "memcpy"]
+    keys = sorted(set().union(*cols.values()),
+                  key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
+    fmt = lambda x: "-" if x is None else (f"{x:.3f}" if x < 100 else f"{x:.1f}")
+    print("ratio: earlybird / better anchor for times (us), better anchor / earlybird for rates "
+          "(Mmsg/s), so below 1 always means earlybird is better.\n")
+    print("| benchmark | bytes | unit | earlybird | MPICH | Open MPI | ratio (<1: earlybird better) |")
+    print("|---|---|---|---|---|---|---|")
+    for k in keys:
+        e, m, o = (cols[i].get(k) for i in ("eb", "mpich", "openmpi"))
+        a = [x for x in (m, o) if x is not None]
+        if k[0] in rate:
+            unit, best = "Mmsg/s", max(a, default=None)
+            ratio = f"{best / e:.2f}" if best and e else "-"
+        else:
+            unit, best = ("us/iter" if k[0].startswith("rma_halo") else "us/op"), min(a, default=None)
+            ratio = f"{e / best:.2f}" if best and e is not None else "-"
+        print(f"| {k[0]} | {k[1]} | {unit} | {fmt(e)} | {fmt(m)} | {fmt(o)} | {ratio} |")
+    print()
+    for impl, label in (("eb", "earlybird"), ("mpich", "MPICH"), ("openmpi", "Open MPI")):
+        f, c = cols[impl].get(("rma_halo_fence", 65536)), cols[impl].get(("memcpy", 65536))
+        r = f"{f / (2 * c):.2f}" if f is not None and c else "-"
+        goal = " (goal: at most 1.2)" if impl == "eb" else ""
+        print(f"floor, {label}: rma_halo_fence 64 KiB / (2 x memcpy 64 KiB) = {r}{goal}")
+    if fails:
+        print("\ncheck FAILED: " + ", ".join(sorted(set(fails))))
+    sys.exit(0)
+
 ebc = {}
 for f in sorted(out.glob("eb_coll*.txt")):
     for k, v in by_bench(f, eb_line).items():

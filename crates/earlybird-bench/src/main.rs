@@ -36,7 +36,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
          coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
@@ -97,6 +97,8 @@ fn parse_args() -> Opts {
     o
 }
 
+mod rma;
+
 fn main() {
     let o = parse_args();
     let result = match o.threads {
@@ -133,6 +135,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         "halo2d" => b.halo2d()?,
         "coll" => b.coll()?,
         "channel" => b.channel()?,
+        "rma" => b.rma()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()

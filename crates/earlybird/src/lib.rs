@@ -37,6 +37,7 @@ pub mod grequest;
 pub mod info;
 pub mod p2p;
 pub mod request;
+pub mod rma;
 pub mod status;
 pub(crate) mod sys;
 pub mod threads;
@@ -79,6 +80,10 @@ pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, ROOT, TAG_
 pub use request::{
     scope, start_all, test_all, test_any, test_some, test_some_into, wait_all, wait_all_into,
     wait_any, wait_some, wait_some_into, Bundle, Request, Scope, Tested,
+};
+pub use rma::{
+    AccessEpoch, At, Attached, ExposureEpoch, Flavor, LocalView, Lock, LockAll, LockType, Model,
+    Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
 };
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     // Extensions and request kinds built on the core.
     ("channel", 9),
     ("grequest", 9),
+    ("rma", 9),
     // The API: the crate root (`lib.rs`) and the thread-job runner.
     ("lib", 10),
     ("threads", 10),

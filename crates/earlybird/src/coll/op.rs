@@ -74,6 +74,10 @@ impl Op {
     pub const BXOR: Op = Op(OpKind::Predefined(Predefined::Bxor));
     pub const MINLOC: Op = Op(OpKind::Predefined(Predefined::Minloc));
     pub const MAXLOC: Op = Op(OpKind::Predefined(Predefined::Maxloc));
+    /// MPI_REPLACE: for one-sided accumulates only (a reduction refuses it, MPI_ERR_OP).
+    pub const REPLACE: Op = Op(OpKind::Predefined(Predefined::Replace));
+    /// MPI_NO_OP: for one-sided accumulates only (a reduction refuses it, MPI_ERR_OP).
+    pub const NO_OP: Op = Op(OpKind::Predefined(Predefined::NoOp));
 
     /// A predefined operation.
     pub const fn predefined(p: Predefined) -> Op {

@@ -154,7 +154,7 @@ fn describe(c: &CommShared) -> String {
 
 /// The process exit status for an abort with `code`: its low 8 bits, or 1 if those are 0
 /// (an aborted job never reads as a success).
-fn exit_status(code: i32) -> i32 {
+pub(crate) fn exit_status(code: i32) -> i32 {
     match code & 0xff {
         0 => 1,
         s => s,
@@ -166,7 +166,7 @@ fn exit_status(code: i32) -> i32 {
 /// with `status` (unwind the rank's thread in a thread job).
 #[cold]
 #[inline(never)]
-fn end_job(
+pub(crate) fn end_job(
     eng: &EngineRef,
     class: Option<ErrorClass>,
     text: &dyn Fn(i32) -> String,

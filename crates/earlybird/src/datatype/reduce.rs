@@ -23,6 +23,10 @@ pub enum Predefined {
     Bxor,
     Minloc,
     Maxloc,
+    /// MPI_REPLACE: the origin's value replaces the target's (one-sided accumulates only).
+    Replace,
+    /// MPI_NO_OP: the target's value stays (one-sided accumulates only).
+    NoOp,
 }
 
 impl Predefined {
@@ -42,6 +46,8 @@ impl Predefined {
             Bxor => "MPI_BXOR",
             Minloc => "MPI_MINLOC",
             Maxloc => "MPI_MAXLOC",
+            Replace => "MPI_REPLACE",
+            NoOp => "MPI_NO_OP",
         }
     }
 }
@@ -70,7 +76,7 @@ pub(super) fn reduce_int<T: IntLike>(op: Predefined, a: &[T], b: &mut [T]) -> bo
         Band => each!(|x: T, y: T| x & y),
         Bor => each!(|x: T, y: T| x | y),
         Bxor => each!(|x: T, y: T| x ^ y),
-        Minloc | Maxloc => return false,
+        Minloc | Maxloc | Replace | NoOp => return false,
     }
     true
 }

@@ -65,6 +65,8 @@ pub enum BlockedIn {
     Probe = 4,
     Finalize = 5,
     BufferDetach = 6,
+    /// An RMA synchronisation: fence, PSCW, a window lock, attach or detach.
+    Rma = 7,
 }
 
 impl BlockedIn {
@@ -76,6 +78,7 @@ impl BlockedIn {
             4 => BlockedIn::Probe,
             5 => BlockedIn::Finalize,
             6 => BlockedIn::BufferDetach,
+            7 => BlockedIn::Rma,
             _ => BlockedIn::Nothing,
         }
     }
@@ -407,6 +410,9 @@ impl JobSegment {
             }
             (_, BlockedIn::Finalize) => "was blocked in finalize, waiting for other ranks".into(),
             (_, BlockedIn::BufferDetach) => "was blocked in buffer_detach".into(),
+            (_, BlockedIn::Rma) => {
+                format!("was blocked in an RMA synchronization of a window (rank {peer_s})")
+            }
         }
     }
 

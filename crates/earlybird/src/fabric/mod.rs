@@ -20,6 +20,7 @@ pub(crate) mod job;
 pub(crate) mod ring;
 pub(crate) mod shm;
 pub(crate) mod sync;
+pub(crate) mod window;
 
 use crate::sys::copy::copy_small;
 use crate::sys::lend::{Loan, Unusable};

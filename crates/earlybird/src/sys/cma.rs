@@ -6,20 +6,45 @@ use std::io;
 
 /// Copy `dst.len()` bytes from `remote_addr` in process `pid` into `dst`.
 pub(crate) fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
+    // SAFETY: `dst` is borrowed exclusively for the call, so the kernel may write all of it.
+    unsafe { copy_remote(pid, remote_addr, dst.as_mut_ptr(), dst.len(), false) }
+}
+
+/// Copy `src` to `remote_addr` in process `pid` (`process_vm_writev`): one-sided puts into a
+/// window of user memory in another process.
+pub(crate) fn write_remote(pid: u32, remote_addr: u64, src: &[u8]) -> io::Result<()> {
+    // SAFETY: `src` is borrowed for the call, and the kernel only reads it when writing.
+    unsafe { copy_remote(pid, remote_addr, src.as_ptr() as *mut u8, src.len(), true) }
+}
+
+/// One copy of `len` bytes between `local` and `remote_addr` in process `pid`: out of the
+/// other process (`process_vm_readv`) or, with `write`, into it (`process_vm_writev`).
+///
+/// # Safety
+/// `local..local + len` is memory of this process that the call may read (and, unless
+/// `write`, write), not otherwise accessed during the call.
+unsafe fn copy_remote(pid: u32, remote_addr: u64, local: *mut u8, len: usize, write: bool) -> io::Result<()> {
     let mut done = 0usize;
-    while done < dst.len() {
-        let local = libc::iovec {
-            iov_base: dst[done..].as_mut_ptr().cast(),
-            iov_len: dst.len() - done,
+    while done < len {
+        let liov = libc::iovec {
+            iov_base: local.wrapping_add(done).cast(),
+            iov_len: len - done,
         };
-        let remote = libc::iovec {
+        let riov = libc::iovec {
             iov_base: (remote_addr as usize + done) as *mut libc::c_void,
-            iov_len: dst.len() - done,
+            iov_len: len - done,
         };
-        // SAFETY: (1) the local iovec covers exactly the unfilled tail of `dst`, which we
-        // borrow mutably; (2) the remote iovec names memory in another process, which the
-        // kernel checks (EFAULT), so no memory of ours other than `dst` is written.
-        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &local, 1, &remote, 1, 0) };
+        // SAFETY: (1) the local iovec covers exactly the tail of the caller's range not yet
+        // copied, which the contract above lets the kernel read or write; (2) the remote
+        // iovec names memory in another process, which the kernel checks (EFAULT), so no
+        // other memory of this process is touched.
+        let n = unsafe {
+            if write {
+                libc::process_vm_writev(pid as libc::pid_t, &liov, 1, &riov, 1, 0)
+            } else {
+                libc::process_vm_readv(pid as libc::pid_t, &liov, 1, &riov, 1, 0)
+            }
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -30,7 +55,7 @@ pub(crate) fn read_remote(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Res
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                "process_vm_readv copied nothing",
+                "a cross-memory copy copied nothing",
             ));
         }
         done += n as usize;
@@ -143,3 +168,4 @@ pub(crate) unsafe fn read_remote_segments(
     }
     Ok(())
 }
+

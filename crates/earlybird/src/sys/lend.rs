@@ -155,6 +155,12 @@ impl Lent {
         self.layout.is_none()
     }
 
+    /// Where the message's bytes are in the view, for a laid-out one (checked to lie within
+    /// it); `None` when the message is all the bytes in order.
+    pub(crate) fn layout(&self) -> Option<&Layout> {
+        self.layout.as_deref()
+    }
+
     pub(crate) fn sig(&self) -> Sig {
         self.sig
     }

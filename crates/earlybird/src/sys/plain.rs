@@ -116,3 +116,14 @@ macro_rules! plain_pair {
 }
 
 plain_pair!(f32 => true, f64 => false, i64 => false, i32 => true, i16 => false);
+
+/// The value of a gapless plain type whose bytes `b` holds (any alignment); `None` if `T`
+/// has padding or `b` is not `size_of::<T>()` bytes.
+pub(crate) fn read_value<T: Plain>(b: &[u8]) -> Option<T> {
+    if !T::GAPLESS || b.len() != std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: `b` holds exactly `size_of::<T>()` initialised bytes, and any bytes are a valid
+    // gapless plain `T` (contract of `Plain`); an unaligned read copies them out.
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) })
+}

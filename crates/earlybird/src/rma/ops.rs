@@ -1,0 +1,501 @@
+//! The operations of windows (MPI 4.1 §12.3): put, get, the accumulates, and their
+//! request-based forms. Each is done by the origin before its call returns (see `rma`).
+#![forbid(unsafe_code)]
+
+use super::acc::{self, Elem};
+use super::{err, sync, Flavor, Win};
+use crate::coll::op::Op;
+use crate::datatype::buffer::{lend, lend_mut, Buffer, BufferMut};
+use crate::datatype::reduce::Predefined;
+use crate::datatype::{Datatype, Equivalence, Typed, TypedMut};
+use crate::error::{ErrorClass, Result};
+use crate::fabric::window::{read_chunks, write_chunks, Mem, Place, Word};
+use crate::request::Request;
+use crate::status::{Status, PROC_NULL};
+use crate::sys::lend::{lending, Loan};
+use crate::sys::plain::{as_bytes, as_bytes_mut};
+use std::io;
+use std::sync::atomic::Ordering;
+
+/// The target side of an operation given with a datatype: `count` elements of `dt` from the
+/// target displacement (MPI's target_count, target_datatype). Without one, an operation
+/// lands contiguously, as many bytes as the origin's data.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'d> {
+    count: usize,
+    dt: &'d Datatype,
+}
+
+impl<'d> At<'d> {
+    pub fn new(count: usize, dt: &'d Datatype) -> At<'d> {
+        At { count, dt }
+    }
+}
+
+fn io_err(what: &str, e: io::Error) -> crate::error::Error {
+    err(ErrorClass::Other, format!("{what}: {e}"))
+}
+
+impl Win {
+    /// Run `f` on rank `t`'s memory with the place `n` message bytes at displacement `disp`
+    /// (and through `at`) take in it, after checking the range (MPI_ERR_RMA_RANGE).
+    fn with_target<R>(
+        &self,
+        what: &str,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+        n: usize,
+        f: impl FnOnce(&Mem, Place<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let part = &self.inner.parts[t];
+        if self.inner.flavor != Flavor::Dynamic {
+            let mem = part.mem.as_ref().ok_or_else(|| err(ErrorClass::Intern, "window part without memory"))?;
+            let off = disp.checked_mul(part.disp_unit as isize).filter(|o| *o >= 0);
+            let Some(off) = off else {
+                return Err(err(ErrorClass::RmaRange, format!("{what}: displacement {disp} (unit {}) before rank {t}'s window memory", part.disp_unit)));
+            };
+            return Self::place(what, t, mem, off as usize, at, n, f);
+        }
+        // Dynamic: find the attached region holding the address, under the attach table's
+        // read lock (a detach waits for it).
+        let seg = &self.inner.seg;
+        let lock = seg.word(t, Word::AttachLock);
+        self.wait_rma(t, || sync::try_read_lock(lock))?;
+        let addr = disp as u64;
+        let count = seg.word(t, Word::AttachCount).load(Ordering::Acquire) as usize;
+        let region = (0..count).find_map(|i| {
+            let (a, l) = seg.attached(t, i);
+            let (a, l) = (a.load(Ordering::Relaxed), l.load(Ordering::Relaxed));
+            (addr >= a && addr < a + l).then_some((a, l as usize))
+        });
+        let r = match region {
+            None => Err(err(
+                ErrorClass::RmaRange,
+                format!("{what}: address {addr:#x} is in no region rank {t} has attached"),
+            )),
+            Some((a, l)) => {
+                let mem = if part.pid == crate::sys::process::pid() {
+                    Mem::Local { addr: a as usize, len: l }
+                } else {
+                    Mem::Remote { pid: part.pid, addr: a, len: l }
+                };
+                Self::place(what, t, &mem, (addr - a) as usize, at, n, f)
+            }
+        };
+        sync::read_unlock(lock);
+        r
+    }
+
+    fn place<R>(
+        what: &str,
+        t: usize,
+        mem: &Mem,
+        off: usize,
+        at: Option<At<'_>>,
+        n: usize,
+        f: impl FnOnce(&Mem, Place<'_>) -> Result<R>,
+    ) -> Result<R> {
+        match at {
+            None => {
+                if off.checked_add(n).is_none_or(|e| e > mem.len()) {
+                    return Err(err(
+                        ErrorClass::RmaRange,
+                        format!("{what}: bytes {off}..{} of rank {t}'s window memory of {} bytes", off.saturating_add(n), mem.len()),
+                    ));
+                }
+                f(mem, Place::Run(off))
+            }
+            Some(At { count, dt }) => {
+                dt.check_committed(what)?;
+                let layout = dt.layout(count, off, mem.len()).map_err(|e| {
+                    err(ErrorClass::RmaRange, format!("{what}: target of rank {t}: {e}"))
+                })?;
+                if layout.packed_len() != n {
+                    return Err(err(
+                        ErrorClass::Type,
+                        format!("{what}: the origin has {n} bytes of data, the target datatype {} ({count} x {})", layout.packed_len(), dt.describe()),
+                    ));
+                }
+                f(mem, Place::Laid(&layout))
+            }
+        }
+    }
+
+    /// Checks common to every operation: live window, rank, epoch. `None` for PROC_NULL
+    /// (the operation does nothing).
+    #[inline]
+    fn target(&self, target: i32) -> Result<Option<usize>> {
+        self.check_live()?;
+        if target == PROC_NULL {
+            return Ok(None);
+        }
+        let t = self.check_rank(target)?;
+        self.inner.epochs.borrow_mut().may_access(t)?;
+        Ok(Some(t))
+    }
+
+    fn put_loan(&self, what: &str, loan: &Loan, t: usize, disp: isize, at: Option<At<'_>>) -> Result<()> {
+        let n = loan.packed_len();
+        self.with_target(what, t, disp, at, n, |mem, place| {
+            read_chunks(loan, place, n, &mut |b, m| mem.write(m, b)).map_err(|e| io_err(what, e))
+        })
+    }
+
+    fn get_loan(&self, what: &str, loan: &Loan, t: usize, disp: isize, at: Option<At<'_>>) -> Result<()> {
+        let n = loan.packed_len();
+        self.with_target(what, t, disp, at, n, |mem, place| {
+            write_chunks(loan, place, n, &mut |b, m| mem.read(m, b)).map_err(|e| io_err(what, e))
+        })
+    }
+
+    /// MPI_Put: copy `origin` into rank `target`'s memory at displacement `disp`, its bytes
+    /// laid out contiguously there.
+    #[inline]
+    pub fn put<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize) -> Result<()> {
+        let r = self.put_inner(origin, target, disp, None);
+        self.ret("win_put", r)
+    }
+
+    /// MPI_Put with a target datatype.
+    pub fn put_to<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize, at: At<'_>) -> Result<()> {
+        let r = self.put_inner(origin, target, disp, Some(at));
+        self.ret("win_put", r)
+    }
+
+    #[inline]
+    fn put_inner<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize, at: Option<At<'_>>) -> Result<()> {
+        let Some(t) = self.target(target)? else {
+            return Ok(());
+        };
+        lending((), |l| {
+            let loan = lend(origin, l)?;
+            self.put_loan("win_put", &loan, t, disp, at)
+        })
+    }
+
+    /// MPI_Get: fill `result` from rank `target`'s memory at `disp`.
+    #[inline]
+    pub fn get<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize) -> Result<()> {
+        let r = self.get_inner(result, target, disp, None);
+        self.ret("win_get", r)
+    }
+
+    /// MPI_Get with a target datatype.
+    pub fn get_from<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize, at: At<'_>) -> Result<()> {
+        let r = self.get_inner(result, target, disp, Some(at));
+        self.ret("win_get", r)
+    }
+
+    #[inline]
+    fn get_inner<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize, at: Option<At<'_>>) -> Result<()> {
+        let Some(t) = self.target(target)? else {
+            return Ok(());
+        };
+        lending((), |l| {
+            let loan = lend_mut(result, l)?;
+            self.get_loan("win_get", &loan, t, disp, at)
+        })
+    }
+
+    fn acc_lock(&self, t: usize) -> impl FnMut(bool) -> io::Result<()> + '_ {
+        move |take| {
+            let w = self.inner.seg.word(t, Word::AccLock);
+            if take {
+                self.wait_rma(t, || sync::try_write_lock(w))
+                    .map_err(|e| io::Error::other(e.to_string()))
+            } else {
+                sync::write_unlock(w);
+                Ok(())
+            }
+        }
+    }
+
+    /// Accumulate the data of `loan` (elements `e`) into `t`; the old target data into
+    /// `old` (packed) when given.
+    #[allow(clippy::too_many_arguments)]
+    fn acc_loan(
+        &self,
+        what: &str,
+        loan: &Loan,
+        e: &Elem,
+        op: Predefined,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+        mut old: Option<&mut [u8]>,
+    ) -> Result<()> {
+        let n = loan.packed_len();
+        let atomics = self.inner.atomics;
+        let mut lock = self.acc_lock(t);
+        self.with_target(what, t, disp, at, n, |mem, place| {
+            let mut pos = 0;
+            read_chunks(loan, place, n, &mut |b, m| {
+                let o = old.as_deref_mut().map(|o| &mut o[pos..pos + b.len()]);
+                pos += b.len();
+                acc::apply(mem, m, b.len(), b, o, e, op, atomics, &mut lock)
+            })
+            .map_err(|x| io_err(what, x))
+        })
+    }
+
+    /// MPI_Accumulate: `target[i] = origin[i] op target[i]` element-wise at rank `target`'s
+    /// displacement `disp`, atomic per element against other accumulates. `op` is a
+    /// predefined operation, [`Op::REPLACE`] or [`Op::NO_OP`].
+    pub fn accumulate<T: Equivalence>(&self, origin: &[T], target: i32, disp: isize, op: &Op) -> Result<()> {
+        let r = (|| {
+            let e = elem_of_type::<T>()?;
+            let p = acc::check_op(op, &e)?;
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            lending((), |l| {
+                let loan = lend(origin, l)?;
+                self.acc_loan("win_accumulate", &loan, &e, p, t, disp, None, None)
+            })
+        })();
+        self.ret("win_accumulate", r)
+    }
+
+    /// MPI_Accumulate with datatypes at both ends (both made of one predefined type).
+    pub fn accumulate_typed(&self, origin: Typed<'_>, target: i32, disp: isize, at: At<'_>, op: &Op) -> Result<()> {
+        let r = (|| {
+            let (view, dt, _) = origin.into_parts();
+            let e = elem_of_datatypes(&dt, at.dt)?;
+            let p = acc::check_op(op, &e)?;
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            lending((), |l| {
+                let loan = Loan::new(view, l);
+                self.acc_loan("win_accumulate", &loan, &e, p, t, disp, Some(at), None)
+            })
+        })();
+        self.ret("win_accumulate", r)
+    }
+
+    /// MPI_Get_accumulate: as [`accumulate`](Self::accumulate), with the target's data from
+    /// before the operation into `result` (with [`Op::NO_OP`], `origin` may be empty and the
+    /// call is an atomic get of `result.len()` elements).
+    pub fn get_accumulate<T: Equivalence>(&self, origin: &[T], result: &mut [T], target: i32, disp: isize, op: &Op) -> Result<()> {
+        let r = (|| {
+            let e = elem_of_type::<T>()?;
+            let p = acc::check_op(op, &e)?;
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            if p != Predefined::NoOp && origin.len() != result.len() {
+                return Err(err(
+                    ErrorClass::Count,
+                    format!("win_get_accumulate: origin of {} elements, result of {}", origin.len(), result.len()),
+                ));
+            }
+            self.get_acc_common(t, disp, None, &e, p, |l| lend(origin, l), |l| lend_mut(result, l))
+        })();
+        self.ret("win_get_accumulate", r)
+    }
+
+    /// MPI_Get_accumulate with datatypes at the three buffers.
+    pub fn get_accumulate_typed(&self, origin: Typed<'_>, result: TypedMut<'_>, target: i32, disp: isize, at: At<'_>, op: &Op) -> Result<()> {
+        let r = (|| {
+            let (oview, odt, _) = origin.into_parts();
+            let (rview, rdt, _) = result.into_parts();
+            let e = elem_of_datatypes(&odt, at.dt)?;
+            let e2 = elem_of_datatypes(&rdt, at.dt)?;
+            if e.basic != e2.basic {
+                return Err(err(ErrorClass::Type, "win_get_accumulate: the result and target datatypes are of different basic types"));
+            }
+            let p = acc::check_op(op, &e)?;
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            let (mut ov, mut rv) = (Some(oview), Some(rview));
+            self.get_acc_common(
+                t,
+                disp,
+                Some(at),
+                &e,
+                p,
+                |l| Ok(Loan::new(ov.take().expect("one origin"), l)),
+                |l| Ok(Loan::new(rv.take().expect("one result"), l)),
+            )
+        })();
+        self.ret("win_get_accumulate", r)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn get_acc_common<'b>(
+        &self,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+        e: &Elem,
+        p: Predefined,
+        origin: impl for<'l> FnOnce(&'l crate::sys::lend::Lending<'l, 'b, ()>) -> Result<Loan>,
+        result: impl for<'l> FnOnce(&'l crate::sys::lend::Lending<'l, 'b, ()>) -> Result<Loan>,
+    ) -> Result<()> {
+        const WHAT: &str = "win_get_accumulate";
+        lending((), |l| {
+            let res = result(l)?;
+            let n = res.packed_len();
+            let mut old = vec![0u8; n];
+            if p == Predefined::NoOp {
+                // No origin data: walk the target with the result's shape.
+                let atomics = self.inner.atomics;
+                let mut lock = self.acc_lock(t);
+                self.with_target(WHAT, t, disp, at, n, |mem, place| {
+                    let mut pos = 0;
+                    let zero = Loan::zeroed(n);
+                    read_chunks(&zero, place, n, &mut |b, m| {
+                        let o = &mut old[pos..pos + b.len()];
+                        pos += b.len();
+                        acc::apply(mem, m, b.len(), b, Some(o), e, p, atomics, &mut lock)
+                    })
+                    .map_err(|x| io_err(WHAT, x))
+                })?;
+            } else {
+                let org = origin(l)?;
+                if org.packed_len() != n {
+                    return Err(err(
+                        ErrorClass::Type,
+                        format!("{WHAT}: origin of {} bytes, result of {n}", org.packed_len()),
+                    ));
+                }
+                self.acc_loan(WHAT, &org, e, p, t, disp, at, Some(&mut old))?;
+            }
+            res.unpack_from(&old)
+                .map_err(|x| err(ErrorClass::Buffer, format!("{WHAT}: result buffer: {x:?}")))
+        })
+    }
+
+    /// MPI_Fetch_and_op: `*result` = the target element, which becomes `*origin op` it,
+    /// atomically.
+    #[inline]
+    pub fn fetch_and_op<T: Equivalence>(&self, origin: &T, result: &mut T, target: i32, disp: isize, op: &Op) -> Result<()> {
+        let r = (|| {
+            let e = elem_of_type::<T>()?;
+            let p = acc::check_op(op, &e)?;
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            let o = as_bytes(std::slice::from_ref(origin)).ok_or_else(|| padded::<T>())?;
+            let res = as_bytes_mut(std::slice::from_mut(result)).ok_or_else(|| padded::<T>())?;
+            let n = o.len();
+            let atomics = self.inner.atomics;
+            let mut lock = self.acc_lock(t);
+            self.with_target("win_fetch_and_op", t, disp, None, n, |mem, place| {
+                let Place::Run(m) = place else { unreachable!("no target datatype") };
+                acc::apply(mem, m, n, o, Some(res), &e, p, atomics, &mut lock)
+                    .map_err(|x| io_err("win_fetch_and_op", x))
+            })
+        })();
+        self.ret("win_fetch_and_op", r)
+    }
+
+    /// MPI_Compare_and_swap: `*result` = the target element; it becomes `*origin` if it was
+    /// `*compare`. Integer types only (MPI_ERR_TYPE for floating point and pairs).
+    pub fn compare_and_swap<T: Equivalence>(&self, origin: &T, compare: &T, result: &mut T, target: i32, disp: isize) -> Result<()> {
+        let r = (|| {
+            let e = elem_of_type::<T>()?;
+            if !e.is_integer() {
+                return Err(err(
+                    ErrorClass::Type,
+                    format!("win_compare_and_swap on {}: only integer types (and MPI_BYTE) compare and swap", e.basic.mpi_name()),
+                ));
+            }
+            let Some(t) = self.target(target)? else {
+                return Ok(());
+            };
+            let o = as_bytes(std::slice::from_ref(origin)).ok_or_else(|| padded::<T>())?;
+            let c = as_bytes(std::slice::from_ref(compare)).ok_or_else(|| padded::<T>())?;
+            let res = as_bytes_mut(std::slice::from_mut(result)).ok_or_else(|| padded::<T>())?;
+            let atomics = self.inner.atomics;
+            let mut lock = self.acc_lock(t);
+            self.with_target("win_compare_and_swap", t, disp, None, o.len(), |mem, place| {
+                let Place::Run(m) = place else { unreachable!("no target datatype") };
+                acc::compare_swap(mem, m, o, c, res, atomics, &mut lock)
+                    .map_err(|x| io_err("win_compare_and_swap", x))
+            })
+        })();
+        self.ret("win_compare_and_swap", r)
+    }
+
+    /// A request that is complete: what the request-based operations return, since every
+    /// operation is done when its call returns.
+    fn done_request<'s>(&self) -> Request<'s> {
+        let c = &self.inner.comm;
+        Request::nonblocking(&c.eng, c.origin(), Err(Ok(Status::empty())), crate::p2p::wait::Blocked::wait())
+    }
+
+    /// MPI_Rput: [`put`](Self::put), returning a request (complete: the data is at the
+    /// target when the call returns).
+    pub fn rput<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize) -> Result<Request<'static>> {
+        self.put(origin, target, disp)?;
+        Ok(self.done_request())
+    }
+
+    /// MPI_Rget.
+    pub fn rget<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize) -> Result<Request<'static>> {
+        self.get(result, target, disp)?;
+        Ok(self.done_request())
+    }
+
+    /// MPI_Raccumulate.
+    pub fn raccumulate<T: Equivalence>(&self, origin: &[T], target: i32, disp: isize, op: &Op) -> Result<Request<'static>> {
+        self.accumulate(origin, target, disp, op)?;
+        Ok(self.done_request())
+    }
+
+    /// MPI_Rget_accumulate.
+    pub fn rget_accumulate<T: Equivalence>(&self, origin: &[T], result: &mut [T], target: i32, disp: isize, op: &Op) -> Result<Request<'static>> {
+        self.get_accumulate(origin, result, target, disp, op)?;
+        Ok(self.done_request())
+    }
+}
+
+fn padded<T>() -> crate::error::Error {
+    err(ErrorClass::Type, format!("{} has padding: atomics take types without", std::any::type_name::<T>()))
+}
+
+/// The accumulate element of slices of `T`, worked out once per type and thread (making
+/// `T`'s datatype allocates, which the accumulate path must not).
+fn elem_of_type<T: Equivalence>() -> Result<Elem> {
+    use std::any::TypeId;
+    use std::cell::RefCell;
+    thread_local! {
+        static KNOWN: RefCell<Vec<(TypeId, Elem)>> = const { RefCell::new(Vec::new()) };
+    }
+    let id = TypeId::of::<T>();
+    if let Some(e) = KNOWN.with(|k| k.borrow().iter().find(|(t, _)| *t == id).map(|x| x.1)) {
+        return Ok(e);
+    }
+    let e = elem_of_type_slow::<T>()?;
+    KNOWN.with(|k| k.borrow_mut().push((id, e)));
+    Ok(e)
+}
+
+fn elem_of_type_slow<T: Equivalence>() -> Result<Elem> {
+    match T::datatype().reduction_basic() {
+        Some(b) => Elem::of(b),
+        None => Err(err(
+            ErrorClass::Type,
+            format!("accumulate on {}: it is not made of one predefined type", std::any::type_name::<T>()),
+        )),
+    }
+}
+
+/// The accumulate element of an origin and a target datatype, which must be made of the
+/// same predefined type (MPI_ERR_TYPE otherwise).
+fn elem_of_datatypes(origin: &Datatype, target: &Datatype) -> Result<Elem> {
+    match (origin.reduction_basic(), target.reduction_basic()) {
+        (Some(a), Some(b)) if a == b => Elem::of(a),
+        _ => Err(err(
+            ErrorClass::Type,
+            format!(
+                "accumulate from {} to {}: both must be made of the same one predefined type",
+                origin.describe(),
+                target.describe()
+            ),
+        )),
+    }
+}
