@@ -39,7 +39,11 @@ impl Bench<'_> {
         let maxs = sizes.iter().copied().max().unwrap_or(8).max(8);
         let win = w.win_allocate(HALO_OFF + 2 * maxs, 1, &Info::new())?;
         let g = w.group();
-        let nbrs = if left == right { g.incl(&[left])? } else { g.incl(&[left, right])? };
+        let nbrs = if left == right {
+            g.incl(&[left])?
+        } else {
+            g.incl(&[left, right])?
+        };
         let mut sbuf = vec![0u8; maxs];
         let mut stamp = 0i64;
         for mode in ["fence", "pscw", "lock"] {
@@ -53,7 +57,9 @@ impl Bench<'_> {
                         win.fence(0)?;
                         let p = self.timed(iters, |_| {
                             stamp += 1;
-                            sbuf[..8].copy_from_slice(&((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes());
+                            sbuf[..8].copy_from_slice(
+                                &((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes(),
+                            );
                             win.put(&sbuf[..s], left, offl)?;
                             win.put(&sbuf[..s], right, offr)?;
                             win.fence(0)
@@ -63,7 +69,9 @@ impl Bench<'_> {
                     }
                     "pscw" => self.timed(iters, |_| {
                         stamp += 1;
-                        sbuf[..8].copy_from_slice(&((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes());
+                        sbuf[..8].copy_from_slice(
+                            &((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes(),
+                        );
                         let exp = win.post(&nbrs, 0)?;
                         let acc = win.start(&nbrs, 0)?;
                         acc.put(&sbuf[..s], left, offl)?;
@@ -77,7 +85,9 @@ impl Bench<'_> {
                         let mut expected = local.get(0)?;
                         let p = self.timed(iters, |_| {
                             stamp += 1;
-                            sbuf[..8].copy_from_slice(&((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes());
+                            sbuf[..8].copy_from_slice(
+                                &((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes(),
+                            );
                             all.put(&sbuf[..s], left, offl)?;
                             all.put(&sbuf[..s], right, offr)?;
                             all.flush_all()?;
@@ -106,8 +116,12 @@ impl Bench<'_> {
                 let lh = i64::from_le_bytes(h);
                 l.read(HALO_OFF + maxs, &mut h)?;
                 let rh = i64::from_le_bytes(h);
-                let ok = lh / 1_000_000_000 == left as i64 + 1 && rh / 1_000_000_000 == right as i64 + 1;
-                assert!(ok, "rma_halo_{mode}: halos do not hold the neighbours' stamps");
+                let ok =
+                    lh / 1_000_000_000 == left as i64 + 1 && rh / 1_000_000_000 == right as i64 + 1;
+                assert!(
+                    ok,
+                    "rma_halo_{mode}: halos do not hold the neighbours' stamps"
+                );
                 self.emit(&format!("rma_halo_{mode}"), s, iters, stats(per), "");
             }
         }

@@ -9,8 +9,7 @@ mod common;
 use common::{assert_err, check_eq};
 use earlybird::{
     At, Datatype, ErrorClass, Flavor, Info, LockType, Model, Op, Result, Typed, Universe, Win,
-    WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSTORE, MODE_NOSUCCEED,
-    PROC_NULL,
+    WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOSTORE, MODE_NOSUCCEED, PROC_NULL,
 };
 use std::time::{Duration, Instant};
 
@@ -110,11 +109,20 @@ fn derived_datatypes_both_ends(u: &Universe) -> Result<()> {
     }
     // Strided both ends: the right neighbour's column (which this rank put) into column 0.
     let mut got = vec![0.0f64; N];
-    win.get_from(&mut earlybird::TypedMut::at(&mut got, 0, 1, &col)?, right, (N + 4) as isize, At::new(1, &col))?;
+    win.get_from(
+        &mut earlybird::TypedMut::at(&mut got, 0, 1, &col)?,
+        right,
+        (N + 4) as isize,
+        At::new(1, &col),
+    )?;
     win.fence(MODE_NOSUCCEED)?;
     for i in 0..ROWS {
         assert_eq!(got[i * COLS], mine[i], "strided get, row {i}");
-        assert_eq!(got[i * COLS + 1], 0.0, "strided get leaves other columns, row {i}");
+        assert_eq!(
+            got[i * COLS + 1],
+            0.0,
+            "strided get leaves other columns, row {i}"
+        );
     }
     col.free()?;
     row.free()?;
@@ -171,7 +179,11 @@ fn accumulates_from_many_origins(u: &Universe) -> Result<()> {
         assert_eq!(l.get(2)?, 3 * total, "accumulate count, element 2");
         assert_eq!(l.get(3)?, total, "get_accumulate count");
         assert_eq!(l.get(4)?, total, "compare_and_swap count");
-        assert_eq!(f64::from_bits(l.get(5)? as u64), total as f64, "f64 accumulate");
+        assert_eq!(
+            f64::from_bits(l.get(5)? as u64),
+            total as f64,
+            "f64 accumulate"
+        );
         assert_eq!(l.get(6)?, (n as i64 - 1) * 10, "MAX");
     }
     c.barrier()?;
@@ -187,8 +199,18 @@ fn every_operation_element_by_element(u: &Universe) -> Result<()> {
     let target = (r + 1) % n;
     let init: Vec<i32> = (0..K as i32).map(|i| i * 3 - 7).collect();
     let ops = [
-        Op::SUM, Op::PROD, Op::MAX, Op::MIN, Op::LAND, Op::LOR, Op::LXOR, Op::BAND, Op::BOR,
-        Op::BXOR, Op::REPLACE, Op::NO_OP,
+        Op::SUM,
+        Op::PROD,
+        Op::MAX,
+        Op::MIN,
+        Op::LAND,
+        Op::LOR,
+        Op::LXOR,
+        Op::BAND,
+        Op::BOR,
+        Op::BXOR,
+        Op::REPLACE,
+        Op::NO_OP,
     ];
     let win = c.win_allocate(K * 4, 4, &Info::new())?;
     for op in &ops {
@@ -226,18 +248,26 @@ fn every_operation_element_by_element(u: &Universe) -> Result<()> {
         let theirs: Vec<f64> = (0..K).map(|i| (i as f64) - left as f64).collect();
         let mut want = init.clone();
         earlybird::reduce_local(&theirs, &mut want, &op)?;
-        check_eq(&format!("{op:?} on f64"), &win.local::<f64>()?.to_vec()?, &want);
+        check_eq(
+            &format!("{op:?} on f64"),
+            &win.local::<f64>()?.to_vec()?,
+            &want,
+        );
         win.fence(0)?;
     }
     type Pair = earlybird::ValueIndex<i32>;
     let init: Vec<Pair> = (0..K as i32).map(|i| Pair::new(i, 100)).collect();
     win.local::<Pair>()?.write(0, &init)?;
     win.fence(0)?;
-    let mine: Vec<Pair> = (0..K as i32).map(|i| Pair::new(i - 1 + (i % 2) * 2, r)).collect();
+    let mine: Vec<Pair> = (0..K as i32)
+        .map(|i| Pair::new(i - 1 + (i % 2) * 2, r))
+        .collect();
     win.accumulate(&mine[..], target, 0, &Op::MINLOC)?;
     win.fence(MODE_NOSUCCEED)?;
     let left = (r + n - 1) % n;
-    let theirs: Vec<Pair> = (0..K as i32).map(|i| Pair::new(i - 1 + (i % 2) * 2, left)).collect();
+    let theirs: Vec<Pair> = (0..K as i32)
+        .map(|i| Pair::new(i - 1 + (i % 2) * 2, left))
+        .collect();
     let mut want = init.clone();
     earlybird::reduce_local(&theirs, &mut want, &Op::MINLOC)?;
     check_eq("MINLOC on 2INT", &win.local::<Pair>()?.to_vec()?, &want);
@@ -285,7 +315,10 @@ fn passive_target_never_calls_mpi(u: &Universe) -> Result<()> {
         while (1..n as usize).any(|q| local.get(q).unwrap() != 4242 + q as i64) {
             spins = spins.wrapping_add(1);
             std::hint::black_box(spins);
-            assert!(Instant::now() < end, "values never arrived at a target that does not call MPI");
+            assert!(
+                Instant::now() < end,
+                "values never arrived at a target that does not call MPI"
+            );
         }
     } else {
         let l = win.lock(LockType::Shared, 0, 0)?;
@@ -315,7 +348,11 @@ fn flush_is_visible_to_a_third_rank(u: &Universe) -> Result<()> {
             let mut v = [0i64];
             all.get(&mut v[..], 1, 3)?;
             all.flush(1)?;
-            assert_eq!(v[0], round * 7 + 1, "round {round}: the flushed put is visible to rank 2");
+            assert_eq!(
+                v[0],
+                round * 7 + 1,
+                "round {round}: the flushed put is visible to rank 2"
+            );
         }
         c.barrier()?;
     }
@@ -354,7 +391,11 @@ fn pscw_ring(u: &Universe) -> Result<()> {
         }
         let l = win.local::<i64>()?;
         assert_eq!(l.get(1)?, round, "round {round}: value from the left");
-        assert_eq!(l.get(2)?, stamp(left, round as usize), "round {round}: stamp");
+        assert_eq!(
+            l.get(2)?,
+            stamp(left, round as usize),
+            "round {round}: stamp"
+        );
         assert_eq!(l.get(0)?, round + 1, "round {round}: accumulated count");
     }
     // NOCHECK on both sides, after a barrier that orders post before start.
@@ -378,7 +419,11 @@ fn dynamic_linked_list(u: &Universe) -> Result<()> {
     assert_eq!(win.flavor(), Flavor::Dynamic);
     assert_eq!(win.size(), 0);
     // The head: one u64 at rank 0, a (rank << 48 | address) node pointer, 0 = empty.
-    let head = if r == 0 { Some(win.attach(vec![0u64; 1])?) } else { None };
+    let head = if r == 0 {
+        Some(win.attach(vec![0u64; 1])?)
+    } else {
+        None
+    };
     let mut head_addr = [head.as_ref().map_or(0, |h| h.address())];
     c.bcast(&mut head_addr[..], 0)?;
     // Nodes: [value, next], each in a region of its own.
@@ -421,7 +466,9 @@ fn dynamic_linked_list(u: &Universe) -> Result<()> {
             assert!(seen.len() <= NODES * n as usize, "the list has a cycle");
         }
         seen.sort_unstable();
-        let mut want: Vec<i64> = (0..n).flat_map(|q| (0..NODES).map(move |k| stamp(q, k))).collect();
+        let mut want: Vec<i64> = (0..n)
+            .flat_map(|q| (0..NODES).map(move |k| stamp(q, k)))
+            .collect();
         want.sort_unstable();
         check_eq("nodes reached from the head", &seen, &want);
         // An address nobody attached.
@@ -462,7 +509,11 @@ fn shared_windows_by_loads(u: &Universe) -> Result<()> {
             let (view, unit) = win.shared_query::<i32>(q)?;
             assert_eq!(unit, 4);
             let want: Vec<i32> = (0..10 + q).map(|i| q * 1000 + i).collect();
-            check_eq(&format!("rank {q}'s memory by loads"), &view.to_vec()?, &want);
+            check_eq(
+                &format!("rank {q}'s memory by loads"),
+                &view.to_vec()?,
+                &want,
+            );
             bases.push(view);
         }
         let (first, _) = win.shared_query::<i32>(PROC_NULL)?;
@@ -500,7 +551,12 @@ fn create_over_user_memory(u: &Universe) -> Result<()> {
     let left = (r + n - 1) % n;
     for i in 0..K / 2 {
         assert_eq!(back[i], i as u32 * 10 + left as u32, "put element {i}");
-        assert_eq!(back[K / 2 + i], n as u32, "accumulated element {}", K / 2 + i);
+        assert_eq!(
+            back[K / 2 + i],
+            n as u32,
+            "accumulated element {}",
+            K / 2 + i
+        );
         assert_eq!(got[i], i as u32 * 10 + r as u32, "got element {i}");
     }
     Ok(())
@@ -519,7 +575,11 @@ fn zero_size_and_empty_ranks(u: &Universe) -> Result<()> {
         win.accumulate(&[1i64][..], q, 0, &Op::SUM)?;
     }
     if n > 1 {
-        assert_err(win.put(&[1i64][..], 1, 0), ErrorClass::RmaRange, "window memory of 0 bytes");
+        assert_err(
+            win.put(&[1i64][..], 1, 0),
+            ErrorClass::RmaRange,
+            "window memory of 0 bytes",
+        );
     }
     win.fence(MODE_NOSUCCEED)?;
     if r % 2 == 0 {
@@ -546,7 +606,10 @@ fn request_based_operations(u: &Universe) -> Result<()> {
     let mut a = l.rput(&[11i64][..], right, 0)?;
     a.wait()?;
     let mut b = l.raccumulate(&[5i64][..], right, 1, &Op::SUM)?;
-    assert!(b.test()?.is_some(), "an raccumulate is complete when returned");
+    assert!(
+        b.test()?.is_some(),
+        "an raccumulate is complete when returned"
+    );
     let mut old = [0i64];
     let mut d = l.rget_accumulate(&[1i64][..], &mut old[..], right, 1, &Op::SUM)?;
     d.wait()?;
@@ -593,7 +656,11 @@ fn attributes_info_and_handlers(u: &Universe) -> Result<()> {
         assert_eq!(e.class(), ErrorClass::RmaSync);
         s2.set(s2.get() + 1);
     }));
-    assert_err(win.put(&[1u8][..], 0, 0), ErrorClass::RmaSync, "outside any access epoch");
+    assert_err(
+        win.put(&[1u8][..], 0, 0),
+        ErrorClass::RmaSync,
+        "outside any access epoch",
+    );
     assert_eq!(seen.get(), 1, "the user handler ran once");
     let e = win.call_errhandler(earlybird::Error::new(ErrorClass::RmaSync, "by hand"));
     assert_eq!(e.class(), ErrorClass::RmaSync);
@@ -608,56 +675,116 @@ fn the_error_table(u: &Universe) -> Result<()> {
     let c = u.world();
     let (r, n) = (c.rank(), c.size());
     c.set_errhandler(earlybird::ErrHandler::Return);
-    assert_err(c.win_allocate(8, 0, &Info::new()), ErrorClass::Disp, "displacement unit 0");
+    assert_err(
+        c.win_allocate(8, 0, &Info::new()),
+        ErrorClass::Disp,
+        "displacement unit 0",
+    );
     let win = c.win_allocate(64, 8, &Info::new())?;
     ret(&win);
     // Outside any epoch.
-    assert_err(win.put(&[1i64][..], 0, 0), ErrorClass::RmaSync, "outside any access epoch");
+    assert_err(
+        win.put(&[1i64][..], 0, 0),
+        ErrorClass::RmaSync,
+        "outside any access epoch",
+    );
     assert_err(win.flush(0), ErrorClass::RmaSync, "passive-target epoch");
     // Bad rank, bad assertion.
-    assert_err(win.lock(LockType::Shared, n, 0), ErrorClass::Rank, &format!("rank {n}"));
+    assert_err(
+        win.lock(LockType::Shared, n, 0),
+        ErrorClass::Rank,
+        &format!("rank {n}"),
+    );
     assert_err(win.fence(1), ErrorClass::Assert, "0x1");
-    assert_err(win.lock(LockType::Shared, 0, MODE_NOSTORE), ErrorClass::Assert, "win_lock");
+    assert_err(
+        win.lock(LockType::Shared, 0, MODE_NOSTORE),
+        ErrorClass::Assert,
+        "win_lock",
+    );
     // Nested and conflicting epochs.
     {
         let l = win.lock(LockType::Shared, 0, 0)?;
-        assert_err(win.lock(LockType::Shared, 0, 0), ErrorClass::RmaSync, "locked already");
+        assert_err(
+            win.lock(LockType::Shared, 0, 0),
+            ErrorClass::RmaSync,
+            "locked already",
+        );
         assert_err(win.lock_all(0), ErrorClass::RmaSync, "lock_all");
         // A wrong fence still takes part in the barrier (no peer hangs).
         assert_err(win.fence(0), ErrorClass::RmaSync, "win_fence while");
         // Range.
-        assert_err(l.put(&[1i64; 2][..], 0, 7), ErrorClass::RmaRange, "bytes 56..72");
-        assert_err(l.get(&mut [0i64][..], 0, -1), ErrorClass::RmaRange, "displacement -1");
+        assert_err(
+            l.put(&[1i64; 2][..], 0, 7),
+            ErrorClass::RmaRange,
+            "bytes 56..72",
+        );
+        assert_err(
+            l.get(&mut [0i64][..], 0, -1),
+            ErrorClass::RmaRange,
+            "displacement -1",
+        );
         // compare_and_swap on a float.
         let mut o = 0.0f64;
-        assert_err(l.compare_and_swap(&1.0f64, &0.0f64, &mut o, 0, 0), ErrorClass::Type, "MPI_DOUBLE");
+        assert_err(
+            l.compare_and_swap(&1.0f64, &0.0f64, &mut o, 0, 0),
+            ErrorClass::Type,
+            "MPI_DOUBLE",
+        );
         // A user op, and an op that does not apply.
         let user = Op::user(true, |a: &[i64], b: &mut [i64]| b[0] += a[0]);
-        assert_err(l.accumulate(&[1i64][..], 0, 0, &user), ErrorClass::Op, "predefined");
-        assert_err(l.accumulate(&[1.0f64][..], 0, 0, &Op::BAND), ErrorClass::Op, "MPI_BAND");
+        assert_err(
+            l.accumulate(&[1i64][..], 0, 0, &user),
+            ErrorClass::Op,
+            "predefined",
+        );
+        assert_err(
+            l.accumulate(&[1.0f64][..], 0, 0, &Op::BAND),
+            ErrorClass::Op,
+            "MPI_BAND",
+        );
         l.unlock()?;
     }
     // A derived target type reaching past the end.
     let t = Datatype::vector(3, 1, 4, &Datatype::of::<i64>())?;
     t.commit()?;
     win.fence(0)?;
-    assert_err(win.put_to(&[1i64; 3][..], 0, 0, At::new(1, &t)), ErrorClass::RmaRange, "target of rank 0");
+    assert_err(
+        win.put_to(&[1i64; 3][..], 0, 0, At::new(1, &t)),
+        ErrorClass::RmaRange,
+        "target of rank 0",
+    );
     // Signature: 2 elements into a 3-element target type.
     let three = Datatype::contiguous(3, &Datatype::of::<i64>())?;
-    assert_err(win.put_to(&[1i64; 2][..], 0, 0, At::new(1, &three)), ErrorClass::Type, "before commit");
+    assert_err(
+        win.put_to(&[1i64; 2][..], 0, 0, At::new(1, &three)),
+        ErrorClass::Type,
+        "before commit",
+    );
     three.commit()?;
-    assert_err(win.put_to(&[1i64; 2][..], 0, 0, At::new(1, &three)), ErrorClass::Type, "16 bytes");
+    assert_err(
+        win.put_to(&[1i64; 2][..], 0, 0, At::new(1, &three)),
+        ErrorClass::Type,
+        "16 bytes",
+    );
     win.fence(MODE_NOSUCCEED)?;
     // PSCW misuse.
     let g = c.group();
     let e = win.post(&g, 0)?;
-    assert_err(win.post(&g, 0), ErrorClass::RmaSync, "exposure epoch is open already");
+    assert_err(
+        win.post(&g, 0),
+        ErrorClass::RmaSync,
+        "exposure epoch is open already",
+    );
     let a = win.start(&g, 0)?;
     assert_err(win.start(&g, 0), ErrorClass::RmaSync, "access epoch");
     a.complete()?;
     e.wait()?;
     // Attach on a window that is not dynamic; overlapping attaches.
-    assert_err(win.attach(vec![0u8; 8]).map(|_| ()), ErrorClass::RmaFlavor, "Allocate");
+    assert_err(
+        win.attach(vec![0u8; 8]).map(|_| ()),
+        ErrorClass::RmaFlavor,
+        "Allocate",
+    );
     let dynw = c.win_create_dynamic(&Info::new())?;
     ret(&dynw);
     let a1 = dynw.attach(vec![1u64; 4])?;
@@ -670,14 +797,21 @@ fn the_error_table(u: &Universe) -> Result<()> {
     if !u.is_process_job() || n == 1 {
         cw.shared_query::<u8>((r + 1) % n)?;
     } else {
-        assert_err(cw.shared_query::<u8>((r + 1) % n).map(|_| ()), ErrorClass::RmaShared, "another process");
+        assert_err(
+            cw.shared_query::<u8>((r + 1) % n).map(|_| ()),
+            ErrorClass::RmaShared,
+            "another process",
+        );
     }
     cw.free()?;
     // Free during a fence epoch with operations: every rank gets the error, none hangs.
     win.fence(0)?;
     win.put(&[1i64][..], (r + 1) % n, 0)?;
     let e = win.free();
-    assert!(matches!(e, Err(ref x) if x.class() == ErrorClass::RmaSync), "free in an epoch: {e:?}");
+    assert!(
+        matches!(e, Err(ref x) if x.class() == ErrorClass::RmaSync),
+        "free in an epoch: {e:?}"
+    );
     t.free()?;
     Ok(())
 }

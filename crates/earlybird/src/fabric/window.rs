@@ -114,7 +114,11 @@ impl WinSegment {
     }
 
     fn block(&self, rank: usize) -> usize {
-        assert!(rank < self.shape.nranks, "rank {rank} of a window of {}", self.shape.nranks);
+        assert!(
+            rank < self.shape.nranks,
+            "rank {rank} of a window of {}",
+            self.shape.nranks
+        );
         rank * self.shape.ctl_bytes()
     }
 
@@ -260,7 +264,10 @@ impl Mem {
     fn range_err(&self, off: usize, n: usize) -> io::Error {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("bytes {off}+{n} outside window memory of {} bytes", self.len()),
+            format!(
+                "bytes {off}+{n} outside window memory of {} bytes",
+                self.len()
+            ),
         )
     }
 
@@ -399,13 +406,20 @@ pub(crate) fn read_chunks(
     f: &mut dyn FnMut(&[u8], usize) -> io::Result<()>,
 ) -> io::Result<()> {
     let raw = buf.raw_to_read().map_err(dead)?;
-    meet(raw.as_mut_ptr(), raw.len(), raw.layout(), place, n, &mut |p, l, m| {
-        // SAFETY: (1) the loan is alive (checked), so its buffer is; (2) the piece lies
-        // within the buffer (its layout was checked against it when the view was made, or it
-        // is within the first `len` bytes of a run); (3) the buffer is borrowed shared for
-        // the blocking call that made the loan, so nothing writes it meanwhile.
-        f(unsafe { std::slice::from_raw_parts(p, l) }, m)
-    })
+    meet(
+        raw.as_mut_ptr(),
+        raw.len(),
+        raw.layout(),
+        place,
+        n,
+        &mut |p, l, m| {
+            // SAFETY: (1) the loan is alive (checked), so its buffer is; (2) the piece lies
+            // within the buffer (its layout was checked against it when the view was made, or it
+            // is within the first `len` bytes of a run); (3) the buffer is borrowed shared for
+            // the blocking call that made the loan, so nothing writes it meanwhile.
+            f(unsafe { std::slice::from_raw_parts(p, l) }, m)
+        },
+    )
 }
 
 /// As [`read_chunks`], for a buffer `f` fills: `f(bytes of buf to fill, offset in memory)`.
@@ -416,10 +430,17 @@ pub(crate) fn write_chunks(
     f: &mut dyn FnMut(&mut [u8], usize) -> io::Result<()>,
 ) -> io::Result<()> {
     let raw = buf.raw_to_write().map_err(dead)?;
-    meet(raw.as_mut_ptr(), raw.len(), raw.layout(), place, n, &mut |p, l, m| {
-        // SAFETY: as in `read_chunks`; and the loan is writable (checked), made from an
-        // exclusive borrow held for the blocking call, and the pieces of a layout do not
-        // overlap, so this slice is the only access to these bytes.
-        f(unsafe { std::slice::from_raw_parts_mut(p, l) }, m)
-    })
+    meet(
+        raw.as_mut_ptr(),
+        raw.len(),
+        raw.layout(),
+        place,
+        n,
+        &mut |p, l, m| {
+            // SAFETY: as in `read_chunks`; and the loan is writable (checked), made from an
+            // exclusive borrow held for the blocking call, and the pieces of a layout do not
+            // overlap, so this slice is the only access to these bytes.
+            f(unsafe { std::slice::from_raw_parts_mut(p, l) }, m)
+        },
+    )
 }

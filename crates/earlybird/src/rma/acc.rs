@@ -77,7 +77,10 @@ impl Elem {
             _ => {
                 return Err(Error::new(
                     ErrorClass::Type,
-                    format!("accumulate on {}: earlybird does not accumulate this type", b.mpi_name()),
+                    format!(
+                        "accumulate on {}: earlybird does not accumulate this type",
+                        b.mpi_name()
+                    ),
                 ))
             }
         };
@@ -101,7 +104,10 @@ pub(crate) fn check_op(op: &Op, e: &Elem) -> Result<Predefined> {
     let Some(p) = op.as_predefined() else {
         return Err(Error::new(
             ErrorClass::Op,
-            format!("{}: one-sided accumulates take predefined operations only", op.name()),
+            format!(
+                "{}: one-sided accumulates take predefined operations only",
+                op.name()
+            ),
         ));
     };
     if matches!(p, Predefined::Replace | Predefined::NoOp) || (e.kernel)(p, &[], &mut []) {
@@ -109,7 +115,11 @@ pub(crate) fn check_op(op: &Op, e: &Elem) -> Result<Predefined> {
     }
     Err(Error::new(
         ErrorClass::Op,
-        format!("{} cannot accumulate {} (MPI does not define it on that type)", p.mpi_name(), e.basic.mpi_name()),
+        format!(
+            "{} cannot accumulate {} (MPI does not define it on that type)",
+            p.mpi_name(),
+            e.basic.mpi_name()
+        ),
     ))
 }
 
@@ -141,7 +151,11 @@ pub(crate) fn apply(
             let Some(a) = mem.atomic(m + i * w, w) else {
                 return Err(io::Error::other("accumulate element outside the memory"));
             };
-            let o = if op == Predefined::NoOp { 0 } else { word(&origin[i * w..(i + 1) * w]) };
+            let o = if op == Predefined::NoOp {
+                0
+            } else {
+                word(&origin[i * w..(i + 1) * w])
+            };
             let prev = match op {
                 Predefined::Replace => a.swap(o),
                 Predefined::NoOp => a.load(),

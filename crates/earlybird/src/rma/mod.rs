@@ -405,9 +405,10 @@ impl Win {
                 all[r * RECORD + 3],
             );
             let mem = match flavor {
-                Flavor::Allocate | Flavor::Shared => {
-                    Some(seg.data(offs[r], b).map_err(|e| err(ErrorClass::Intern, e))?)
-                }
+                Flavor::Allocate | Flavor::Shared => Some(
+                    seg.data(offs[r], b)
+                        .map_err(|e| err(ErrorClass::Intern, e))?,
+                ),
                 Flavor::Create if rpid == pid => Some(Mem::Local {
                     addr: raddr as usize,
                     len: b,
@@ -453,6 +454,7 @@ impl Win {
         let mut key = [0u8; 17];
         let mut held = None;
         let mut made = None;
+        let mut failure = None;
         if comm.rank() == 0 {
             match eng.borrow_mut().fabric.create_region(bytes) {
                 Ok((seg, k, fd)) => {
@@ -464,19 +466,17 @@ impl Win {
                     made = Some(seg);
                 }
                 Err(e) => {
-                    made = None;
-                    key[0] = 0;
-                    held = None;
-                    let _ = e;
+                    failure = Some(format!(
+                        "cannot create the window's shared memory ({bytes} bytes): {e}"
+                    ))
                 }
             }
         }
         comm.bcast(&mut key[..], 0)?;
-        let mut failure = None;
         let seg = if key[0] == 0 {
-            failure = Some(format!(
-                "rank 0 could not create the window's shared memory ({bytes} bytes)"
-            ));
+            failure.get_or_insert_with(|| {
+                format!("rank 0 could not create the window's shared memory ({bytes} bytes)")
+            });
             None
         } else if let Some(s) = made {
             Some(s)
@@ -606,10 +606,13 @@ impl Win {
 
     /// MPI_WIN_BASE: the address of this rank's memory (0 for a dynamic window, or none).
     pub fn base(&self) -> u64 {
-        self.part(self.inner.rank)
-            .mem
-            .as_ref()
-            .map_or(0, |m| if m.len() == 0 { 0 } else { m.address() })
+        self.part(self.inner.rank).mem.as_ref().map_or(0, |m| {
+            if m.len() == 0 {
+                0
+            } else {
+                m.address()
+            }
+        })
     }
 
     /// MPI_WIN_SIZE: bytes of this rank's memory (0 for a dynamic window).
@@ -747,7 +750,10 @@ impl Win {
         if self.inner.flavor != Flavor::Dynamic {
             return Err(err(
                 ErrorClass::RmaFlavor,
-                format!("win_attach on a {:?} window (only dynamic windows attach)", self.inner.flavor),
+                format!(
+                    "win_attach on a {:?} window (only dynamic windows attach)",
+                    self.inner.flavor
+                ),
             ));
         }
         let len = std::mem::size_of_val(&mem[..]);
@@ -760,10 +766,15 @@ impl Win {
         let lock = table.word(me, Word::AttachLock);
         self.wait_rma(me, || sync::try_write_lock(lock))?;
         let r = (|| {
-            let count = table.word(me, Word::AttachCount).load(std::sync::atomic::Ordering::Relaxed) as usize;
+            let count = table
+                .word(me, Word::AttachCount)
+                .load(std::sync::atomic::Ordering::Relaxed) as usize;
             for i in 0..count {
                 let (a, l) = table.attached(me, i);
-                let (a, l) = (a.load(std::sync::atomic::Ordering::Relaxed), l.load(std::sync::atomic::Ordering::Relaxed));
+                let (a, l) = (
+                    a.load(std::sync::atomic::Ordering::Relaxed),
+                    l.load(std::sync::atomic::Ordering::Relaxed),
+                );
                 if addr < a + l && a < addr + len as u64 {
                     return Err(err(
                         ErrorClass::RmaAttach,
@@ -780,7 +791,9 @@ impl Win {
             let (a, l) = table.attached(me, count);
             a.store(addr, std::sync::atomic::Ordering::Relaxed);
             l.store(len as u64, std::sync::atomic::Ordering::Relaxed);
-            table.word(me, Word::AttachCount).store(count as u64 + 1, std::sync::atomic::Ordering::Relaxed);
+            table
+                .word(me, Word::AttachCount)
+                .store(count as u64 + 1, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         })();
         sync::write_unlock(lock);
@@ -808,17 +821,28 @@ impl Win {
             let table = &self.inner.seg;
             let lock = table.word(me, Word::AttachLock);
             self.wait_rma(me, || sync::try_write_lock(lock))?;
-            let count = table.word(me, Word::AttachCount).load(std::sync::atomic::Ordering::Relaxed) as usize;
+            let count = table
+                .word(me, Word::AttachCount)
+                .load(std::sync::atomic::Ordering::Relaxed) as usize;
             let found = (0..count).find(|&i| {
-                table.attached(me, i).0.load(std::sync::atomic::Ordering::Relaxed) == a.addr
+                table
+                    .attached(me, i)
+                    .0
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    == a.addr
             });
             if let Some(i) = found {
                 let last = table.attached(me, count - 1);
-                let (la, ll) = (last.0.load(std::sync::atomic::Ordering::Relaxed), last.1.load(std::sync::atomic::Ordering::Relaxed));
+                let (la, ll) = (
+                    last.0.load(std::sync::atomic::Ordering::Relaxed),
+                    last.1.load(std::sync::atomic::Ordering::Relaxed),
+                );
                 let slot = table.attached(me, i);
                 slot.0.store(la, std::sync::atomic::Ordering::Relaxed);
                 slot.1.store(ll, std::sync::atomic::Ordering::Relaxed);
-                table.word(me, Word::AttachCount).store(count as u64 - 1, std::sync::atomic::Ordering::Relaxed);
+                table
+                    .word(me, Word::AttachCount)
+                    .store(count as u64 - 1, std::sync::atomic::Ordering::Relaxed);
             }
             sync::write_unlock(lock);
             if found.is_none() {
@@ -864,14 +888,20 @@ impl Win {
         };
         let owned = self.free_owned()?;
         let r = match owned {
-            Some(o) => o
-                .value
-                .downcast::<Vec<T>>()
-                .map(|b| *b)
-                .map_err(|_| err(ErrorClass::Type, format!("win_free_into::<{}>: the window was made over another element type", std::any::type_name::<T>()))),
+            Some(o) => o.value.downcast::<Vec<T>>().map(|b| *b).map_err(|_| {
+                err(
+                    ErrorClass::Type,
+                    format!(
+                        "win_free_into::<{}>: the window was made over another element type",
+                        std::any::type_name::<T>()
+                    ),
+                )
+            }),
             None => Err(err(
                 ErrorClass::RmaFlavor,
-                format!("win_free_into on a {flavor:?} window, which holds no memory of the program's"),
+                format!(
+                    "win_free_into on a {flavor:?} window, which holds no memory of the program's"
+                ),
             )),
         };
         w.ret("win_free", r)
@@ -910,7 +940,9 @@ impl Win {
         use crate::fabric::job::BlockedIn;
         use crate::p2p::wait::Blocked;
         let mut e = self.inner.comm.eng.borrow_mut();
-        e.wait_for(Blocked::on(BlockedIn::Rma, peer as i32, 0, 0), |_| f().then_some(()))
+        e.wait_for(Blocked::on(BlockedIn::Rma, peer as i32, 0, 0), |_| {
+            f().then_some(())
+        })
     }
 }
 
@@ -979,7 +1011,10 @@ impl<'w, T: Plain> LocalView<'w, T> {
         if !T::GAPLESS {
             return Err(err(
                 ErrorClass::Type,
-                format!("window memory seen as {}, a type with padding", std::any::type_name::<T>()),
+                format!(
+                    "window memory seen as {}, a type with padding",
+                    std::any::type_name::<T>()
+                ),
             ));
         }
         let size = std::mem::size_of::<T>().max(1);
@@ -1004,7 +1039,11 @@ impl<'w, T: Plain> LocalView<'w, T> {
             Some(m) if at.checked_add(n).is_some_and(|e| e <= self.len) => Ok(m),
             _ => Err(err(
                 ErrorClass::RmaRange,
-                format!("elements {at}..{} of window memory of {} elements", at.saturating_add(n), self.len),
+                format!(
+                    "elements {at}..{} of window memory of {} elements",
+                    at.saturating_add(n),
+                    self.len
+                ),
             )),
         }
     }
@@ -1013,16 +1052,20 @@ impl<'w, T: Plain> LocalView<'w, T> {
     pub fn read(&self, at: usize, out: &mut [T]) -> Result<()> {
         let m = self.check(at, out.len())?;
         let size = std::mem::size_of::<T>();
-        let bytes = crate::sys::plain::as_bytes_mut(out).ok_or_else(|| err(ErrorClass::Type, "padded type"))?;
-        m.read(at * size, bytes).map_err(|e| err(ErrorClass::Other, e.to_string()))
+        let bytes = crate::sys::plain::as_bytes_mut(out)
+            .ok_or_else(|| err(ErrorClass::Type, "padded type"))?;
+        m.read(at * size, bytes)
+            .map_err(|e| err(ErrorClass::Other, e.to_string()))
     }
 
     /// Copy `vals` into elements `at..`.
     pub fn write(&self, at: usize, vals: &[T]) -> Result<()> {
         let m = self.check(at, vals.len())?;
         let size = std::mem::size_of::<T>();
-        let bytes = crate::sys::plain::as_bytes(vals).ok_or_else(|| err(ErrorClass::Type, "padded type"))?;
-        m.write(at * size, bytes).map_err(|e| err(ErrorClass::Other, e.to_string()))
+        let bytes = crate::sys::plain::as_bytes(vals)
+            .ok_or_else(|| err(ErrorClass::Type, "padded type"))?;
+        m.write(at * size, bytes)
+            .map_err(|e| err(ErrorClass::Other, e.to_string()))
     }
 
     /// Element `i` (MPI_ERR_RMA_RANGE past the end).
@@ -1031,12 +1074,14 @@ impl<'w, T: Plain> LocalView<'w, T> {
         let size = std::mem::size_of::<T>();
         let mut b = [0u8; 64];
         if size <= 64 {
-            m.read(i * size, &mut b[..size]).map_err(|e| err(ErrorClass::Other, e.to_string()))?;
+            m.read(i * size, &mut b[..size])
+                .map_err(|e| err(ErrorClass::Other, e.to_string()))?;
             let v = crate::sys::plain::read_value::<T>(&b[..size]);
             return v.ok_or_else(|| err(ErrorClass::Type, "padded type"));
         }
         let mut v = vec![0u8; size];
-        m.read(i * size, &mut v).map_err(|e| err(ErrorClass::Other, e.to_string()))?;
+        m.read(i * size, &mut v)
+            .map_err(|e| err(ErrorClass::Other, e.to_string()))?;
         crate::sys::plain::read_value::<T>(&v).ok_or_else(|| err(ErrorClass::Type, "padded type"))
     }
 

@@ -50,10 +50,21 @@ impl Win {
     ) -> Result<R> {
         let part = &self.inner.parts[t];
         if self.inner.flavor != Flavor::Dynamic {
-            let mem = part.mem.as_ref().ok_or_else(|| err(ErrorClass::Intern, "window part without memory"))?;
-            let off = disp.checked_mul(part.disp_unit as isize).filter(|o| *o >= 0);
+            let mem = part
+                .mem
+                .as_ref()
+                .ok_or_else(|| err(ErrorClass::Intern, "window part without memory"))?;
+            let off = disp
+                .checked_mul(part.disp_unit as isize)
+                .filter(|o| *o >= 0);
             let Some(off) = off else {
-                return Err(err(ErrorClass::RmaRange, format!("{what}: displacement {disp} (unit {}) before rank {t}'s window memory", part.disp_unit)));
+                return Err(err(
+                    ErrorClass::RmaRange,
+                    format!(
+                        "{what}: displacement {disp} (unit {}) before rank {t}'s window memory",
+                        part.disp_unit
+                    ),
+                ));
             };
             return Self::place(what, t, mem, off as usize, at, n, f);
         }
@@ -76,9 +87,16 @@ impl Win {
             )),
             Some((a, l)) => {
                 let mem = if part.pid == crate::sys::process::pid() {
-                    Mem::Local { addr: a as usize, len: l }
+                    Mem::Local {
+                        addr: a as usize,
+                        len: l,
+                    }
                 } else {
-                    Mem::Remote { pid: part.pid, addr: a, len: l }
+                    Mem::Remote {
+                        pid: part.pid,
+                        addr: a,
+                        len: l,
+                    }
                 };
                 Self::place(what, t, &mem, (addr - a) as usize, at, n, f)
             }
@@ -101,7 +119,11 @@ impl Win {
                 if off.checked_add(n).is_none_or(|e| e > mem.len()) {
                     return Err(err(
                         ErrorClass::RmaRange,
-                        format!("{what}: bytes {off}..{} of rank {t}'s window memory of {} bytes", off.saturating_add(n), mem.len()),
+                        format!(
+                            "{what}: bytes {off}..{} of rank {t}'s window memory of {} bytes",
+                            off.saturating_add(n),
+                            mem.len()
+                        ),
                     ));
                 }
                 f(mem, Place::Run(off))
@@ -109,7 +131,10 @@ impl Win {
             Some(At { count, dt }) => {
                 dt.check_committed(what)?;
                 let layout = dt.layout(count, off, mem.len()).map_err(|e| {
-                    err(ErrorClass::RmaRange, format!("{what}: target of rank {t}: {e}"))
+                    err(
+                        ErrorClass::RmaRange,
+                        format!("{what}: target of rank {t}: {e}"),
+                    )
                 })?;
                 if layout.packed_len() != n {
                     return Err(err(
@@ -135,14 +160,28 @@ impl Win {
         Ok(Some(t))
     }
 
-    fn put_loan(&self, what: &str, loan: &Loan, t: usize, disp: isize, at: Option<At<'_>>) -> Result<()> {
+    fn put_loan(
+        &self,
+        what: &str,
+        loan: &Loan,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+    ) -> Result<()> {
         let n = loan.packed_len();
         self.with_target(what, t, disp, at, n, |mem, place| {
             read_chunks(loan, place, n, &mut |b, m| mem.write(m, b)).map_err(|e| io_err(what, e))
         })
     }
 
-    fn get_loan(&self, what: &str, loan: &Loan, t: usize, disp: isize, at: Option<At<'_>>) -> Result<()> {
+    fn get_loan(
+        &self,
+        what: &str,
+        loan: &Loan,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+    ) -> Result<()> {
         let n = loan.packed_len();
         self.with_target(what, t, disp, at, n, |mem, place| {
             write_chunks(loan, place, n, &mut |b, m| mem.read(m, b)).map_err(|e| io_err(what, e))
@@ -158,13 +197,25 @@ impl Win {
     }
 
     /// MPI_Put with a target datatype.
-    pub fn put_to<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize, at: At<'_>) -> Result<()> {
+    pub fn put_to<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        disp: isize,
+        at: At<'_>,
+    ) -> Result<()> {
         let r = self.put_inner(origin, target, disp, Some(at));
         self.ret("win_put", r)
     }
 
     #[inline]
-    fn put_inner<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize, at: Option<At<'_>>) -> Result<()> {
+    fn put_inner<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        disp: isize,
+        at: Option<At<'_>>,
+    ) -> Result<()> {
         let Some(t) = self.target(target)? else {
             return Ok(());
         };
@@ -176,19 +227,36 @@ impl Win {
 
     /// MPI_Get: fill `result` from rank `target`'s memory at `disp`.
     #[inline]
-    pub fn get<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize) -> Result<()> {
+    pub fn get<B: BufferMut + ?Sized>(
+        &self,
+        result: &mut B,
+        target: i32,
+        disp: isize,
+    ) -> Result<()> {
         let r = self.get_inner(result, target, disp, None);
         self.ret("win_get", r)
     }
 
     /// MPI_Get with a target datatype.
-    pub fn get_from<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize, at: At<'_>) -> Result<()> {
+    pub fn get_from<B: BufferMut + ?Sized>(
+        &self,
+        result: &mut B,
+        target: i32,
+        disp: isize,
+        at: At<'_>,
+    ) -> Result<()> {
         let r = self.get_inner(result, target, disp, Some(at));
         self.ret("win_get", r)
     }
 
     #[inline]
-    fn get_inner<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize, at: Option<At<'_>>) -> Result<()> {
+    fn get_inner<B: BufferMut + ?Sized>(
+        &self,
+        result: &mut B,
+        target: i32,
+        disp: isize,
+        at: Option<At<'_>>,
+    ) -> Result<()> {
         let Some(t) = self.target(target)? else {
             return Ok(());
         };
@@ -242,7 +310,13 @@ impl Win {
     /// MPI_Accumulate: `target[i] = origin[i] op target[i]` element-wise at rank `target`'s
     /// displacement `disp`, atomic per element against other accumulates. `op` is a
     /// predefined operation, [`Op::REPLACE`] or [`Op::NO_OP`].
-    pub fn accumulate<T: Equivalence>(&self, origin: &[T], target: i32, disp: isize, op: &Op) -> Result<()> {
+    pub fn accumulate<T: Equivalence>(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<()> {
         let r = (|| {
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
@@ -258,7 +332,14 @@ impl Win {
     }
 
     /// MPI_Accumulate with datatypes at both ends (both made of one predefined type).
-    pub fn accumulate_typed(&self, origin: Typed<'_>, target: i32, disp: isize, at: At<'_>, op: &Op) -> Result<()> {
+    pub fn accumulate_typed(
+        &self,
+        origin: Typed<'_>,
+        target: i32,
+        disp: isize,
+        at: At<'_>,
+        op: &Op,
+    ) -> Result<()> {
         let r = (|| {
             let (view, dt, _) = origin.into_parts();
             let e = elem_of_datatypes(&dt, at.dt)?;
@@ -277,7 +358,14 @@ impl Win {
     /// MPI_Get_accumulate: as [`accumulate`](Self::accumulate), with the target's data from
     /// before the operation into `result` (with [`Op::NO_OP`], `origin` may be empty and the
     /// call is an atomic get of `result.len()` elements).
-    pub fn get_accumulate<T: Equivalence>(&self, origin: &[T], result: &mut [T], target: i32, disp: isize, op: &Op) -> Result<()> {
+    pub fn get_accumulate<T: Equivalence>(
+        &self,
+        origin: &[T],
+        result: &mut [T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<()> {
         let r = (|| {
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
@@ -287,16 +375,36 @@ impl Win {
             if p != Predefined::NoOp && origin.len() != result.len() {
                 return Err(err(
                     ErrorClass::Count,
-                    format!("win_get_accumulate: origin of {} elements, result of {}", origin.len(), result.len()),
+                    format!(
+                        "win_get_accumulate: origin of {} elements, result of {}",
+                        origin.len(),
+                        result.len()
+                    ),
                 ));
             }
-            self.get_acc_common(t, disp, None, &e, p, |l| lend(origin, l), |l| lend_mut(result, l))
+            self.get_acc_common(
+                t,
+                disp,
+                None,
+                &e,
+                p,
+                |l| lend(origin, l),
+                |l| lend_mut(result, l),
+            )
         })();
         self.ret("win_get_accumulate", r)
     }
 
     /// MPI_Get_accumulate with datatypes at the three buffers.
-    pub fn get_accumulate_typed(&self, origin: Typed<'_>, result: TypedMut<'_>, target: i32, disp: isize, at: At<'_>, op: &Op) -> Result<()> {
+    pub fn get_accumulate_typed(
+        &self,
+        origin: Typed<'_>,
+        result: TypedMut<'_>,
+        target: i32,
+        disp: isize,
+        at: At<'_>,
+        op: &Op,
+    ) -> Result<()> {
         let r = (|| {
             let (oview, odt, _) = origin.into_parts();
             let (rview, rdt, _) = result.into_parts();
@@ -358,7 +466,10 @@ impl Win {
                 if org.packed_len() != n {
                     return Err(err(
                         ErrorClass::Type,
-                        format!("{WHAT}: origin of {} bytes, result of {n}", org.packed_len()),
+                        format!(
+                            "{WHAT}: origin of {} bytes, result of {n}",
+                            org.packed_len()
+                        ),
                     ));
                 }
                 self.acc_loan(WHAT, &org, e, p, t, disp, at, Some(&mut old))?;
@@ -371,7 +482,14 @@ impl Win {
     /// MPI_Fetch_and_op: `*result` = the target element, which becomes `*origin op` it,
     /// atomically.
     #[inline]
-    pub fn fetch_and_op<T: Equivalence>(&self, origin: &T, result: &mut T, target: i32, disp: isize, op: &Op) -> Result<()> {
+    pub fn fetch_and_op<T: Equivalence>(
+        &self,
+        origin: &T,
+        result: &mut T,
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<()> {
         let r = (|| {
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
@@ -384,7 +502,9 @@ impl Win {
             let atomics = self.inner.atomics;
             let mut lock = self.acc_lock(t);
             self.with_target("win_fetch_and_op", t, disp, None, n, |mem, place| {
-                let Place::Run(m) = place else { unreachable!("no target datatype") };
+                let Place::Run(m) = place else {
+                    unreachable!("no target datatype")
+                };
                 acc::apply(mem, m, n, o, Some(res), &e, p, atomics, &mut lock)
                     .map_err(|x| io_err("win_fetch_and_op", x))
             })
@@ -394,7 +514,14 @@ impl Win {
 
     /// MPI_Compare_and_swap: `*result` = the target element; it becomes `*origin` if it was
     /// `*compare`. Integer types only (MPI_ERR_TYPE for floating point and pairs).
-    pub fn compare_and_swap<T: Equivalence>(&self, origin: &T, compare: &T, result: &mut T, target: i32, disp: isize) -> Result<()> {
+    pub fn compare_and_swap<T: Equivalence>(
+        &self,
+        origin: &T,
+        compare: &T,
+        result: &mut T,
+        target: i32,
+        disp: isize,
+    ) -> Result<()> {
         let r = (|| {
             let e = elem_of_type::<T>()?;
             if !e.is_integer() {
@@ -411,11 +538,20 @@ impl Win {
             let res = as_bytes_mut(std::slice::from_mut(result)).ok_or_else(|| padded::<T>())?;
             let atomics = self.inner.atomics;
             let mut lock = self.acc_lock(t);
-            self.with_target("win_compare_and_swap", t, disp, None, o.len(), |mem, place| {
-                let Place::Run(m) = place else { unreachable!("no target datatype") };
-                acc::compare_swap(mem, m, o, c, res, atomics, &mut lock)
-                    .map_err(|x| io_err("win_compare_and_swap", x))
-            })
+            self.with_target(
+                "win_compare_and_swap",
+                t,
+                disp,
+                None,
+                o.len(),
+                |mem, place| {
+                    let Place::Run(m) = place else {
+                        unreachable!("no target datatype")
+                    };
+                    acc::compare_swap(mem, m, o, c, res, atomics, &mut lock)
+                        .map_err(|x| io_err("win_compare_and_swap", x))
+                },
+            )
         })();
         self.ret("win_compare_and_swap", r)
     }
@@ -424,37 +560,71 @@ impl Win {
     /// operation is done when its call returns.
     fn done_request<'s>(&self) -> Request<'s> {
         let c = &self.inner.comm;
-        Request::nonblocking(&c.eng, c.origin(), Err(Ok(Status::empty())), crate::p2p::wait::Blocked::wait())
+        Request::nonblocking(
+            &c.eng,
+            c.origin(),
+            Err(Ok(Status::empty())),
+            crate::p2p::wait::Blocked::wait(),
+        )
     }
 
     /// MPI_Rput: [`put`](Self::put), returning a request (complete: the data is at the
     /// target when the call returns).
-    pub fn rput<B: Buffer + ?Sized>(&self, origin: &B, target: i32, disp: isize) -> Result<Request<'static>> {
+    pub fn rput<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        disp: isize,
+    ) -> Result<Request<'static>> {
         self.put(origin, target, disp)?;
         Ok(self.done_request())
     }
 
     /// MPI_Rget.
-    pub fn rget<B: BufferMut + ?Sized>(&self, result: &mut B, target: i32, disp: isize) -> Result<Request<'static>> {
+    pub fn rget<B: BufferMut + ?Sized>(
+        &self,
+        result: &mut B,
+        target: i32,
+        disp: isize,
+    ) -> Result<Request<'static>> {
         self.get(result, target, disp)?;
         Ok(self.done_request())
     }
 
     /// MPI_Raccumulate.
-    pub fn raccumulate<T: Equivalence>(&self, origin: &[T], target: i32, disp: isize, op: &Op) -> Result<Request<'static>> {
+    pub fn raccumulate<T: Equivalence>(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<Request<'static>> {
         self.accumulate(origin, target, disp, op)?;
         Ok(self.done_request())
     }
 
     /// MPI_Rget_accumulate.
-    pub fn rget_accumulate<T: Equivalence>(&self, origin: &[T], result: &mut [T], target: i32, disp: isize, op: &Op) -> Result<Request<'static>> {
+    pub fn rget_accumulate<T: Equivalence>(
+        &self,
+        origin: &[T],
+        result: &mut [T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<Request<'static>> {
         self.get_accumulate(origin, result, target, disp, op)?;
         Ok(self.done_request())
     }
 }
 
 fn padded<T>() -> crate::error::Error {
-    err(ErrorClass::Type, format!("{} has padding: atomics take types without", std::any::type_name::<T>()))
+    err(
+        ErrorClass::Type,
+        format!(
+            "{} has padding: atomics take types without",
+            std::any::type_name::<T>()
+        ),
+    )
 }
 
 /// The accumulate element of slices of `T`, worked out once per type and thread (making
@@ -479,7 +649,10 @@ fn elem_of_type_slow<T: Equivalence>() -> Result<Elem> {
         Some(b) => Elem::of(b),
         None => Err(err(
             ErrorClass::Type,
-            format!("accumulate on {}: it is not made of one predefined type", std::any::type_name::<T>()),
+            format!(
+                "accumulate on {}: it is not made of one predefined type",
+                std::any::type_name::<T>()
+            ),
         )),
     }
 }

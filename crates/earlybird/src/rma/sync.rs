@@ -6,7 +6,9 @@
 //! out, an acquire load on the way in.
 #![forbid(unsafe_code)]
 
-use super::{err, LockType, Win, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED};
+use super::{
+    err, LockType, Win, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
+};
 use crate::comm::group::Group;
 use crate::error::{ErrorClass, Result};
 use crate::fabric::window::Word;
@@ -34,8 +36,7 @@ pub(crate) fn read_unlock(w: &AtomicU64) {
 /// Take `w` exclusively if nobody holds it.
 pub(crate) fn try_write_lock(w: &AtomicU64) -> bool {
     w.load(Ordering::Relaxed) == 0
-        && w
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+        && w.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
 }
 
@@ -143,7 +144,9 @@ impl Epochs {
         if self.fence == (Fence::Open { used: true }) {
             return Err(err(
                 ErrorClass::RmaSync,
-                format!("{what} inside a fence epoch that has operations (end it with a fence first)"),
+                format!(
+                    "{what} inside a fence epoch that has operations (end it with a fence first)"
+                ),
             ));
         }
         self.fence = Fence::Closed;
@@ -155,7 +158,10 @@ fn check_assert(what: &str, assert: u32, allowed: u32) -> Result<()> {
     if assert & !allowed != 0 {
         return Err(err(
             ErrorClass::Assert,
-            format!("{what}: assertion {assert:#x} has bits {:#x} that {what} does not take", assert & !allowed),
+            format!(
+                "{what}: assertion {assert:#x} has bits {:#x} that {what} does not take",
+                assert & !allowed
+            ),
         ));
     }
     Ok(())
@@ -243,7 +249,10 @@ impl Win {
             let origins = self.ranks_of(group)?;
             let mut e = self.inner.epochs.borrow_mut();
             if e.exposure.is_some() {
-                return Err(err(ErrorClass::RmaSync, "win_post while an exposure epoch is open already"));
+                return Err(err(
+                    ErrorClass::RmaSync,
+                    "win_post while an exposure epoch is open already",
+                ));
             }
             e.leave_fence("win_post")?;
             let me = self.inner.rank;
@@ -253,7 +262,10 @@ impl Win {
                 }
             }
             e.exposure = Some(origins);
-            Ok(ExposureEpoch { win: self, done: false })
+            Ok(ExposureEpoch {
+                win: self,
+                done: false,
+            })
         })();
         self.ret("win_post", r)
     }
@@ -268,10 +280,16 @@ impl Win {
             {
                 let mut e = self.inner.epochs.borrow_mut();
                 if e.access.is_some() {
-                    return Err(err(ErrorClass::RmaSync, "win_start while an access epoch (win_start) is open already"));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_start while an access epoch (win_start) is open already",
+                    ));
                 }
                 if e.busy_passive() {
-                    return Err(err(ErrorClass::RmaSync, "win_start while a lock or lock_all is held"));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_start while a lock or lock_all is held",
+                    ));
                 }
                 e.leave_fence("win_start")?;
             }
@@ -285,16 +303,28 @@ impl Win {
                 }
             }
             self.inner.epochs.borrow_mut().access = Some(targets);
-            Ok(AccessEpoch { win: self, done: false })
+            Ok(AccessEpoch {
+                win: self,
+                done: false,
+            })
         })();
         self.ret("win_start", r)
     }
 
     pub(crate) fn complete_raw(&self) -> Result<()> {
         self.check_live()?;
-        let targets = self.inner.epochs.borrow_mut().access.take().ok_or_else(|| {
-            err(ErrorClass::RmaSync, "win_complete without an access epoch (win_start)")
-        })?;
+        let targets = self
+            .inner
+            .epochs
+            .borrow_mut()
+            .access
+            .take()
+            .ok_or_else(|| {
+                err(
+                    ErrorClass::RmaSync,
+                    "win_complete without an access epoch (win_start)",
+                )
+            })?;
         let me = self.inner.rank;
         for t in targets {
             self.inner.seg.done(t, me).fetch_add(1, Ordering::Release);
@@ -308,7 +338,10 @@ impl Win {
         let origins = match &self.inner.epochs.borrow().exposure {
             Some(g) => g.clone(),
             None => {
-                return Err(err(ErrorClass::RmaSync, "win_wait or win_test without an exposure epoch (win_post)"))
+                return Err(err(
+                    ErrorClass::RmaSync,
+                    "win_wait or win_test without an exposure epoch (win_post)",
+                ))
             }
         };
         let me = self.inner.rank;
@@ -344,13 +377,22 @@ impl Win {
             {
                 let mut e = self.inner.epochs.borrow_mut();
                 if e.lock_all.is_some() {
-                    return Err(err(ErrorClass::RmaSync, format!("win_lock of rank {t} while lock_all is held")));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        format!("win_lock of rank {t} while lock_all is held"),
+                    ));
                 }
                 if e.locks[t].is_some() {
-                    return Err(err(ErrorClass::RmaSync, format!("win_lock of rank {t}, which this rank has locked already")));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        format!("win_lock of rank {t}, which this rank has locked already"),
+                    ));
                 }
                 if e.access.is_some() {
-                    return Err(err(ErrorClass::RmaSync, format!("win_lock of rank {t} inside an access epoch (win_start)")));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        format!("win_lock of rank {t} inside an access epoch (win_start)"),
+                    ));
                 }
                 e.leave_fence("win_lock")?;
             }
@@ -361,7 +403,11 @@ impl Win {
             let mut e = self.inner.epochs.borrow_mut();
             e.locks[t] = Some((lock_type, nocheck));
             e.nlocks += 1;
-            Ok(Lock { win: self, target: t, done: false })
+            Ok(Lock {
+                win: self,
+                target: t,
+                done: false,
+            })
         })();
         self.ret("win_lock", r)
     }
@@ -385,7 +431,10 @@ impl Win {
             h
         };
         match held {
-            None => Err(err(ErrorClass::RmaSync, format!("win_unlock of rank {t}, which this rank has not locked"))),
+            None => Err(err(
+                ErrorClass::RmaSync,
+                format!("win_unlock of rank {t}, which this rank has not locked"),
+            )),
             Some((_, true)) => {
                 fence(Ordering::Release);
                 Ok(())
@@ -409,10 +458,16 @@ impl Win {
             {
                 let mut e = self.inner.epochs.borrow_mut();
                 if e.busy_passive() {
-                    return Err(err(ErrorClass::RmaSync, "win_lock_all while a lock or lock_all is held"));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_lock_all while a lock or lock_all is held",
+                    ));
                 }
                 if e.access.is_some() {
-                    return Err(err(ErrorClass::RmaSync, "win_lock_all inside an access epoch (win_start)"));
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_lock_all inside an access epoch (win_start)",
+                    ));
                 }
                 e.leave_fence("win_lock_all")?;
             }
@@ -428,7 +483,10 @@ impl Win {
                 }
             }
             self.inner.epochs.borrow_mut().lock_all = Some(nocheck);
-            Ok(LockAll { win: self, done: false })
+            Ok(LockAll {
+                win: self,
+                done: false,
+            })
         })();
         self.ret("win_lock_all", r)
     }

@@ -23,7 +23,13 @@ pub(crate) fn write_remote(pid: u32, remote_addr: u64, src: &[u8]) -> io::Result
 /// # Safety
 /// `local..local + len` is memory of this process that the call may read (and, unless
 /// `write`, write), not otherwise accessed during the call.
-unsafe fn copy_remote(pid: u32, remote_addr: u64, local: *mut u8, len: usize, write: bool) -> io::Result<()> {
+unsafe fn copy_remote(
+    pid: u32,
+    remote_addr: u64,
+    local: *mut u8,
+    len: usize,
+    write: bool,
+) -> io::Result<()> {
     let mut done = 0usize;
     while done < len {
         let liov = libc::iovec {
@@ -168,4 +174,3 @@ pub(crate) unsafe fn read_remote_segments(
     }
     Ok(())
 }
-
