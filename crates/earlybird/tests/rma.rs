@@ -22,6 +22,8 @@ scenarios! {
     passive_target_never_calls_mpi [2, 3];
     flush_is_visible_to_a_third_rank [3, 4];
     pscw_ring [1, 2, 3, 4, 8];
+    pscw_small_and_large_puts [1, 2, 3, 4, 8];
+    pscw_origin_runs_ahead [2, 3];
     dynamic_linked_list [1, 2, 3, 4];
     shared_windows_by_loads [1, 2, 3, 4];
     create_over_user_memory [1, 2, 3];
@@ -406,6 +408,141 @@ fn pscw_ring(u: &Universe) -> Result<()> {
     acc.complete()?;
     exp.wait()?;
     assert_eq!(win.local::<i64>()?.get(3)?, -5);
+    win.free()
+}
+
+/// The bytes origin `o` puts at offset `at` of piece `what` in round `round`.
+fn pattern(o: i32, round: i64, what: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (o as usize * 31 + round as usize * 7 + what as usize * 13 + i) as u8)
+        .collect()
+}
+
+/// PSCW epochs where every rank exposes to and accesses every rank, on windows from
+/// `win_allocate` and from `win_create` (user memory): per round each origin puts into its
+/// own slot of every target an 8-byte stamp, pieces of 8, 100 and 200 bytes (which fill the
+/// small puts' path and spill over it), 1 KiB, and a strided column (a vector datatype at
+/// the origin); and gets a value each target stored before it posted. Checked element by
+/// element after each wait.
+fn pscw_small_and_large_puts(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let (r, n) = (c.rank(), c.size());
+    const SLOT: usize = 2048;
+    const PIECES: [(u8, usize, usize); 4] =
+        [(1, 16, 8), (2, 32, 100), (3, 136, 200), (4, 512, 1024)];
+    let g = c.group();
+    let f = Datatype::of::<i64>();
+    let col = Datatype::vector(4, 1, 3, &f)?;
+    col.commit()?;
+    for create in [false, true] {
+        // Slot o of each rank's memory is origin o's; the last 8 bytes hold the value the
+        // rank stores before it posts.
+        let bytes = SLOT * n as usize + 8;
+        let win = if create {
+            c.win_create(vec![0u8; bytes], 1, &Info::new())?
+        } else {
+            c.win_allocate(bytes, 1, &Info::new())?
+        };
+        for round in 0..20i64 {
+            let posted = round * 1000 + r as i64;
+            win.local::<u8>()?.write(bytes - 8, &posted.to_le_bytes())?;
+            let exp = win.post(&g, 0)?;
+            let acc = win.start(&g, 0)?;
+            let matrix: Vec<i64> = (0..12).map(|i| stamp(r, i) + round).collect();
+            for t in 0..n {
+                let base = SLOT * r as usize;
+                acc.put(&[stamp(r, round as usize)][..], t, base as isize)?;
+                for (what, at, len) in PIECES {
+                    acc.put(&pattern(r, round, what, len)[..], t, (base + at) as isize)?;
+                }
+                acc.put_to(
+                    &Typed::at(&matrix, 1, 1, &col)?,
+                    t,
+                    (base + 1600) as isize,
+                    At::new(4, &Datatype::of::<i64>()),
+                )?;
+                let mut got = [0u8; 8];
+                acc.get(&mut got[..], t, (bytes - 8) as isize)?;
+                assert_eq!(
+                    i64::from_le_bytes(got),
+                    round * 1000 + t as i64,
+                    "round {round}: get from rank {t} sees what it stored before posting"
+                );
+            }
+            acc.complete()?;
+            exp.wait()?;
+            let mem = win.local::<u8>()?.to_vec()?;
+            for o in 0..n {
+                let base = SLOT * o as usize;
+                let word = |at: usize| i64::from_le_bytes(mem[at..at + 8].try_into().unwrap());
+                assert_eq!(
+                    word(base),
+                    stamp(o, round as usize),
+                    "round {round}: stamp of {o}"
+                );
+                for (what, at, len) in PIECES {
+                    check_eq(
+                        &format!("round {round}: piece {what} of rank {o}"),
+                        &mem[base + at..base + at + len],
+                        &pattern(o, round, what, len),
+                    );
+                }
+                for i in 0..4 {
+                    assert_eq!(
+                        word(base + 1600 + 8 * i),
+                        stamp(o, 1 + 3 * i) + round,
+                        "round {round}: strided element {i} of rank {o}"
+                    );
+                }
+            }
+        }
+        c.barrier()?;
+        if create {
+            win.free_into::<u8>()?;
+        } else {
+            win.free()?;
+        }
+    }
+    col.free()
+}
+
+/// Rank 0 is a slow target: it posts and waits for each epoch late, while every other rank
+/// runs access epochs of small puts back to back (so that they run ahead of rank 0's posts
+/// and waits); every epoch's puts land, in order, each at its own place.
+fn pscw_origin_runs_ahead(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let (r, n) = (c.rank(), c.size());
+    const EPOCHS: usize = 12;
+    let g = c.group();
+    let win = c.win_allocate(8 * EPOCHS * n as usize, 8, &Info::new())?;
+    if r == 0 {
+        let origins = g.excl(&[0])?;
+        for k in 0..EPOCHS {
+            std::thread::sleep(Duration::from_millis(5));
+            let exp = win.post(&origins, 0)?;
+            exp.wait()?;
+            let l = win.local::<i64>()?;
+            for o in 1..n {
+                let at = (o as usize - 1) * EPOCHS + k;
+                assert_eq!(l.get(at)?, stamp(o, k), "epoch {k} of rank {o}");
+                if k + 1 < EPOCHS {
+                    assert_eq!(l.get(at + 1)?, 0, "epoch {} of rank {o} came early", k + 1);
+                }
+            }
+        }
+    } else {
+        let target = g.incl(&[0])?;
+        for k in 0..EPOCHS {
+            let acc = win.start(&target, 0)?;
+            acc.put(
+                &[stamp(r, k)][..],
+                0,
+                ((r as usize - 1) * EPOCHS + k) as isize,
+            )?;
+            acc.complete()?;
+        }
+    }
+    c.barrier()?;
     win.free()
 }
 

@@ -46,6 +46,12 @@ impl Group {
         }
     }
 
+    /// Whether `other` is this very group (a clone of the same value), which then has the
+    /// same members for as long as either lives.
+    pub(crate) fn is(&self, other: &Group) -> bool {
+        Rc::ptr_eq(&self.members, &other.members)
+    }
+
     /// MPI_GROUP_EMPTY as seen by the process whose job rank is `me`.
     pub(crate) fn empty(me: u32) -> Group {
         Group::new(Vec::new(), me)

@@ -11,9 +11,18 @@
 //! [control block of rank 0][control block of rank 1]...[pad to 4 KiB][data of rank 0][data of rank 1]...
 //! control block: [fence][lock][acc lock][attach lock][attach count]   one 64-byte line each
 //!                [post from rank q, q = 0..n]                          one line each
-//!                [done from rank q, q = 0..n]                          one line each
+//!                [mail from rank q, q = 0..n: two of MAIL bytes]       see below
 //!                [attach table: MAX_ATTACH x (address, length)]        dynamic windows only
+//! mail:          [seq][consumed][length][payload...]                   written by q only
 //! ```
+//!
+//! A **mail** box carries one PSCW access epoch of rank q to the block's rank: q stores the
+//! small puts of the epoch in its payload, then the epoch's number in `seq`, which is how
+//! the target learns that q has completed; the target applies the puts to its memory when it
+//! waits. Epochs alternate between q's two boxes, so that q can fill the next while the
+//! target still reads the last. `consumed` is the other direction: how many of the block's
+//! rank's epochs q has applied as a target, written by q in both its boxes, so that the
+//! block's rank sees it in the line it polls anyway.
 //!
 //! [`Mem`] is one rank's exposed bytes as another rank reaches them: in a mapped segment, in
 //! this process's memory (the user memory of `win_create` or `win_attach` when the ranks are
@@ -34,6 +43,12 @@ use std::sync::Arc;
 pub(crate) const LINE: usize = 64;
 /// Regions a rank may have attached to a dynamic window at once.
 pub(crate) const MAX_ATTACH: usize = 256;
+/// Bytes of one mail box (a whole number of lines).
+pub(crate) const MAIL: usize = 4 * LINE;
+/// Bytes of a mail box before its payload: seq, consumed, a spare word.
+const MAIL_HEAD: usize = 24;
+/// Payload bytes of a mail box.
+pub(crate) const MAIL_PAYLOAD: usize = MAIL - MAIL_HEAD;
 /// Where the data of the library-allocated windows starts: a page boundary.
 const DATA_ALIGN: usize = 4096;
 
@@ -64,9 +79,18 @@ pub(crate) struct WinShape {
 impl WinShape {
     /// Bytes of one rank's control block.
     pub(crate) fn ctl_bytes(&self) -> usize {
-        let lines = FIXED_LINES + 2 * self.nranks;
         let table = if self.dynamic { MAX_ATTACH * 16 } else { 0 };
-        (lines * LINE + table).next_multiple_of(LINE)
+        (self.table_at() + table).next_multiple_of(LINE)
+    }
+
+    /// Where the mail boxes start in a control block.
+    fn mail_at(&self) -> usize {
+        (FIXED_LINES + self.nranks) * LINE
+    }
+
+    /// Where the attach table starts in a control block.
+    fn table_at(&self) -> usize {
+        self.mail_at() + 2 * MAIL * self.nranks
     }
 
     /// Where the data area starts (after every control block, page-aligned).
@@ -133,16 +157,32 @@ impl WinSegment {
         self.at(self.block(rank) + (FIXED_LINES + from) * LINE)
     }
 
-    /// In `rank`'s block: the access epochs `from` has completed to it (PSCW completes).
-    pub(crate) fn done(&self, rank: usize, from: usize) -> &AtomicU64 {
-        assert!(from < self.shape.nranks);
-        self.at(self.block(rank) + (FIXED_LINES + self.shape.nranks + from) * LINE)
+    /// Byte offset of `from`'s mail box `parity` in `rank`'s block.
+    fn mail_off(&self, rank: usize, from: usize, parity: usize) -> usize {
+        assert!(from < self.shape.nranks && parity < 2);
+        self.block(rank) + self.shape.mail_at() + (2 * from + parity) * MAIL
+    }
+
+    /// In `rank`'s block, `from`'s mail box `parity`: its words (seq, consumed, spare). The
+    /// seq word holds the epoch's number above 16 bits and its payload bytes below.
+    pub(crate) fn mail_words(&self, rank: usize, from: usize, parity: usize) -> [&AtomicU64; 3] {
+        let o = self.mail_off(rank, from, parity);
+        [self.at(o), self.at(o + 8), self.at(o + 16)]
+    }
+
+    /// In `rank`'s block, the payload of `from`'s mail box `parity`.
+    pub(crate) fn mail(&self, rank: usize, from: usize, parity: usize) -> Mem {
+        Mem::Mapped {
+            seg: self.seg.clone(),
+            off: self.mail_off(rank, from, parity) + MAIL_HEAD,
+            len: MAIL_PAYLOAD,
+        }
     }
 
     /// Entry `i` of `rank`'s attach table: (address, length).
     pub(crate) fn attached(&self, rank: usize, i: usize) -> (&AtomicU64, &AtomicU64) {
         assert!(self.shape.dynamic && i < MAX_ATTACH, "attach entry {i}");
-        let off = self.block(rank) + (FIXED_LINES + 2 * self.shape.nranks) * LINE + i * 16;
+        let off = self.block(rank) + self.shape.table_at() + i * 16;
         (self.at(off), self.at(off + 8))
     }
 

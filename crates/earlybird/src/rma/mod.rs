@@ -231,6 +231,10 @@ struct AttachedRegion {
     owned: Owned,
 }
 
+/// Polls of a control word before a wait turns to the progress engine (a few
+/// microseconds).
+const PRE_SPIN: u32 = 4096;
+
 pub(crate) struct WinInner {
     /// A private duplicate of the creating communicator: the window's group, and the context
     /// of its collectives (creation, free).
@@ -240,10 +244,18 @@ pub(crate) struct WinInner {
     flavor: Flavor,
     seg: WinSegment,
     parts: Vec<Part>,
-    /// Whether every rank is in this process, so that every rank reaches every memory with
-    /// loads and stores, and accumulates use hardware atomics.
+    /// Per target: the payloads of this rank's two mail boxes in its block (PSCW epochs).
+    outbox: Vec<[Mem; 2]>,
+    /// Per origin: the payloads of its two mail boxes in this rank's block.
+    inbox: Vec<[Mem; 2]>,
+    /// Whether every rank reaches every rank's memory with loads and stores (the memory is
+    /// in the segment, or every rank is in this process), so that accumulates use hardware
+    /// atomics.
     atomics: bool,
     epochs: RefCell<sync::Epochs>,
+    /// Whether this rank has written window memory with plain stores (puts, accumulates
+    /// under the lock) since its last full fence (see `flush`).
+    stores: Cell<bool>,
     hints: RefCell<Hints>,
     name: RefCell<String>,
     errh: RefCell<WinErrHandler>,
@@ -395,7 +407,10 @@ impl Win {
             _ => 0,
         };
         let seg = Self::segment(&comm, shape, shape.data_start() + data)?;
-        let atomics = (0..size).all(|r| all[r * RECORD + 2] as u32 == pid);
+        // The library's segments are mapped by every rank; user memory is loadable by all
+        // only when every rank is a thread of this process.
+        let atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared)
+            || (0..size).all(|r| all[r * RECORD + 2] as u32 == pid);
         let mut parts = Vec::with_capacity(size);
         for r in 0..size {
             let (b, du, rpid, raddr) = (
@@ -427,6 +442,9 @@ impl Win {
                 pid: rpid,
             });
         }
+        let boxes = |t: usize, from: usize| [seg.mail(t, from, 0), seg.mail(t, from, 1)];
+        let outbox = (0..size).map(|t| boxes(t, rank)).collect();
+        let inbox = (0..size).map(|o| boxes(rank, o)).collect();
         Ok(Win {
             inner: Rc::new(WinInner {
                 comm,
@@ -435,8 +453,11 @@ impl Win {
                 flavor,
                 seg,
                 parts,
+                outbox,
+                inbox,
                 atomics,
                 epochs: RefCell::new(sync::Epochs::new(size)),
+                stores: Cell::new(true),
                 hints: RefCell::new(hints),
                 name: RefCell::new(String::new()),
                 errh: RefCell::new(WinErrHandler::default()),
@@ -932,7 +953,11 @@ impl Win {
         self.ret("win_free", r)
     }
 
-    /// Wait, with progress and the job's abort checks, until `f` holds.
+    /// Wait, with progress and the job's abort checks, until `f` holds. What RMA waits for
+    /// is a peer's store to a control word, which needs no progress from this rank: when
+    /// every rank has a core, `f` alone is polled for a short while first, so that the
+    /// store is seen a cache-line transfer after it is made rather than after a round of
+    /// the progress engine.
     pub(crate) fn wait_rma(&self, peer: usize, mut f: impl FnMut() -> bool) -> Result<()> {
         if f() {
             return Ok(());
@@ -940,6 +965,14 @@ impl Win {
         use crate::fabric::job::BlockedIn;
         use crate::p2p::wait::Blocked;
         let mut e = self.inner.comm.eng.borrow_mut();
+        if e.spin_budget() >= PRE_SPIN {
+            for _ in 0..PRE_SPIN {
+                std::hint::spin_loop();
+                if f() {
+                    return Ok(());
+                }
+            }
+        }
         e.wait_for(Blocked::on(BlockedIn::Rma, peer as i32, 0, 0), |_| {
             f().then_some(())
         })

@@ -48,25 +48,11 @@ impl Win {
         n: usize,
         f: impl FnOnce(&Mem, Place<'_>) -> Result<R>,
     ) -> Result<R> {
+        self.await_post(t)?;
         let part = &self.inner.parts[t];
         if self.inner.flavor != Flavor::Dynamic {
-            let mem = part
-                .mem
-                .as_ref()
-                .ok_or_else(|| err(ErrorClass::Intern, "window part without memory"))?;
-            let off = disp
-                .checked_mul(part.disp_unit as isize)
-                .filter(|o| *o >= 0);
-            let Some(off) = off else {
-                return Err(err(
-                    ErrorClass::RmaRange,
-                    format!(
-                        "{what}: displacement {disp} (unit {}) before rank {t}'s window memory",
-                        part.disp_unit
-                    ),
-                ));
-            };
-            return Self::place(what, t, mem, off as usize, at, n, f);
+            let (mem, off) = self.static_target(what, t, disp)?;
+            return Self::place(what, t, mem, off, at, n, f);
         }
         // Dynamic: find the attached region holding the address, under the attach table's
         // read lock (a detach waits for it).
@@ -105,6 +91,44 @@ impl Win {
         r
     }
 
+    /// `t`'s memory and the byte `disp` displacement units into it, in a window whose
+    /// memory is fixed at creation (not dynamic).
+    fn static_target(&self, what: &str, t: usize, disp: isize) -> Result<(&Mem, usize)> {
+        let part = &self.inner.parts[t];
+        let mem = part
+            .mem
+            .as_ref()
+            .ok_or_else(|| err(ErrorClass::Intern, "window part without memory"))?;
+        let off = disp
+            .checked_mul(part.disp_unit as isize)
+            .filter(|o| *o >= 0);
+        let Some(off) = off else {
+            return Err(err(
+                ErrorClass::RmaRange,
+                format!(
+                    "{what}: displacement {disp} (unit {}) before rank {t}'s window memory",
+                    part.disp_unit
+                ),
+            ));
+        };
+        Ok((mem, off as usize))
+    }
+
+    /// MPI_ERR_RMA_RANGE unless bytes `off..off + n` lie within `mem` (rank `t`'s).
+    fn check_run(what: &str, t: usize, mem: &Mem, off: usize, n: usize) -> Result<()> {
+        if off.checked_add(n).is_none_or(|e| e > mem.len()) {
+            return Err(err(
+                ErrorClass::RmaRange,
+                format!(
+                    "{what}: bytes {off}..{} of rank {t}'s window memory of {} bytes",
+                    off.saturating_add(n),
+                    mem.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn place<R>(
         what: &str,
         t: usize,
@@ -116,16 +140,7 @@ impl Win {
     ) -> Result<R> {
         match at {
             None => {
-                if off.checked_add(n).is_none_or(|e| e > mem.len()) {
-                    return Err(err(
-                        ErrorClass::RmaRange,
-                        format!(
-                            "{what}: bytes {off}..{} of rank {t}'s window memory of {} bytes",
-                            off.saturating_add(n),
-                            mem.len()
-                        ),
-                    ));
-                }
+                Self::check_run(what, t, mem, off, n)?;
                 f(mem, Place::Run(off))
             }
             Some(At { count, dt }) => {
@@ -169,6 +184,17 @@ impl Win {
         at: Option<At<'_>>,
     ) -> Result<()> {
         let n = loan.packed_len();
+        if at.is_none() && self.inner.flavor != Flavor::Dynamic && self.in_pscw_access() {
+            let (mem, off) = self.static_target(what, t, disp)?;
+            Self::check_run(what, t, mem, off, n)?;
+            let staged = self.stage_put(t, off, n, |b, m| {
+                read_chunks(loan, Place::Run(m), n, &mut |c, at| b.write(at, c))
+            })?;
+            if staged {
+                return Ok(());
+            }
+        }
+        self.inner.stores.set(true);
         self.with_target(what, t, disp, at, n, |mem, place| {
             read_chunks(loan, place, n, &mut |b, m| mem.write(m, b)).map_err(|e| io_err(what, e))
         })
@@ -270,6 +296,8 @@ impl Win {
         move |take| {
             let w = self.inner.seg.word(t, Word::AccLock);
             if take {
+                // What the lock guards is read and written with plain copies.
+                self.inner.stores.set(true);
                 self.wait_rma(t, || sync::try_write_lock(w))
                     .map_err(|e| io::Error::other(e.to_string()))
             } else {
@@ -323,6 +351,20 @@ impl Win {
             let Some(t) = self.target(target)? else {
                 return Ok(());
             };
+            if let Some(o) = as_bytes(origin) {
+                // Contiguous bytes already: no loan to walk.
+                const WHAT: &str = "win_accumulate";
+                let n = o.len();
+                let atomics = self.inner.atomics;
+                let mut lock = self.acc_lock(t);
+                return self.with_target(WHAT, t, disp, None, n, |mem, place| {
+                    let Place::Run(m) = place else {
+                        unreachable!("no target datatype")
+                    };
+                    acc::apply(mem, m, n, o, None, &e, p, atomics, &mut lock)
+                        .map_err(|x| io_err(WHAT, x))
+                });
+            }
             lending((), |l| {
                 let loan = lend(origin, l)?;
                 self.acc_loan("win_accumulate", &loan, &e, p, t, disp, None, None)

@@ -11,7 +11,8 @@ use super::{
 };
 use crate::comm::group::Group;
 use crate::error::{ErrorClass, Result};
-use crate::fabric::window::Word;
+use crate::fabric::window::{Mem, Word, MAIL_PAYLOAD};
+use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// The writer bit of a readers/writer word; the low bits count readers.
@@ -52,22 +53,42 @@ enum Fence {
     Open { used: bool },
 }
 
+/// An origin's state towards one target in a PSCW access epoch.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Out {
+    /// Whether the target's post of this epoch has been seen (or NOCHECK said so).
+    posted: bool,
+    /// Payload bytes of the epoch's mail box in use, once the box is this epoch's.
+    staged: Option<usize>,
+}
+
 /// This rank's epochs on one window.
 #[derive(Debug)]
 pub(crate) struct Epochs {
     fence: Fence,
     /// Targets of the PSCW access epoch (window ranks), if one is open.
-    access: Option<Vec<usize>>,
+    access: Option<Rc<[usize]>>,
     /// Origins of the PSCW exposure epoch, if one is open.
-    exposure: Option<Vec<usize>>,
+    exposure: Option<Rc<[usize]>>,
+    /// The last groups given to post and start, with their window ranks: a program that
+    /// opens epochs over the same group again does not translate it again.
+    groups: [Option<(Group, Rc<[usize]>)>; 2],
     /// Lock held on each target, and whether it was taken with NOCHECK (nothing to release).
     locks: Vec<Option<(LockType, bool)>>,
     nlocks: usize,
     /// lock_all held (and with NOCHECK).
     lock_all: Option<bool>,
-    /// Per target: posts consumed by starts. Per origin: completes consumed by waits.
-    started: Vec<u64>,
+    /// Per origin: its access epochs this rank has waited for (applied).
     waited: Vec<u64>,
+    /// Per origin: posts this rank has made to it. Per target: access epochs completed to
+    /// it. Each post word and mail box has one writer, which stores its own count there: a
+    /// store, where a read-modify-write would wait for the peer's cache line.
+    posted: Vec<u64>,
+    completed: Vec<u64>,
+    /// Per target of the open access epoch: what this rank has done towards it.
+    out: Vec<Out>,
+    /// Per target: how many of this rank's access epochs it has applied, as last seen.
+    consumed: Vec<u64>,
     fences: u64,
 }
 
@@ -77,11 +98,15 @@ impl Epochs {
             fence: Fence::Closed,
             access: None,
             exposure: None,
+            groups: [None, None],
             locks: vec![None; n],
             nlocks: 0,
             lock_all: None,
-            started: vec![0; n],
             waited: vec![0; n],
+            posted: vec![0; n],
+            completed: vec![0; n],
+            out: vec![Out::default(); n],
+            consumed: vec![0; n],
             fences: 0,
         }
     }
@@ -168,11 +193,18 @@ fn check_assert(what: &str, assert: u32, allowed: u32) -> Result<()> {
 }
 
 impl Win {
-    /// The window ranks of `g`'s members: MPI_ERR_GROUP if one is not in the window.
-    fn ranks_of(&self, g: &Group) -> Result<Vec<usize>> {
+    /// The window ranks of `g`'s members: MPI_ERR_GROUP if one is not in the window. The
+    /// group `slot` (0 post, 1 start) was given last is remembered with its ranks.
+    fn ranks_of(&self, g: &Group, slot: usize) -> Result<Rc<[usize]>> {
+        if let Some((last, ranks)) = &self.inner.epochs.borrow().groups[slot] {
+            if last.is(g) {
+                return Ok(ranks.clone());
+            }
+        }
         let all: Vec<i32> = (0..g.size()).collect();
         let t = g.translate_ranks(&all, &self.group())?;
-        t.iter()
+        let ranks: Rc<[usize]> = t
+            .iter()
             .zip(&all)
             .map(|(&w, &r)| {
                 if w < 0 {
@@ -184,7 +216,9 @@ impl Win {
                     Ok(w as usize)
                 }
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        self.inner.epochs.borrow_mut().groups[slot] = Some((g.clone(), ranks.clone()));
+        Ok(ranks)
     }
 
     /// MPI_Win_fence: ends the fence epoch (every operation of every rank in it is then
@@ -246,7 +280,7 @@ impl Win {
         let r = (|| {
             self.check_live()?;
             check_assert("win_post", assert, MODE_NOCHECK | MODE_NOSTORE | MODE_NOPUT)?;
-            let origins = self.ranks_of(group)?;
+            let origins = self.ranks_of(group, 0)?;
             let mut e = self.inner.epochs.borrow_mut();
             if e.exposure.is_some() {
                 return Err(err(
@@ -257,8 +291,12 @@ impl Win {
             e.leave_fence("win_post")?;
             let me = self.inner.rank;
             if assert & MODE_NOCHECK == 0 {
-                for &o in &origins {
-                    self.inner.seg.post(o, me).fetch_add(1, Ordering::Release);
+                for &o in origins.iter() {
+                    e.posted[o] += 1;
+                    self.inner
+                        .seg
+                        .post(o, me)
+                        .store(e.posted[o], Ordering::Release);
                 }
             }
             e.exposure = Some(origins);
@@ -276,7 +314,7 @@ impl Win {
         let r = (|| {
             self.check_live()?;
             check_assert("win_start", assert, MODE_NOCHECK)?;
-            let targets = self.ranks_of(group)?;
+            let targets = self.ranks_of(group, 1)?;
             {
                 let mut e = self.inner.epochs.borrow_mut();
                 if e.access.is_some() {
@@ -293,15 +331,16 @@ impl Win {
                 }
                 e.leave_fence("win_start")?;
             }
-            let me = self.inner.rank;
-            if assert & MODE_NOCHECK == 0 {
-                for &t in &targets {
-                    let want = self.inner.epochs.borrow().started[t] + 1;
-                    let w = self.inner.seg.post(me, t);
-                    self.wait_rma(t, || w.load(Ordering::Acquire) >= want)?;
-                    self.inner.epochs.borrow_mut().started[t] = want;
-                }
+            // The posts are waited for by the first operation that reaches a target's
+            // memory; puts small enough for the mail box need none (see `stage_put`).
+            let mut e = self.inner.epochs.borrow_mut();
+            for &t in targets.iter() {
+                e.out[t] = Out {
+                    posted: assert & MODE_NOCHECK != 0,
+                    staged: None,
+                };
             }
+            drop(e);
             self.inner.epochs.borrow_mut().access = Some(targets);
             Ok(AccessEpoch {
                 win: self,
@@ -326,13 +365,148 @@ impl Win {
                 )
             })?;
         let me = self.inner.rank;
-        for t in targets {
-            self.inner.seg.done(t, me).fetch_add(1, Ordering::Release);
+        for &t in targets.iter() {
+            let k = self.inner.epochs.borrow().completed[t] + 1;
+            let used = match self.inner.epochs.borrow().out[t].staged {
+                Some(u) => u,
+                None => {
+                    self.claim_box(t, k)?;
+                    0
+                }
+            };
+            let [seq, ..] = self.inner.seg.mail_words(t, me, (k % 2) as usize);
+            seq.store(k << 16 | used as u64, Ordering::Release);
+            self.inner.epochs.borrow_mut().completed[t] = k;
         }
         Ok(())
     }
 
-    /// Whether every origin of the exposure epoch has completed; if so the epoch ends.
+    /// Wait until `t` has applied this rank's access epoch `k - 2`, which used the mail box
+    /// that epoch `k` is to use.
+    fn claim_box(&self, t: usize, k: u64) -> Result<()> {
+        let need = k.saturating_sub(2);
+        if self.inner.epochs.borrow().consumed[t] >= need {
+            return Ok(());
+        }
+        let me = self.inner.rank;
+        let [_, c0, _] = self.inner.seg.mail_words(me, t, 0);
+        let [_, c1, _] = self.inner.seg.mail_words(me, t, 1);
+        let seen = || c0.load(Ordering::Acquire).max(c1.load(Ordering::Acquire));
+        self.wait_rma(t, || seen() >= need)?;
+        self.inner.epochs.borrow_mut().consumed[t] = seen();
+        Ok(())
+    }
+
+    /// Whether a PSCW access epoch is open.
+    #[inline]
+    pub(crate) fn in_pscw_access(&self) -> bool {
+        self.inner.epochs.borrow().access.is_some()
+    }
+
+    /// Before an operation reaches `t`'s memory in a PSCW access epoch: wait for `t`'s post
+    /// of the epoch. Nothing to do in other epochs.
+    #[inline]
+    pub(crate) fn await_post(&self, t: usize) -> Result<()> {
+        let want = {
+            let e = self.inner.epochs.borrow();
+            if e.access.is_none() || e.out[t].posted {
+                return Ok(());
+            }
+            e.completed[t] + 1
+        };
+        let w = self.inner.seg.post(self.inner.rank, t);
+        self.wait_rma(t, || w.load(Ordering::Acquire) >= want)?;
+        self.inner.epochs.borrow_mut().out[t].posted = true;
+        Ok(())
+    }
+
+    /// In a PSCW access epoch, put the `n` bytes that `fill` writes at byte `off` of `t`'s
+    /// memory into this epoch's mail box to `t` instead, for `t` to apply when it waits:
+    /// the put then needs no post from `t`, and `t` learns of it with its completion, in the
+    /// same cache line. `false` (nothing done) outside a PSCW epoch or when the box is full.
+    pub(crate) fn stage_put(
+        &self,
+        t: usize,
+        off: usize,
+        n: usize,
+        fill: impl FnOnce(&Mem, usize) -> std::io::Result<()>,
+    ) -> Result<bool> {
+        let rec = 8 + n.next_multiple_of(8);
+        let (k, used) = {
+            let e = self.inner.epochs.borrow();
+            if e.access.is_none() || rec > MAIL_PAYLOAD || off >= 1 << 48 {
+                return Ok(false);
+            }
+            (e.completed[t] + 1, e.out[t].staged)
+        };
+        let used = match used {
+            Some(u) => u,
+            None => {
+                self.claim_box(t, k)?;
+                0
+            }
+        };
+        self.inner.epochs.borrow_mut().out[t].staged = Some(used);
+        if used + rec > MAIL_PAYLOAD {
+            return Ok(false);
+        }
+        let mbox = &self.inner.outbox[t][(k % 2) as usize];
+        let head = (off as u64) << 16 | n as u64;
+        mbox.write(used, &head.to_le_bytes())
+            .and_then(|()| fill(mbox, used + 8))
+            .map_err(|x| err(ErrorClass::Intern, format!("win_put: mail box: {x}")))?;
+        self.inner.epochs.borrow_mut().out[t].staged = Some(used + rec);
+        Ok(true)
+    }
+
+    /// Apply the puts of origin `o`'s access epoch `k` (complete: `word` is its mail box's
+    /// seq word) to this rank's memory, and tell `o` so.
+    fn apply_mail(&self, o: usize, k: u64, word: u64) -> Result<()> {
+        let me = self.inner.rank;
+        let p = (k % 2) as usize;
+        let len = (word & 0xffff) as usize;
+        if len > 0 {
+            let mut buf = [0u8; MAIL_PAYLOAD];
+            let buf = &mut buf[..len.min(MAIL_PAYLOAD)];
+            let mine = self.inner.parts[me].mem.as_ref();
+            let r = self.inner.inbox[o][p].read(0, buf).and_then(|()| {
+                let mut at = 0;
+                while at + 8 <= buf.len() {
+                    let head = u64::from_le_bytes(buf[at..at + 8].try_into().unwrap_or_default());
+                    let (off, n) = ((head >> 16) as usize, (head & 0xffff) as usize);
+                    let data = buf.get(at + 8..at + 8 + n).ok_or_else(|| {
+                        std::io::Error::other(format!("a record of {n} bytes past the box"))
+                    })?;
+                    match mine {
+                        Some(m) => m.write(off, data)?,
+                        None => return Err(std::io::Error::other("no window memory")),
+                    }
+                    at += 8 + n.next_multiple_of(8);
+                }
+                Ok(())
+            });
+            r.map_err(|x| {
+                err(
+                    ErrorClass::Intern,
+                    format!("win_wait: the puts of rank {o}'s epoch {k}: {x}"),
+                )
+            })?;
+        }
+        let [_, cons, _] = self.inner.seg.mail_words(me, o, p);
+        let seen = cons.load(Ordering::Relaxed);
+        let mut e = self.inner.epochs.borrow_mut();
+        e.consumed[o] = e.consumed[o].max(seen);
+        e.waited[o] = k;
+        // Into the box of this rank's next access epoch to `o`, whose seq `o` reads when it
+        // waits for that epoch (`claim_box` reads both boxes when it has to).
+        let next = ((e.completed[o] + 1) % 2) as usize;
+        let [_, c, _] = self.inner.seg.mail_words(o, me, next);
+        c.store(k, Ordering::Release);
+        Ok(())
+    }
+
+    /// Whether every origin of the exposure epoch has completed; if so their puts are
+    /// applied and the epoch ends.
     pub(crate) fn exposure_done(&self, block: bool) -> Result<bool> {
         self.check_live()?;
         let origins = match &self.inner.epochs.borrow().exposure {
@@ -346,24 +520,23 @@ impl Win {
         };
         let me = self.inner.rank;
         let seg = &self.inner.seg;
-        let ready = |o: usize, e: &Epochs| seg.done(me, o).load(Ordering::Acquire) > e.waited[o];
-        if block {
-            for &o in &origins {
-                let want = self.inner.epochs.borrow().waited[o];
-                let w = seg.done(me, o);
-                self.wait_rma(o, || w.load(Ordering::Acquire) > want)?;
-            }
-        } else {
-            let e = self.inner.epochs.borrow();
-            if !origins.iter().all(|&o| ready(o, &e)) {
+        let want = |o: usize| self.inner.epochs.borrow().waited[o] + 1;
+        let seq = |o: usize, k: u64| seg.mail_words(me, o, (k % 2) as usize)[0];
+        for &o in origins.iter() {
+            let k = want(o);
+            let w = seq(o, k);
+            if block {
+                self.wait_rma(o, || w.load(Ordering::Acquire) >> 16 >= k)?;
+            } else if w.load(Ordering::Acquire) >> 16 < k {
                 return Ok(false);
             }
         }
-        let mut e = self.inner.epochs.borrow_mut();
-        for &o in &origins {
-            e.waited[o] += 1;
+        for &o in origins.iter() {
+            let k = want(o);
+            let word = seq(o, k).load(Ordering::Acquire);
+            self.apply_mail(o, k, word)?;
         }
-        e.exposure = None;
+        self.inner.epochs.borrow_mut().exposure = None;
         Ok(true)
     }
 
@@ -528,8 +701,15 @@ impl Win {
             ));
         }
         // Operations are complete at the target when their calls return; a flush orders
-        // them before what this rank does next.
-        fence(Ordering::SeqCst);
+        // them before what this rank does next: a full fence after plain stores. On x86-64
+        // an accumulate is a locked instruction, which orders everything around it as a
+        // full fence does, so a flush after accumulates alone has nothing to wait for.
+        if self.inner.stores.get() || !cfg!(target_arch = "x86_64") {
+            fence(Ordering::SeqCst);
+            self.inner.stores.set(false);
+        } else {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        }
         Ok(())
     }
 
@@ -562,6 +742,7 @@ impl Win {
     pub fn sync(&self) -> Result<()> {
         let r = self.check_live();
         fence(Ordering::SeqCst);
+        self.inner.stores.set(false);
         self.ret("win_sync", r)
     }
 }
