@@ -162,6 +162,17 @@ fn accumulates_from_many_origins(u: &Universe) -> Result<()> {
         // f64 sums go through a compare-and-swap loop: exact on small integers.
         all.accumulate(&[1.0f64][..], 0, 5, &Op::SUM)?;
         all.accumulate(&[r as i64 * 10][..], 0, 6, &Op::MAX)?;
+        // One element reached both on the one-integer road and through datatypes.
+        all.accumulate(&[1i64][..], 0, 7, &Op::SUM)?;
+        let one = [1i64];
+        let long = Datatype::of::<i64>();
+        all.accumulate_typed(
+            Typed::at(&one, 0, 1, &long)?,
+            0,
+            7,
+            At::new(1, &long),
+            &Op::SUM,
+        )?;
         all.flush(0)?;
     }
     all.unlock_all()?;
@@ -187,6 +198,7 @@ fn accumulates_from_many_origins(u: &Universe) -> Result<()> {
             "f64 accumulate"
         );
         assert_eq!(l.get(6)?, (n as i64 - 1) * 10, "MAX");
+        assert_eq!(l.get(7)?, 2 * total, "sums on both roads");
     }
     c.barrier()?;
     win.free()

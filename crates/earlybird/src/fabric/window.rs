@@ -13,7 +13,7 @@
 //!                [post from rank q, q = 0..n]                          one line each
 //!                [mail from rank q, q = 0..n: two of MAIL bytes]       see below
 //!                [attach table: MAX_ATTACH x (address, length)]        dynamic windows only
-//! mail:          [seq][consumed][length][payload...]                   written by q only
+//! mail box:      [seq][consumed][spare][payload...]                    written by q only
 //! ```
 //!
 //! A **mail** box carries one PSCW access epoch of rank q to the block's rank: q stores the

@@ -12,15 +12,33 @@
 //! locally and at the target, when its call returns, so:
 //!
 //! - passive target needs nothing from the target: it may compute and never call MPI;
-//! - `flush*` have nothing left to wait for (a memory fence), and the request of `rput` and
+//! - `flush*` have nothing left to wait for: a full memory fence after plain stores (puts),
+//!   nothing but a compiler fence after accumulates alone on x86-64, where the locked
+//!   instruction of each accumulate orders memory as a fence does; the request of `rput` and
 //!   friends is complete when it is returned;
 //! - accumulates from one origin reach the target in program order, which is the strictest
 //!   `accumulate_ordering` (`rar,raw,war,waw`); `none` is accepted and changes nothing.
 //!
+//! An accumulate or fetch_and_op of MPI_SUM (and NO_OP, REPLACE for fetch_and_op) on a 4- or
+//! 8-byte integer goes straight to one atomic instruction after its checks; every other goes
+//! through the element walk of `acc`, which picks the same atomic for the same element, so the
+//! two roads stay atomic against each other.
+//!
 //! Fence is a barrier on the fence words of the control blocks (a store and a load per
-//! rank, no messages). PSCW counts on two arrays of each control block: `post[q]` (rank `q`
-//! opened an exposure epoch to me) and `done[q]` (rank `q` completed an access epoch to me).
-//! A lock is a readers/writer word in the target's control block.
+//! rank, no messages). A lock is a readers/writer word in the target's control block.
+//!
+//! **PSCW.** Each control block holds `post[q]` (how many exposure epochs rank `q` has opened
+//! to this rank, stored by `q`) and, per origin `q`, two mail boxes (see `fabric::window`). An
+//! origin ends an access epoch by storing the epoch's number in its box to each target
+//! (alternating boxes); the target's wait polls that word. Puts of the epoch with a contiguous
+//! target of up to a mail box's payload (232 bytes, 8 more per put) are not copied into the
+//! target's memory but into the box, and the target applies them when it waits: they need no
+//! post, so `win_start` does not wait for the posts (MPI allows either); the first operation
+//! that reaches a target's memory itself (a get, an accumulate, a larger or strided-target
+//! put) waits for that target's post. A halo exchange with small puts then costs the target
+//! one cache-line transfer per epoch and origin, as a fence does, where post-then-complete
+//! costs two. Before an origin fills a box it waits until the target has applied the epoch that
+//! used it last (two epochs back), which the target reports in the box it writes to the origin.
 //!
 //! `win_create` exposes memory the program hands over (a `Vec`, returned by
 //! [`Win::free_into`]): ranks that are threads of one process reach it directly; ranks in

@@ -13,7 +13,8 @@ use crate::fabric::window::{read_chunks, write_chunks, Mem, Place, Word};
 use crate::request::Request;
 use crate::status::{Status, PROC_NULL};
 use crate::sys::lend::{lending, Loan};
-use crate::sys::plain::{as_bytes, as_bytes_mut};
+use crate::sys::plain::{as_bytes, as_bytes_mut, Plain};
+use crate::sys::sig::Sig;
 use std::io;
 use std::sync::atomic::Ordering;
 
@@ -160,6 +161,27 @@ impl Win {
                 f(mem, Place::Laid(&layout))
             }
         }
+    }
+
+    /// The memory of `t` and the byte of `disp` in it, range-checked for `n` bytes, when
+    /// an element of width `w` there is one hardware atomic for every rank: the fast road of
+    /// the accumulates on one integer. `None` for any other road.
+    #[inline]
+    fn atomic_target(
+        &self,
+        what: &str,
+        t: usize,
+        disp: isize,
+        n: usize,
+        w: usize,
+    ) -> Result<Option<(&Mem, usize)>> {
+        if !self.inner.atomics || self.inner.flavor == Flavor::Dynamic {
+            return Ok(None);
+        }
+        self.await_post(t)?;
+        let (mem, off) = self.static_target(what, t, disp)?;
+        Self::check_run(what, t, mem, off, n)?;
+        Ok(mem.atomic(off, w).is_some().then_some((mem, off)))
     }
 
     /// Checks common to every operation: live window, rank, epoch. `None` for PROC_NULL
@@ -346,6 +368,20 @@ impl Win {
         op: &Op,
     ) -> Result<()> {
         let r = (|| {
+            const WHAT: &str = "win_accumulate";
+            if let (Some(w), Some(Predefined::Sum)) = (int_width::<T>(), op.as_predefined()) {
+                let Some(t) = self.target(target)? else {
+                    return Ok(());
+                };
+                if let Some((mem, off)) = self.atomic_target(WHAT, t, disp, w * origin.len(), w)? {
+                    for (i, x) in origin.iter().enumerate() {
+                        if let Some(a) = mem.atomic(off + i * w, w) {
+                            a.fetch_add(int_bits(x));
+                        }
+                    }
+                    return Ok(());
+                }
+            }
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
             let Some(t) = self.target(target)? else {
@@ -353,7 +389,6 @@ impl Win {
             };
             if let Some(o) = as_bytes(origin) {
                 // Contiguous bytes already: no loan to walk.
-                const WHAT: &str = "win_accumulate";
                 let n = o.len();
                 let atomics = self.inner.atomics;
                 let mut lock = self.acc_lock(t);
@@ -533,6 +568,31 @@ impl Win {
         op: &Op,
     ) -> Result<()> {
         let r = (|| {
+            const WHAT: &str = "win_fetch_and_op";
+            let fast = match op.as_predefined() {
+                Some(p @ (Predefined::Sum | Predefined::NoOp | Predefined::Replace)) => {
+                    int_width::<T>().map(|w| (p, w))
+                }
+                _ => None,
+            };
+            if let Some((p, w)) = fast {
+                let Some(t) = self.target(target)? else {
+                    return Ok(());
+                };
+                if let Some((mem, off)) = self.atomic_target(WHAT, t, disp, w, w)? {
+                    if let Some(a) = mem.atomic(off, w) {
+                        let old = match p {
+                            Predefined::Sum => a.fetch_add(int_bits(origin)),
+                            Predefined::Replace => a.swap(int_bits(origin)),
+                            _ => a.load(),
+                        };
+                        if let Some(res) = as_bytes_mut(std::slice::from_mut(result)) {
+                            res.copy_from_slice(&old.to_le_bytes()[..w]);
+                        }
+                        return Ok(());
+                    }
+                }
+            }
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
             let Some(t) = self.target(target)? else {
@@ -667,6 +727,25 @@ fn padded<T>() -> crate::error::Error {
             std::any::type_name::<T>()
         ),
     )
+}
+
+/// The width of `T` when it is itself a 4- or 8-byte integer (its datatype one basic
+/// integer element of its whole size): the accumulates that go straight to one atomic.
+#[inline(always)]
+fn int_width<T: Equivalence>() -> Option<usize> {
+    let w = std::mem::size_of::<T>();
+    let int = T::SIG == Sig::basic(1, w as u8) || T::SIG == Sig::basic(2, w as u8);
+    (T::GAPLESS && int && (w == 4 || w == 8)).then_some(w)
+}
+
+/// `x`'s bytes as the value an [`Atomic`](crate::fabric::window::Atomic) of its width takes.
+#[inline(always)]
+fn int_bits<T: Plain>(x: &T) -> u64 {
+    let mut v = [0u8; 8];
+    if let Some(b) = as_bytes(std::slice::from_ref(x)) {
+        v[..b.len()].copy_from_slice(b);
+    }
+    u64::from_le_bytes(v)
 }
 
 /// The accumulate element of slices of `T`, worked out once per type and thread (making

@@ -1,9 +1,10 @@
 //! Synchronisation of windows: fence, post/start/complete/wait, locks, flushes (MPI 4.1
 //! §12.5), on the words of the window's control blocks (see the module doc of `rma`).
 //!
-//! Operations complete when their call returns, so a synchronisation call only has to order
-//! memory and to wait for the other side: a release store (or read-modify-write) on the way
-//! out, an acquire load on the way in.
+//! Operations complete when their call returns (the puts of a PSCW epoch that travel in mail
+//! boxes when the target waits), so a synchronisation call only has to order memory and to
+//! wait for the other side: a release store (or read-modify-write) on the way out, an acquire
+//! load on the way in.
 #![forbid(unsafe_code)]
 
 use super::{
