@@ -420,6 +420,22 @@ fn pscw_ring(u: &Universe) -> Result<()> {
     acc.complete()?;
     exp.wait()?;
     assert_eq!(win.local::<i64>()?.get(3)?, -5);
+    // Checked epochs again after the NOCHECK one: a get waits for this epoch's post, which
+    // comes after the rank stored its value.
+    for round in 0..4i64 {
+        win.local::<i64>()?.set(3, round * 100 + r as i64)?;
+        let exp = win.post(&from, 0)?;
+        let acc = win.start(&to, 0)?;
+        let mut got = [0i64];
+        acc.get(&mut got[..], right, 3)?;
+        acc.complete()?;
+        exp.wait()?;
+        assert_eq!(
+            got[0],
+            round * 100 + right as i64,
+            "round {round} after NOCHECK"
+        );
+    }
     win.free()
 }
 

@@ -59,6 +59,8 @@ enum Fence {
 pub(crate) struct Out {
     /// Whether the target's post of this epoch has been seen (or NOCHECK said so).
     posted: bool,
+    /// The count of the target's posts to this rank that means it has posted this epoch.
+    want: u64,
     /// Payload bytes of the epoch's mail box in use, once the box is this epoch's.
     staged: Option<usize>,
 }
@@ -81,6 +83,9 @@ pub(crate) struct Epochs {
     lock_all: Option<bool>,
     /// Per origin: its access epochs this rank has waited for (applied).
     waited: Vec<u64>,
+    /// Per target: access epochs opened to it without MODE_NOCHECK, each of which matches
+    /// one post the target counts (posts with NOCHECK are not counted on either side).
+    started: Vec<u64>,
     /// Per origin: posts this rank has made to it. Per target: access epochs completed to
     /// it. Each post word and mail box has one writer, which stores its own count there: a
     /// store, where a read-modify-write would wait for the peer's cache line.
@@ -104,6 +109,7 @@ impl Epochs {
             nlocks: 0,
             lock_all: None,
             waited: vec![0; n],
+            started: vec![0; n],
             posted: vec![0; n],
             completed: vec![0; n],
             out: vec![Out::default(); n],
@@ -335,9 +341,14 @@ impl Win {
             // The posts are waited for by the first operation that reaches a target's
             // memory; puts small enough for the mail box need none (see `stage_put`).
             let mut e = self.inner.epochs.borrow_mut();
+            let nocheck = assert & MODE_NOCHECK != 0;
             for &t in targets.iter() {
+                if !nocheck {
+                    e.started[t] += 1;
+                }
                 e.out[t] = Out {
-                    posted: assert & MODE_NOCHECK != 0,
+                    posted: nocheck,
+                    want: e.started[t],
                     staged: None,
                 };
             }
@@ -368,7 +379,8 @@ impl Win {
         let me = self.inner.rank;
         for &t in targets.iter() {
             let k = self.inner.epochs.borrow().completed[t] + 1;
-            let used = match self.inner.epochs.borrow().out[t].staged {
+            let staged = self.inner.epochs.borrow().out[t].staged;
+            let used = match staged {
                 Some(u) => u,
                 None => {
                     self.claim_box(t, k)?;
@@ -413,7 +425,7 @@ impl Win {
             if e.access.is_none() || e.out[t].posted {
                 return Ok(());
             }
-            e.completed[t] + 1
+            e.out[t].want
         };
         let w = self.inner.seg.post(self.inner.rank, t);
         self.wait_rma(t, || w.load(Ordering::Acquire) >= want)?;
