@@ -506,7 +506,9 @@ impl Win {
             })?;
         }
         let [_, cons, _] = self.inner.seg.mail_words(me, o, p);
-        let seen = cons.load(Ordering::Relaxed);
+        // Acquire: this rank refills its box to `o` on the strength of this value, after `o`
+        // has read it.
+        let seen = cons.load(Ordering::Acquire);
         let mut e = self.inner.epochs.borrow_mut();
         e.consumed[o] = e.consumed[o].max(seen);
         e.waited[o] = k;
