@@ -11,19 +11,21 @@
 //! [control block of rank 0][control block of rank 1]...[pad to 4 KiB][data of rank 0][data of rank 1]...
 //! control block: [fence][lock][acc lock][attach lock][attach count]   one 64-byte line each
 //!                [post from rank q, q = 0..n]                          one line each
-//!                [mail from rank q, q = 0..n: two of MAIL bytes]       see below
+//!                [mail from rank q, q = 0..n: two boxes, a report line] see below
 //!                [attach table: MAX_ATTACH x (address, length)]        dynamic windows only
 //! mail box:      [seq][consumed][spare][payload...]                    written by q only
 //! ```
 //!
-//! A **mail** box carries one PSCW access epoch of rank q to the block's rank: q stores the
-//! small puts of the epoch in its payload, then the epoch's number in `seq`, which is how
-//! the target learns that q has completed; the target applies the puts to its memory when it
-//! waits. Epochs alternate between q's two boxes, so that q can fill the next while the
-//! target still reads the last. `consumed` is the other direction: how many of the block's
-//! rank's epochs q has applied as a target, written by q in both its boxes, so that the
-//! block's rank sees it in the line it polls anyway.
-//!
+//! A **mail box** carries one PSCW access epoch of rank q to the block's rank: at the end of
+//! the epoch q writes the epoch's small puts into the payload, how many of the block's rank's
+//! epochs q has applied as a target into `consumed`, and last the epoch's number into `seq`,
+//! which is how the target learns that q has completed; the target applies the puts to its
+//! memory when it waits. Epochs alternate between q's two boxes, so that q can fill the next
+//! while the target still reads the last; all of a box is written in one burst, so that a
+//! target polling `seq` takes the line once. The **report line** holds the same `consumed`
+//! count, stored when q applies an epoch: the block's rank reads it only when it must wait
+//! for a box and q has not completed an epoch to it since.
+
 //! [`Mem`] is one rank's exposed bytes as another rank reaches them: in a mapped segment, in
 //! this process's memory (the user memory of `win_create` or `win_attach` when the ranks are
 //! threads of one process), or in another process's memory (reached with
@@ -49,6 +51,8 @@ pub(crate) const MAIL: usize = 4 * LINE;
 const MAIL_HEAD: usize = 24;
 /// Payload bytes of a mail box.
 pub(crate) const MAIL_PAYLOAD: usize = MAIL - MAIL_HEAD;
+/// Bytes of one sender's mail in a block: two boxes and the report line.
+const MAIL_PAIR: usize = 2 * MAIL + LINE;
 /// Where the data of the library-allocated windows starts: a page boundary.
 const DATA_ALIGN: usize = 4096;
 
@@ -90,7 +94,7 @@ impl WinShape {
 
     /// Where the attach table starts in a control block.
     fn table_at(&self) -> usize {
-        self.mail_at() + 2 * MAIL * self.nranks
+        self.mail_at() + MAIL_PAIR * self.nranks
     }
 
     /// Where the data area starts (after every control block, page-aligned).
@@ -160,7 +164,14 @@ impl WinSegment {
     /// Byte offset of `from`'s mail box `parity` in `rank`'s block.
     fn mail_off(&self, rank: usize, from: usize, parity: usize) -> usize {
         assert!(from < self.shape.nranks && parity < 2);
-        self.block(rank) + self.shape.mail_at() + (2 * from + parity) * MAIL
+        self.block(rank) + self.shape.mail_at() + from * MAIL_PAIR + parity * MAIL
+    }
+
+    /// In `rank`'s block, `from`'s report line: how many of `rank`'s access epochs `from`
+    /// has applied as a target.
+    pub(crate) fn mail_report(&self, rank: usize, from: usize) -> &AtomicU64 {
+        assert!(from < self.shape.nranks);
+        self.at(self.block(rank) + self.shape.mail_at() + from * MAIL_PAIR + 2 * MAIL)
     }
 
     /// In `rank`'s block, `from`'s mail box `parity`: its words (seq, consumed, spare). The

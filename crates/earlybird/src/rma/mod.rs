@@ -32,13 +32,15 @@
 //! origin ends an access epoch by storing the epoch's number in its box to each target
 //! (alternating boxes); the target's wait polls that word. Puts of the epoch with a contiguous
 //! target of up to a mail box's payload (232 bytes, 8 more per put) are not copied into the
-//! target's memory but into the box, and the target applies them when it waits: they need no
-//! post, so `win_start` does not wait for the posts (MPI allows either); the first operation
-//! that reaches a target's memory itself (a get, an accumulate, a larger or strided-target
-//! put) waits for that target's post. A halo exchange with small puts then costs the target
-//! one cache-line transfer per epoch and origin, as a fence does, where post-then-complete
-//! costs two. Before an origin fills a box it waits until the target has applied the epoch that
-//! used it last (two epochs back), which the target reports in the box it writes to the origin.
+//! target's memory but kept by the origin and written into the box with the epoch's number, in
+//! one burst at complete; the target applies them when it waits. They need no post, so
+//! `win_start` does not wait for the posts (MPI allows either); the first operation that
+//! reaches a target's memory itself (a get, an accumulate, a larger or strided-target put)
+//! waits for that target's post. A halo exchange with small puts then costs the target one
+//! cache-line transfer per epoch and origin, as a fence does, where post-then-complete costs
+//! two. Before an origin fills a box it waits until the target has applied the epoch that used
+//! it last (two epochs back): the target says so in each box it sends the origin and, for an
+//! origin it sends nothing to, in a report line of its own.
 //!
 //! `win_create` exposes memory the program hands over (a `Vec`, returned by
 //! [`Win::free_into`]): ranks that are threads of one process reach it directly; ranks in

@@ -209,8 +209,11 @@ impl Win {
         if at.is_none() && self.inner.flavor != Flavor::Dynamic && self.in_pscw_access() {
             let (mem, off) = self.static_target(what, t, disp)?;
             Self::check_run(what, t, mem, off, n)?;
-            let staged = self.stage_put(t, off, n, |b, m| {
-                read_chunks(loan, Place::Run(m), n, &mut |c, at| b.write(at, c))
+            let staged = self.stage_put(t, off, n, |b| {
+                read_chunks(loan, Place::Run(0), n, &mut |c, at| {
+                    b[at..at + c.len()].copy_from_slice(c);
+                    Ok(())
+                })
             })?;
             if staged {
                 return Ok(());

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::comm::group::Group;
 use crate::error::{ErrorClass, Result};
-use crate::fabric::window::{Mem, Word, MAIL_PAYLOAD};
+use crate::fabric::window::{Word, MAIL_PAYLOAD};
 use std::rc::Rc;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
@@ -61,8 +61,8 @@ pub(crate) struct Out {
     posted: bool,
     /// The count of the target's posts to this rank that means it has posted this epoch.
     want: u64,
-    /// Payload bytes of the epoch's mail box in use, once the box is this epoch's.
-    staged: Option<usize>,
+    /// Bytes of the epoch's mail (in `Epochs::mail`) in use.
+    staged: usize,
 }
 
 /// This rank's epochs on one window.
@@ -95,6 +95,9 @@ pub(crate) struct Epochs {
     out: Vec<Out>,
     /// Per target: how many of this rank's access epochs it has applied, as last seen.
     consumed: Vec<u64>,
+    /// Per target: the small puts of the open access epoch (MAIL_PAYLOAD bytes each), copied
+    /// into the target's mail box at complete.
+    mail: Vec<u8>,
     fences: u64,
 }
 
@@ -114,6 +117,7 @@ impl Epochs {
             completed: vec![0; n],
             out: vec![Out::default(); n],
             consumed: vec![0; n],
+            mail: vec![0; n * MAIL_PAYLOAD],
             fences: 0,
         }
     }
@@ -349,7 +353,7 @@ impl Win {
                 e.out[t] = Out {
                     posted: nocheck,
                     want: e.started[t],
-                    staged: None,
+                    staged: 0,
                 };
             }
             drop(e);
@@ -379,17 +383,20 @@ impl Win {
         let me = self.inner.rank;
         for &t in targets.iter() {
             let k = self.inner.epochs.borrow().completed[t] + 1;
-            let staged = self.inner.epochs.borrow().out[t].staged;
-            let used = match staged {
-                Some(u) => u,
-                None => {
-                    self.claim_box(t, k)?;
-                    0
-                }
-            };
-            let [seq, ..] = self.inner.seg.mail_words(t, me, (k % 2) as usize);
+            self.claim_box(t, k)?;
+            let p = (k % 2) as usize;
+            let mut e = self.inner.epochs.borrow_mut();
+            let used = e.out[t].staged;
+            if used > 0 {
+                let mail = &e.mail[t * MAIL_PAYLOAD..t * MAIL_PAYLOAD + used];
+                self.inner.outbox[t][p]
+                    .write(0, mail)
+                    .map_err(|x| err(ErrorClass::Intern, format!("win_complete: mail box: {x}")))?;
+            }
+            let [seq, cons, _] = self.inner.seg.mail_words(t, me, p);
+            cons.store(e.waited[t], Ordering::Relaxed);
             seq.store(k << 16 | used as u64, Ordering::Release);
-            self.inner.epochs.borrow_mut().completed[t] = k;
+            e.completed[t] = k;
         }
         Ok(())
     }
@@ -401,12 +408,10 @@ impl Win {
         if self.inner.epochs.borrow().consumed[t] >= need {
             return Ok(());
         }
-        let me = self.inner.rank;
-        let [_, c0, _] = self.inner.seg.mail_words(me, t, 0);
-        let [_, c1, _] = self.inner.seg.mail_words(me, t, 1);
-        let seen = || c0.load(Ordering::Acquire).max(c1.load(Ordering::Acquire));
-        self.wait_rma(t, || seen() >= need)?;
-        self.inner.epochs.borrow_mut().consumed[t] = seen();
+        let report = self.inner.seg.mail_report(self.inner.rank, t);
+        self.wait_rma(t, || report.load(Ordering::Acquire) >= need)?;
+        let mut e = self.inner.epochs.borrow_mut();
+        e.consumed[t] = e.consumed[t].max(report.load(Ordering::Acquire));
         Ok(())
     }
 
@@ -433,42 +438,30 @@ impl Win {
         Ok(())
     }
 
-    /// In a PSCW access epoch, put the `n` bytes that `fill` writes at byte `off` of `t`'s
-    /// memory into this epoch's mail box to `t` instead, for `t` to apply when it waits:
-    /// the put then needs no post from `t`, and `t` learns of it with its completion, in the
-    /// same cache line. `false` (nothing done) outside a PSCW epoch or when the box is full.
+    /// In a PSCW access epoch, put the `n` bytes that `fill` writes into the slice it is
+    /// given (bound for byte `off` of `t`'s memory) into this epoch's mail to `t` instead, for
+    /// `t` to apply when it waits: the put then needs no post from `t`, and `t` learns of it
+    /// with the epoch's completion, in the same cache line. `false` (nothing done) outside a
+    /// PSCW epoch or when the mail is full.
     pub(crate) fn stage_put(
         &self,
         t: usize,
         off: usize,
         n: usize,
-        fill: impl FnOnce(&Mem, usize) -> std::io::Result<()>,
+        fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<bool> {
         let rec = 8 + n.next_multiple_of(8);
-        let (k, used) = {
-            let e = self.inner.epochs.borrow();
-            if e.access.is_none() || rec > MAIL_PAYLOAD || off >= 1 << 48 {
-                return Ok(false);
-            }
-            (e.completed[t] + 1, e.out[t].staged)
-        };
-        let used = match used {
-            Some(u) => u,
-            None => {
-                self.claim_box(t, k)?;
-                0
-            }
-        };
-        self.inner.epochs.borrow_mut().out[t].staged = Some(used);
-        if used + rec > MAIL_PAYLOAD {
+        let mut e = self.inner.epochs.borrow_mut();
+        let used = e.out[t].staged;
+        if e.access.is_none() || used + rec > MAIL_PAYLOAD || off >= 1 << 48 {
             return Ok(false);
         }
-        let mbox = &self.inner.outbox[t][(k % 2) as usize];
+        let at = t * MAIL_PAYLOAD + used;
         let head = (off as u64) << 16 | n as u64;
-        mbox.write(used, &head.to_le_bytes())
-            .and_then(|()| fill(mbox, used + 8))
-            .map_err(|x| err(ErrorClass::Intern, format!("win_put: mail box: {x}")))?;
-        self.inner.epochs.borrow_mut().out[t].staged = Some(used + rec);
+        e.mail[at..at + 8].copy_from_slice(&head.to_le_bytes());
+        fill(&mut e.mail[at + 8..at + 8 + n])
+            .map_err(|x| err(ErrorClass::Intern, format!("win_put: mail: {x}")))?;
+        e.out[t].staged = used + rec;
         Ok(true)
     }
 
@@ -512,11 +505,12 @@ impl Win {
         let mut e = self.inner.epochs.borrow_mut();
         e.consumed[o] = e.consumed[o].max(seen);
         e.waited[o] = k;
-        // Into the box of this rank's next access epoch to `o`, whose seq `o` reads when it
-        // waits for that epoch (`claim_box` reads both boxes when it has to).
-        let next = ((e.completed[o] + 1) % 2) as usize;
-        let [_, c, _] = self.inner.seg.mail_words(o, me, next);
-        c.store(k, Ordering::Release);
+        // `o` reads this only when it must wait for a box (the count also travels in the
+        // box of this rank's next access epoch to `o`).
+        self.inner
+            .seg
+            .mail_report(o, me)
+            .store(k, Ordering::Release);
         Ok(())
     }
 
