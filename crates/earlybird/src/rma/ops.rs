@@ -205,12 +205,25 @@ impl Win {
         disp: isize,
         at: Option<At<'_>>,
     ) -> Result<()> {
-        let n = loan.packed_len();
+        self.put_from(what, Source::Loan(loan), t, disp, at)
+    }
+
+    /// A put of `src` to `t` at `disp` (through `at`): into the epoch's mail when it is a
+    /// small put of a PSCW epoch, else a copy into the target's memory.
+    fn put_from(
+        &self,
+        what: &str,
+        src: Source<'_>,
+        t: usize,
+        disp: isize,
+        at: Option<At<'_>>,
+    ) -> Result<()> {
+        let n = src.len();
         if at.is_none() && self.inner.flavor != Flavor::Dynamic && self.in_pscw_access() {
             let (mem, off) = self.static_target(what, t, disp)?;
             Self::check_run(what, t, mem, off, n)?;
             let staged = self.stage_put(t, off, n, |b| {
-                read_chunks(loan, Place::Run(0), n, &mut |c, at| {
+                src.chunks(Place::Run(0), &mut |c, at| {
                     b[at..at + c.len()].copy_from_slice(c);
                     Ok(())
                 })
@@ -221,7 +234,8 @@ impl Win {
         }
         self.inner.stores.set(true);
         self.with_target(what, t, disp, at, n, |mem, place| {
-            read_chunks(loan, place, n, &mut |b, m| mem.write(m, b)).map_err(|e| io_err(what, e))
+            src.chunks(place, &mut |b, m| mem.write(m, b))
+                .map_err(|e| io_err(what, e))
         })
     }
 
@@ -270,6 +284,16 @@ impl Win {
         let Some(t) = self.target(target)? else {
             return Ok(());
         };
+        if at.is_none() {
+            // A plain slice: its bytes, without a loan.
+            let view = origin.view()?;
+            let r = view
+                .0
+                .with_shared_bytes(|b| self.put_from("win_put", Source::Bytes(b), t, disp, None));
+            if let Some(r) = r {
+                return r;
+            }
+        }
         lending((), |l| {
             let loan = lend(origin, l)?;
             self.put_loan("win_put", &loan, t, disp, at)
@@ -730,6 +754,35 @@ fn padded<T>() -> crate::error::Error {
             std::any::type_name::<T>()
         ),
     )
+}
+
+/// The origin data of a put: a loan of any buffer, or the bytes of a plain slice.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Loan(&'a Loan),
+    Bytes(&'a [u8]),
+}
+
+impl Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Loan(l) => l.packed_len(),
+            Source::Bytes(b) => b.len(),
+        }
+    }
+
+    /// [`read_chunks`] of all the data into `place`.
+    fn chunks(
+        &self,
+        place: Place<'_>,
+        f: &mut dyn FnMut(&[u8], usize) -> io::Result<()>,
+    ) -> io::Result<()> {
+        match (self, place) {
+            (Source::Loan(l), place) => read_chunks(l, place, l.packed_len(), f),
+            (Source::Bytes(b), Place::Run(m)) => f(b, m),
+            (Source::Bytes(b), place) => read_chunks(&Loan::copied(b), place, b.len(), f),
+        }
+    }
 }
 
 /// The width of `T` when it is itself a 4- or 8-byte integer (its datatype one basic
