@@ -41,7 +41,7 @@ pub use complete::{
     start_all, test_all, test_any, test_some, test_some_into, wait_all, wait_all_into, wait_any,
     wait_some, wait_some_into, Tested,
 };
-pub use scope::{scope, Scope, ScopeOps};
+pub use scope::{endless_scope, scope, Scope, ScopeOps};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::Engine;

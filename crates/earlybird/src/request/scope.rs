@@ -97,6 +97,14 @@ impl Settle for ScopeOps {
 /// lending region whose end settles the operations of the scope. See [`scope`].
 pub type Scope<'scope, 'env> = Lending<'scope, 'env, ScopeOps>;
 
+/// A [`Scope`] that never ends, for buffers that live as long as the program (`&'static`
+/// borrows only): its operations are not settled by any scope end, so each must be completed
+/// (waited for, tested to completion, or freed) by its request. Made for bindings whose
+/// operations outlive every Rust call, such as the C ABI; each call leaks one small region.
+pub fn endless_scope() -> &'static Scope<'static, 'static> {
+    crate::sys::lend::endless(ScopeOps::default())
+}
+
 /// Run `f` with a [`Scope`] in which nonblocking and persistent operations may borrow
 /// buffers that live at least as long as the scope. When `f` returns (or unwinds), every
 /// operation still in flight has completed before `scope` returns: a receive nobody matched

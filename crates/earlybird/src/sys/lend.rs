@@ -715,6 +715,18 @@ pub(crate) fn lending<'env, S: Settle, R>(
     r
 }
 
+/// A lending region that never ends, for views of buffers that live as long as the program
+/// (`'static`): nothing settles it, and its loans stay alive. What a caller that cannot wrap
+/// its work in a closure (a C binding, whose operations outlive any Rust call) lends to.
+pub(crate) fn endless<S>(inner: S) -> &'static Lending<'static, 'static, S> {
+    Box::leak(Box::new(Lending {
+        life: take_life(),
+        inner,
+        _region: PhantomData,
+        _env: PhantomData,
+    }))
+}
+
 /// A region lent to one holder: its clones are counted, so that the holder can tell when
 /// no operation holds a copy and the bytes may be handed out whole.
 #[derive(Debug)]

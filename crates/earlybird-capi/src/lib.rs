@@ -1,0 +1,542 @@
+//! earlybird's C ABI: `libmpi.so.12` with MPICH's ABI, so that a program compiled against
+//! MPICH's `mpi.h` (Debian's `mpicc.mpich`, the mpi4py wheel, Intel's binaries) runs on earlybird
+//! when this library is found first (`LD_LIBRARY_PATH`), under `ebrun` or alone (a singleton).
+//!
+//! # Design
+//!
+//! Handles are MPICH's `int`s: predefined objects have MPICH's values (`abi`); objects this
+//! library makes are an index into a table of the calling thread's MPI state, with a kind
+//! pattern in the top bits. Each function converts its arguments once (handles to earlybird
+//! objects, `(pointer, count, datatype)` to a typed view of the caller's memory, ranks to
+//! earlybird's numbering), calls the Rust API, and converts back (status layout, ranks, error
+//! codes). Every function exists as `PMPI_X` and as `MPI_X`, which calls it, so that tools can
+//! interpose on `MPI_X`.
+//!
+//! Errors: an error the Rust API raises goes through the communicator's error handler there
+//! (MPI_ERRORS_ARE_FATAL ends the job, as MPI's default says); one this layer finds (a bad
+//! handle, a null pointer) goes through the same handler here. With MPI_ERRORS_RETURN the
+//! function returns the error's class.
+//!
+//! Threads: the MPI state lives in the thread that called `MPI_Init`; `MPI_Init_thread`
+//! provides at most MPI_THREAD_FUNNELED, and a call from another thread is MPI_ERR_OTHER.
+//!
+//! # Safety
+//!
+//! These functions take raw pointers from C. Each trusts what MPI's C binding promises about
+//! them (a buffer of `count` elements of `datatype`, an `MPI_Status` to write, a request that
+//! stays valid), checks what it can (null pointers, handles, counts), and never keeps a pointer
+//! past the call except for a nonblocking operation's buffer, which MPI says the program
+//! leaves alone until the operation completes.
+//!
+//! What this first part covers: init and finalize with their queries, communicators (rank,
+//! size, dup, split, free, compare, error handlers), point-to-point (blocking, nonblocking,
+//! wait/test, probe, get_count), and the blocking collectives barrier, bcast, reduce,
+//! allreduce, gather, scatter, allgather, alltoall, on the predefined datatypes and operations.
+#![allow(clippy::missing_safety_doc, non_snake_case)]
+
+mod abi;
+mod state;
+
+use abi::{Handle, MpiStatus, MPI_SUCCESS};
+use earlybird::{Error, ErrorClass, Status};
+use state::{buf_in, buf_out, fail, ok_or_code, with_comm, write};
+use std::ffi::{c_char, c_double, c_int, c_void};
+
+/// Each function as `PMPI_name` (the implementation) and `MPI_name` (calls it).
+macro_rules! mpi {
+    ($(fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($a: $t),*) -> c_int $body
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
+            // SAFETY: the same arguments, under the same contract.
+            unsafe { $pname($($a),*) }
+        }
+    )*};
+}
+
+fn status_out(s: *mut MpiStatus, st: &Status) {
+    if s.is_null() || s as usize == abi::STATUS_IGNORE {
+        return;
+    }
+    let bytes = st.bytes() as u64;
+    let v = MpiStatus {
+        count_lo: bytes as u32 as i32,
+        count_hi_and_cancelled: (((bytes >> 32) as i32) << 1) | i32::from(st.is_cancelled()),
+        source: abi::rank_out(st.source()),
+        tag: st.tag(),
+        error: st.error().code(),
+    };
+    // SAFETY: a status pointer that is not MPI_STATUS_IGNORE points to an MPI_Status (MPI's
+    // contract); null was checked.
+    unsafe { s.write(v) }
+}
+
+mpi! {
+    // ---- init, finalize, queries ---------------------------------------------------------
+
+    fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
+        state::init()
+    }
+
+    fn MPI_Init_thread / PMPI_Init_thread(
+        _argc: *mut c_int,
+        _argv: *mut *mut *mut c_char,
+        required: c_int,
+        provided: *mut c_int,
+    ) {
+        let r = state::init();
+        if r == MPI_SUCCESS {
+            // SAFETY: `provided` is an int to write (MPI's contract), checked for null.
+            unsafe { write(provided, required.min(abi::THREAD_FUNNELED)) };
+        }
+        r
+    }
+
+    fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(flag, c_int::from(state::initialized())) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Finalized / PMPI_Finalized(flag: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(flag, c_int::from(state::finalized())) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Finalize / PMPI_Finalize() {
+        state::finalize()
+    }
+
+    fn MPI_Abort / PMPI_Abort(comm: Handle, code: c_int) {
+        let c = with_comm(comm, |c| Ok(c.clone()));
+        match c {
+            Ok(c) => c.abort(code),
+            Err(_) => std::process::exit(code),
+        }
+    }
+
+    fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(provided, abi::THREAD_FUNNELED) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(flag, c_int::from(state::is_main_thread())) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) {
+        // SAFETY: ints to write, checked for null.
+        unsafe {
+            write(version, 4);
+            write(subversion, 1);
+        }
+        MPI_SUCCESS
+    }
+
+    fn MPI_Get_library_version / PMPI_Get_library_version(out: *mut c_char, len: *mut c_int) {
+        let text = format!("earlybird {} (MPICH ABI)", env!("CARGO_PKG_VERSION"));
+        // SAFETY: `out` holds MPI_MAX_LIBRARY_VERSION_STRING chars, `len` is an int.
+        unsafe { state::write_str(out, abi::MAX_LIBRARY_VERSION_STRING, &text, len) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Get_processor_name / PMPI_Get_processor_name(out: *mut c_char, len: *mut c_int) {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".to_string());
+        // SAFETY: `out` holds MPI_MAX_PROCESSOR_NAME chars, `len` is an int.
+        unsafe { state::write_str(out, abi::MAX_PROCESSOR_NAME, &host, len) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Error_string / PMPI_Error_string(code: c_int, out: *mut c_char, len: *mut c_int) {
+        let text = earlybird::error_string(code).unwrap_or_else(|_| format!("unknown error code {code}"));
+        // SAFETY: `out` holds MPI_MAX_ERROR_STRING chars, `len` is an int.
+        unsafe { state::write_str(out, abi::MAX_ERROR_STRING, &text, len) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Error_class / PMPI_Error_class(code: c_int, class: *mut c_int) {
+        match earlybird::error_class(code) {
+            Ok(c) => {
+                // SAFETY: an int to write, checked for null.
+                unsafe { write(class, c.code()) };
+                MPI_SUCCESS
+            }
+            Err(e) => e.code(),
+        }
+    }
+
+    // ---- communicators ---------------------------------------------------------------------
+
+    fn MPI_Comm_rank / PMPI_Comm_rank(comm: Handle, rank: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(rank, c.rank()) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Comm_size / PMPI_Comm_size(comm: Handle, size: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(size, c.size()) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, out: *mut Handle) {
+        let r = with_comm(comm, |c| c.dup()).map(state::add_comm);
+        ok_or_code(r.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(out, h) }
+        }))
+    }
+
+    fn MPI_Comm_split / PMPI_Comm_split(comm: Handle, color: c_int, key: c_int, out: *mut Handle) {
+        let color = if color == abi::UNDEFINED { earlybird::UNDEFINED } else { color };
+        let r = with_comm(comm, |c| c.split(color, key))
+            .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
+        ok_or_code(r.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(out, h) }
+        }))
+    }
+
+    fn MPI_Comm_free / PMPI_Comm_free(comm: *mut Handle) {
+        if comm.is_null() {
+            return fail(abi::COMM_WORLD, "MPI_Comm_free", Error::new(ErrorClass::Arg, "a null communicator pointer"));
+        }
+        // SAFETY: a handle to read and write, checked for null.
+        let h = unsafe { comm.read() };
+        match state::take_comm(h) {
+            Ok(c) => {
+                let r = c.free();
+                // SAFETY: as above.
+                unsafe { comm.write(abi::COMM_NULL) };
+                ok_or_code(r)
+            }
+            Err(e) => fail(abi::COMM_WORLD, "MPI_Comm_free", e),
+        }
+    }
+
+    fn MPI_Comm_compare / PMPI_Comm_compare(a: Handle, b: Handle, result: *mut c_int) {
+        let r = with_comm(a, |a| with_comm(b, |b| Ok(a.compare(b))));
+        ok_or_code(r.map(|c| {
+            let v = match c {
+                earlybird::Comparison::Ident => 0,
+                earlybird::Comparison::Congruent => 1,
+                earlybird::Comparison::Similar => 2,
+                earlybird::Comparison::Unequal => 3,
+            };
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(result, v) }
+        }))
+    }
+
+    fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: Handle, eh: Handle) {
+        let h = match eh {
+            abi::ERRORS_ARE_FATAL => earlybird::ErrHandler::Fatal,
+            abi::ERRORS_RETURN => earlybird::ErrHandler::Return,
+            abi::ERRORS_ABORT => earlybird::ErrHandler::Abort,
+            _ => return fail(comm, "MPI_Comm_set_errhandler", Error::new(ErrorClass::Arg, format!("error handler {eh:#x} is not a predefined one"))),
+        };
+        ok_or_code(with_comm(comm, |c| {
+            c.set_errhandler(h);
+            Ok(())
+        }))
+    }
+
+    fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: Handle, out: *mut Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let h = match c.errhandler() {
+                earlybird::ErrHandler::Return => abi::ERRORS_RETURN,
+                earlybird::ErrHandler::Abort => abi::ERRORS_ABORT,
+                _ => abi::ERRORS_ARE_FATAL,
+            };
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(out, h) };
+            Ok(())
+        }))
+    }
+
+    // ---- point to point ----------------------------------------------------------------------
+
+    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let b = unsafe { buf_in(buf, count, dt) }?;
+            c.send(&b, abi::rank_in(dest), tag)
+        }))
+    }
+
+    fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let b = unsafe { buf_in(buf, count, dt) }?;
+            c.ssend(&b, abi::rank_in(dest), tag)
+        }))
+    }
+
+    fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let b = unsafe { buf_in(buf, count, dt) }?;
+            c.rsend(&b, abi::rank_in(dest), tag)
+        }))
+    }
+
+    fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` has room for `count` elements of `dt` (MPI's contract).
+            let mut b = unsafe { buf_out(buf, count, dt) }?;
+            let st = c.recv(&mut b, abi::rank_in(src), tag)?;
+            status_out(status, &st);
+            Ok(())
+        }))
+    }
+
+    fn MPI_Sendrecv / PMPI_Sendrecv(
+        sbuf: *const c_void, scount: c_int, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rcount: c_int, rdt: Handle, src: c_int, rtag: c_int,
+        comm: Handle, status: *mut MpiStatus,
+    ) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: the two buffers as MPI's contract says.
+            let (s, mut r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            let st = c.sendrecv(&s, abi::rank_in(dest), stag, &mut r, abi::rank_in(src), rtag)?;
+            status_out(status, &st);
+            Ok(())
+        }))
+    }
+
+    fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: `buf` holds `count` elements of `dt` and is left alone until the request
+        // completes (MPI's contract).
+        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::Standard) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: as for MPI_Isend.
+        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::Synchronous) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: `buf` has room for `count` elements of `dt` and is left alone until the
+        // request completes (MPI's contract).
+        ok_or_code(unsafe { state::start_recv(buf, count, dt, src, tag, comm) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Wait / PMPI_Wait(req: *mut Handle, status: *mut MpiStatus) {
+        // SAFETY: a request handle to read and write, and a status (MPI's contract).
+        unsafe { state::complete(req, status, true) }.map_or_else(|c| c, |_| MPI_SUCCESS)
+    }
+
+    fn MPI_Test / PMPI_Test(req: *mut Handle, flag: *mut c_int, status: *mut MpiStatus) {
+        // SAFETY: as for MPI_Wait.
+        match unsafe { state::complete(req, status, false) } {
+            Ok(done) => {
+                // SAFETY: an int to write, checked for null.
+                unsafe { write(flag, c_int::from(done)) };
+                MPI_SUCCESS
+            }
+            Err(code) => code,
+        }
+    }
+
+    fn MPI_Waitall / PMPI_Waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) {
+        let mut rc = MPI_SUCCESS;
+        for i in 0..n.max(0) as usize {
+            let st = if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
+                statuses
+            } else {
+                statuses.wrapping_add(i)
+            };
+            // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
+            if let Err(c) = unsafe { state::complete(reqs.wrapping_add(i), st, true) } {
+                rc = c;
+            }
+        }
+        rc
+    }
+
+    fn MPI_Request_free / PMPI_Request_free(req: *mut Handle) {
+        // SAFETY: a request handle to read and write (MPI's contract).
+        unsafe { state::free_request(req) }
+    }
+
+    fn MPI_Probe / PMPI_Probe(src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
+        ok_or_code(with_comm(comm, |c| {
+            let st = c.probe(abi::rank_in(src), tag)?;
+            status_out(status, &st);
+            Ok(())
+        }))
+    }
+
+    fn MPI_Iprobe / PMPI_Iprobe(src: c_int, tag: c_int, comm: Handle, flag: *mut c_int, status: *mut MpiStatus) {
+        ok_or_code(with_comm(comm, |c| {
+            let st = c.iprobe(abi::rank_in(src), tag)?;
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(flag, c_int::from(st.is_some())) };
+            if let Some(st) = st {
+                status_out(status, &st);
+            }
+            Ok(())
+        }))
+    }
+
+    fn MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, dt: Handle, count: *mut c_int) {
+        let Some(b) = abi::basic_type(dt) else {
+            return fail(abi::COMM_WORLD, "MPI_Get_count", state::bad_type(dt));
+        };
+        if status.is_null() {
+            return fail(abi::COMM_WORLD, "MPI_Get_count", Error::new(ErrorClass::Arg, "a null status"));
+        }
+        // SAFETY: a status to read (MPI's contract), checked for null.
+        let s = unsafe { status.read() };
+        let bytes = (s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32);
+        let size = b.size() as u64;
+        let n = if size == 0 {
+            0
+        } else if !bytes.is_multiple_of(size) {
+            abi::UNDEFINED
+        } else {
+            (bytes / size) as c_int
+        };
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(count, n) };
+        MPI_SUCCESS
+    }
+
+    // ---- collectives ---------------------------------------------------------------------------
+
+    fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
+        ok_or_code(with_comm(comm, |c| c.barrier()))
+    }
+
+    fn MPI_Bcast / PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let b = unsafe { buf_out(buf, count, dt) }?;
+            c.bcast(b, abi::rank_in(root))
+        }))
+    }
+
+    fn MPI_Reduce / PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let op = state::op_of(op)?;
+            let at_root = c.rank() == root;
+            // SAFETY: the buffers as MPI's contract says (the receive buffer only at the root).
+            let r = unsafe { buf_out(rbuf, if at_root { count } else { 0 }, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.reduce(earlybird::IN_PLACE, r, &op, abi::rank_in(root))
+            } else {
+                // SAFETY: as above.
+                let s = unsafe { buf_in(sbuf, count, dt) }?;
+                c.reduce(s, r, &op, abi::rank_in(root))
+            }
+        }))
+    }
+
+    fn MPI_Allreduce / PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let op = state::op_of(op)?;
+            // SAFETY: the buffers as MPI's contract says.
+            let r = unsafe { buf_out(rbuf, count, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.allreduce(earlybird::IN_PLACE, r, &op)
+            } else {
+                // SAFETY: as above.
+                let s = unsafe { buf_in(sbuf, count, dt) }?;
+                c.allreduce(s, r, &op)
+            }
+        }))
+    }
+
+    fn MPI_Gather / PMPI_Gather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let n = if c.rank() == root { rcount.saturating_mul(c.size()) } else { 0 };
+            // SAFETY: the buffers as MPI's contract says (the receive buffer only at the root).
+            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, n, rdt)?) };
+            c.gather(s, r, abi::rank_in(root))
+        }))
+    }
+
+    fn MPI_Scatter / PMPI_Scatter(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let n = if c.rank() == root { scount.saturating_mul(c.size()) } else { 0 };
+            // SAFETY: the buffers as MPI's contract says (the send buffer only at the root).
+            let (s, r) = unsafe { (buf_in(sbuf, n, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            c.scatter(s, r, abi::rank_in(root))
+        }))
+    }
+
+    fn MPI_Allgather / PMPI_Allgather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: the buffers as MPI's contract says.
+            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, rcount.saturating_mul(c.size()), rdt)?) };
+            c.allgather(s, r)
+        }))
+    }
+
+    fn MPI_Alltoall / PMPI_Alltoall(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let p = c.size();
+            // SAFETY: the buffers as MPI's contract says.
+            let (s, r) = unsafe { (buf_in(sbuf, scount.saturating_mul(p), sdt)?, buf_out(rbuf, rcount.saturating_mul(p), rdt)?) };
+            c.alltoall(s, r)
+        }))
+    }
+
+    // ---- datatypes -------------------------------------------------------------------------------
+
+    fn MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) {
+        match abi::basic_type(dt) {
+            Some(b) => {
+                // SAFETY: an int to write, checked for null.
+                unsafe { write(size, b.size() as c_int) };
+                MPI_SUCCESS
+            }
+            None => fail(abi::COMM_WORLD, "MPI_Type_size", state::bad_type(dt)),
+        }
+    }
+}
+
+/// MPI_Wtime.
+#[no_mangle]
+pub extern "C" fn PMPI_Wtime() -> c_double {
+    earlybird::wtime()
+}
+
+/// MPI_Wtime.
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> c_double {
+    PMPI_Wtime()
+}
+
+/// MPI_Wtick: the resolution of MPI_Wtime (a nanosecond clock).
+#[no_mangle]
+pub extern "C" fn PMPI_Wtick() -> c_double {
+    1e-9
+}
+
+/// MPI_Wtick.
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> c_double {
+    PMPI_Wtick()
+}

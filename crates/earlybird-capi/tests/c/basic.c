@@ -1,0 +1,165 @@
+/* A C program written to MPI's C binding, compiled with MPICH's mpicc and run on earlybird's
+ * libmpi.so.12: point-to-point (blocking, nonblocking, probe), the blocking collectives,
+ * communicator management, and errors returned under MPI_ERRORS_RETURN. Every check is a
+ * value computed from ranks; the program prints "basic: ok <rank>" and exits 0 only if all
+ * hold. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "basic: rank %d: ", rank);                     \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+int main(int argc, char **argv) {
+    int rank = -1, size = 0, flag = 0, provided = -1;
+    MPI_Initialized(&flag);
+    if (flag) return 2;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Initialized(&flag);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(flag == 1, "MPI_Initialized after init is %d", flag);
+    CHECK(provided == MPI_THREAD_FUNNELED, "provided %d", provided);
+    int v, sv;
+    MPI_Get_version(&v, &sv);
+    CHECK(v == 4, "version %d.%d", v, sv);
+    char name[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    MPI_Get_processor_name(name, &len);
+    CHECK(len > 0 && (int)strlen(name) == len, "processor name of %d chars", len);
+
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    /* Blocking ring with a status. */
+    double out[3] = {rank, rank * 2.0, rank * 3.0}, in[3] = {0};
+    MPI_Status st;
+    if (rank % 2 == 0) {
+        MPI_Send(out, 3, MPI_DOUBLE, right, 7, MPI_COMM_WORLD);
+        MPI_Recv(in, 3, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, &st);
+    } else {
+        MPI_Recv(in, 3, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, &st);
+        MPI_Send(out, 3, MPI_DOUBLE, right, 7, MPI_COMM_WORLD);
+    }
+    int count = -1;
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    CHECK(in[0] == left && in[2] == left * 3.0, "ring got %g %g", in[0], in[2]);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 7 && count == 3,
+          "status source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG, count);
+
+    /* Nonblocking both ways, with ANY_SOURCE and waitall. */
+    int sbuf[100], rbuf[100];
+    for (int i = 0; i < 100; i++) sbuf[i] = rank * 1000 + i;
+    MPI_Request reqs[2];
+    MPI_Status sts[2];
+    MPI_Irecv(rbuf, 100, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(sbuf, 100, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Waitall(2, reqs, sts);
+    CHECK(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL, "requests not nulled");
+    CHECK(sts[0].MPI_SOURCE == left, "any-source status %d", sts[0].MPI_SOURCE);
+    for (int i = 0; i < 100; i++) CHECK(rbuf[i] == left * 1000 + i, "element %d: %d", i, rbuf[i]);
+
+    /* Test until done; probe then receive; PROC_NULL. */
+    MPI_Request r;
+    long lv = rank;
+    MPI_Isend(&lv, 1, MPI_LONG, right, 11, MPI_COMM_WORLD, &r);
+    MPI_Probe(left, 11, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_LONG, &count);
+    CHECK(count == 1 && st.MPI_SOURCE == left, "probe count %d source %d", count, st.MPI_SOURCE);
+    long got = -1;
+    MPI_Recv(&got, 1, MPI_LONG, left, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got == left, "probed message %ld", got);
+    int done = 0;
+    while (!done) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    MPI_Recv(&got, 1, MPI_LONG, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "PROC_NULL source %d", st.MPI_SOURCE);
+    MPI_Sendrecv(&lv, 1, MPI_LONG, right, 12, &got, 1, MPI_LONG, left, 12, MPI_COMM_WORLD, &st);
+    CHECK(got == left, "sendrecv %ld", got);
+
+    /* Collectives. */
+    int root = size - 1, b = (rank == root) ? 42 : 0;
+    MPI_Bcast(&b, 1, MPI_INT, root, MPI_COMM_WORLD);
+    CHECK(b == 42, "bcast %d", b);
+    long s = rank + 1, total = 0;
+    MPI_Reduce(&s, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) CHECK(total == (long)size * (size + 1) / 2, "reduce %ld", total);
+    double mx = rank;
+    MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(mx == size - 1, "allreduce in place %g", mx);
+    int *all = malloc(sizeof(int) * size * 2);
+    int mine[2] = {rank, -rank};
+    MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++) CHECK(all[2 * q] == q && all[2 * q + 1] == -q, "allgather %d", q);
+    MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int q = 0; q < size; q++) CHECK(all[2 * q] == q, "gather %d", q);
+    int piece[2] = {0};
+    if (rank == 0)
+        for (int q = 0; q < size; q++) all[2 * q] = q * 10, all[2 * q + 1] = q * 10 + 1;
+    MPI_Scatter(all, 2, MPI_INT, piece, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(piece[0] == rank * 10 && piece[1] == rank * 10 + 1, "scatter %d %d", piece[0], piece[1]);
+    int *to = malloc(sizeof(int) * size), *from = malloc(sizeof(int) * size);
+    for (int q = 0; q < size; q++) to[q] = rank * 100 + q;
+    MPI_Alltoall(to, 1, MPI_INT, from, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++) CHECK(from[q] == q * 100 + rank, "alltoall %d", q);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Communicators: split by parity, dup, compare, free. */
+    MPI_Comm half, dup;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+    int hr, hs;
+    MPI_Comm_rank(half, &hr);
+    MPI_Comm_size(half, &hs);
+    CHECK(hs == (size - rank % 2 + 1) / 2, "half size %d", hs);
+    CHECK(hr == (hs - 1) - rank / 2, "half rank %d (keys reverse the order)", hr);
+    int hsum = 0, one = 1;
+    MPI_Allreduce(&one, &hsum, 1, MPI_INT, MPI_SUM, half);
+    CHECK(hsum == hs, "allreduce on the split %d", hsum);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    int cmp = -1;
+    MPI_Comm_compare(dup, MPI_COMM_WORLD, &cmp);
+    CHECK(cmp == MPI_CONGRUENT, "compare dup %d", cmp);
+    MPI_Comm_free(&dup);
+    CHECK(dup == MPI_COMM_NULL, "freed handle not nulled");
+    MPI_Comm none;
+    MPI_Comm_split(MPI_COMM_WORLD, MPI_UNDEFINED, 0, &none);
+    CHECK(none == MPI_COMM_NULL, "split with MPI_UNDEFINED");
+    MPI_Comm_free(&half);
+
+    /* Errors come back under MPI_ERRORS_RETURN, each with its class. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int cls = -1, rc;
+    rc = MPI_Send(out, 1, MPI_DOUBLE, size + 5, 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_RANK, "bad rank gave class %d", cls);
+    rc = MPI_Send(out, -1, MPI_DOUBLE, right, 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_COUNT, "negative count gave class %d", cls);
+    rc = MPI_Send(out, 1, (MPI_Datatype)0x4c00ffff, right, 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TYPE, "bad datatype gave class %d", cls);
+    rc = MPI_Barrier((MPI_Comm)0x84000123);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_COMM, "bad communicator gave class %d", cls);
+    char msg[MPI_MAX_ERROR_STRING];
+    MPI_Error_string(rc, msg, &len);
+    CHECK(len > 0, "error string of %d chars", len);
+
+    free(all);
+    free(to);
+    free(from);
+    int bad = failures, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    MPI_Finalized(&flag);
+    if (anybad == 0 && flag) printf("basic: ok %d\n", rank);
+    return anybad == 0 ? 0 : 1;
+}
