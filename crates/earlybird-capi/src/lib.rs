@@ -39,7 +39,7 @@ mod state;
 
 use abi::{Handle, MpiStatus, MPI_SUCCESS};
 use earlybird::{Error, ErrorClass, Status};
-use state::{buf_in, buf_out, fail, ok_or_code, with_comm, write};
+use state::{buf_in, buf_out, by_elem, fail, ok_or_code, slice_in, slice_out, with_comm, write};
 use std::ffi::{c_char, c_double, c_int, c_void};
 
 /// Each function as `PMPI_name` (the implementation) and `MPI_name` (calls it).
@@ -270,9 +270,16 @@ mpi! {
 
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
         ok_or_code(with_comm(comm, |c| {
+            let dest = abi::rank_in(dest);
+            by_elem!(dt, T => {
+                // SAFETY: `buf` holds `count` elements of `dt`, here `T`s (MPI's contract).
+                if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
+                    return c.send(b, dest, tag);
+                }
+            });
             // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
             let b = unsafe { buf_in(buf, count, dt) }?;
-            c.send(&b, abi::rank_in(dest), tag)
+            c.send(&b, dest, tag)
         }))
     }
 
@@ -294,9 +301,19 @@ mpi! {
 
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
         ok_or_code(with_comm(comm, |c| {
+            let src = abi::rank_in(src);
+            by_elem!(dt, T => {
+                // SAFETY: `buf` has room for `count` elements of `dt`, here `T`s (MPI's
+                // contract).
+                if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
+                    let st = c.recv(b, src, tag)?;
+                    status_out(status, &st);
+                    return Ok(());
+                }
+            });
             // SAFETY: `buf` has room for `count` elements of `dt` (MPI's contract).
             let mut b = unsafe { buf_out(buf, count, dt) }?;
-            let st = c.recv(&mut b, abi::rank_in(src), tag)?;
+            let st = c.recv(&mut b, src, tag)?;
             status_out(status, &st);
             Ok(())
         }))

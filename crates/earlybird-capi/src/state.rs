@@ -25,6 +25,8 @@ thread_local! {
 
 /// The buffer description a nonblocking operation borrows for as long as it runs.
 enum Kept {
+    /// A plain slice of the caller's memory: nothing of ours to free.
+    Slice,
     Send(*mut Typed<'static>),
     Recv(*mut TypedMut<'static>),
 }
@@ -42,6 +44,7 @@ impl Drop for Pending {
         // The request first: it may still use the view.
         drop(self.req.take());
         match self.kept {
+            Kept::Slice => {}
             // SAFETY: the pointer came from `Box::into_raw` in `start_send` and is freed here
             // only, after the request that borrowed it is gone.
             Kept::Send(p) => drop(unsafe { Box::from_raw(p) }),
@@ -117,49 +120,52 @@ fn not_initialized(what: &str) -> Error {
     )
 }
 
-/// The communicator behind `h`.
-fn comm_of(h: Handle) -> Result<Comm> {
-    with_state(|s| {
-        let Some(st) = s.as_ref() else {
-            return Err(not_initialized("an MPI call"));
-        };
-        match h {
-            abi::COMM_WORLD => Ok(st.uni.world().clone()),
-            abi::COMM_SELF => Ok(st.uni.comm_self().clone()),
-            abi::COMM_NULL => Err(Error::new(
-                ErrorClass::Comm,
-                "MPI_COMM_NULL is not a communicator to use",
-            )),
-            h => {
-                let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
-                match st.comms.get(i) {
-                    Some(Some(c)) => Ok(c.clone()),
-                    _ => Err(Error::new(ErrorClass::Comm, format!("communicator handle {h:#x} is not a communicator (never made, or freed)"))),
-                }
+/// The communicator behind `h` in `st`.
+fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
+    let Some(st) = st.as_ref() else {
+        return Err(not_initialized("an MPI call"));
+    };
+    match h {
+        abi::COMM_WORLD => Ok(st.uni.world()),
+        abi::COMM_SELF => Ok(st.uni.comm_self()),
+        abi::COMM_NULL => Err(Error::new(
+            ErrorClass::Comm,
+            "MPI_COMM_NULL is not a communicator to use",
+        )),
+        h => {
+            let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
+            match st.comms.get(i) {
+                Some(Some(c)) => Ok(c),
+                _ => Err(Error::new(
+                    ErrorClass::Comm,
+                    format!(
+                        "communicator handle {h:#x} is not a communicator (never made, or freed)"
+                    ),
+                )),
             }
         }
-    })
+    }
 }
 
-/// `f` on the communicator behind `h`. An error goes through the communicator's error
+/// `f` on the communicator behind `h`, borrowed from the state for the call (so `f` may
+/// read the state but not change it). An error goes through the communicator's error
 /// handler (MPI_COMM_WORLD's when `h` is no communicator): with MPI_ERRORS_ARE_FATAL the job
 /// ends there, with MPI_ERRORS_RETURN it comes back.
 pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
-    match comm_of(h) {
-        Ok(c) => f(&c).or_else(|e| c.call_errhandler(e)),
-        Err(e) => world_error(e),
-    }
-}
-
-fn world_error<R>(e: Error) -> Result<R> {
-    match comm_of(abi::COMM_WORLD) {
-        Ok(w) => w.call_errhandler(e),
-        Err(_) => {
-            // Not initialized: MPI's default handler, fatal.
-            eprintln!("earlybird: fatal error: {e}");
-            std::process::exit(1)
+    STATE.with(|s| {
+        let st = s.borrow();
+        match comm_ref(&st, h) {
+            Ok(c) => f(c).or_else(|e| c.call_errhandler(e)),
+            Err(e) => match comm_ref(&st, abi::COMM_WORLD) {
+                Ok(w) => w.call_errhandler(e),
+                Err(_) => {
+                    // Not initialized: MPI's default handler, fatal.
+                    eprintln!("earlybird: fatal error: {e}");
+                    std::process::exit(1)
+                }
+            },
         }
-    }
+    })
 }
 
 /// An error this layer found, through `comm`'s error handler; the code to return.
@@ -301,6 +307,127 @@ pub(crate) unsafe fn buf_out(
     TypedMut::new(s, count as usize, &d)
 }
 
+/// Run `$fast` with `$T` the Rust element type of a common predefined datatype `$dt` (one of
+/// the same signature: bytes for the one-byte types, whose messages are not type-checked),
+/// for point-to-point calls that can then take a plain slice; nothing for other datatypes.
+macro_rules! by_elem {
+    ($dt:expr, $T:ident => $fast:block) => {{
+        use earlybird::BasicType as B;
+        match $crate::abi::basic_type($dt) {
+            Some(
+                B::Byte
+                | B::Char
+                | B::SignedChar
+                | B::UnsignedChar
+                | B::Packed
+                | B::Int8
+                | B::Uint8
+                | B::CBool,
+            ) => {
+                type $T = u8;
+                $fast
+            }
+            Some(B::Short | B::Int16) => {
+                type $T = i16;
+                $fast
+            }
+            Some(B::UnsignedShort | B::Uint16) => {
+                type $T = u16;
+                $fast
+            }
+            Some(B::Int | B::Int32) => {
+                type $T = i32;
+                $fast
+            }
+            Some(B::Unsigned | B::Uint32) => {
+                type $T = u32;
+                $fast
+            }
+            Some(B::Long | B::LongLong | B::Int64 | B::Aint | B::Offset | B::Count) => {
+                type $T = i64;
+                $fast
+            }
+            Some(B::UnsignedLong | B::UnsignedLongLong | B::Uint64) => {
+                type $T = u64;
+                $fast
+            }
+            Some(B::Float) => {
+                type $T = f32;
+                $fast
+            }
+            Some(B::Double) => {
+                type $T = f64;
+                $fast
+            }
+            _ => {}
+        }
+    }};
+}
+pub(crate) use by_elem;
+
+/// `count` elements of `T` at `buf` as a slice to read; `None` when `buf` is not aligned for
+/// `T` (the caller takes the typed-view road).
+///
+/// # Safety
+/// As [`buf_in`], for `count` elements of `T`.
+pub(crate) unsafe fn slice_in<T>(buf: *const c_void, count: c_int) -> Result<Option<&'static [T]>> {
+    if count < 0 {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!("count {count} is negative"),
+        ));
+    }
+    if count == 0 {
+        return Ok(Some(&[]));
+    }
+    if buf.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("a null buffer for {count} elements"),
+        ));
+    }
+    if !(buf as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Ok(None);
+    }
+    // SAFETY: the function's contract, and the alignment checked above.
+    Ok(Some(unsafe {
+        std::slice::from_raw_parts(buf.cast::<T>(), count as usize)
+    }))
+}
+
+/// `count` elements of `T` at `buf` as a slice to write (see [`slice_in`]).
+///
+/// # Safety
+/// As [`buf_out`], for `count` elements of `T`.
+pub(crate) unsafe fn slice_out<T>(
+    buf: *mut c_void,
+    count: c_int,
+) -> Result<Option<&'static mut [T]>> {
+    if count < 0 {
+        return Err(Error::new(
+            ErrorClass::Count,
+            format!("count {count} is negative"),
+        ));
+    }
+    if count == 0 {
+        return Ok(Some(&mut []));
+    }
+    if buf.is_null() {
+        return Err(Error::new(
+            ErrorClass::Buffer,
+            format!("a null buffer for {count} elements"),
+        ));
+    }
+    if !(buf as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Ok(None);
+    }
+    // SAFETY: the function's contract, and the alignment checked above. Every bit pattern
+    // is a valid `T` here (integers and floats), and the library only writes the slice.
+    Ok(Some(unsafe {
+        std::slice::from_raw_parts_mut(buf.cast::<T>(), count as usize)
+    }))
+}
+
 /// Write `v` to `p` unless it is null.
 ///
 /// # Safety
@@ -336,7 +463,8 @@ pub(crate) enum Mode {
 }
 
 fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
-    with_state(|s| {
+    STATE.with(|s| {
+        let s = s.borrow();
         s.as_ref()
             .map(|st| st.scope)
             .ok_or_else(|| not_initialized("a nonblocking call"))
@@ -365,29 +493,46 @@ pub(crate) unsafe fn start_send(
     comm: Handle,
     mode: Mode,
 ) -> Result<Handle> {
-    with_comm(comm, |c| {
+    let dest = abi::rank_in(dest);
+    let p = with_comm(comm, |c| {
+        let s = scope()?;
+        let start = |b: &'static _| match mode {
+            Mode::Standard => c.isend(s, b, dest, tag),
+            Mode::Synchronous => c.issend(s, b, dest, tag),
+        };
+        by_elem!(dt, T => {
+            // SAFETY: the function's contract.
+            if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
+                let req = match mode {
+                    Mode::Standard => c.isend(s, b, dest, tag),
+                    Mode::Synchronous => c.issend(s, b, dest, tag),
+                }?;
+                return Ok(pending(req, c, Kept::Slice));
+            }
+        });
         // SAFETY: the function's contract.
         let b = unsafe { buf_in(buf, count, dt) }?;
         let kept = Box::into_raw(Box::new(b));
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first.
         let view: &'static Typed<'static> = unsafe { &*kept };
-        let r = match mode {
-            Mode::Standard => c.isend(scope()?, view, abi::rank_in(dest), tag),
-            Mode::Synchronous => c.issend(scope()?, view, abi::rank_in(dest), tag),
-        };
-        match r {
-            Ok(req) => Ok(add_request(Pending {
-                req: Some(req),
-                comm: c.clone(),
-                kept: Kept::Send(kept),
-            })),
+        match start(view) {
+            Ok(req) => Ok(pending(req, c, Kept::Send(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
                 Err(e)
             }
         }
-    })
+    })?;
+    Ok(add_request(p))
+}
+
+fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Pending {
+    Pending {
+        req: Some(req),
+        comm: c.clone(),
+        kept,
+    }
 }
 
 /// MPI_Irecv.
@@ -403,26 +548,31 @@ pub(crate) unsafe fn start_recv(
     tag: c_int,
     comm: Handle,
 ) -> Result<Handle> {
-    with_comm(comm, |c| {
+    let src = abi::rank_in(src);
+    let p = with_comm(comm, |c| {
+        let s = scope()?;
+        by_elem!(dt, T => {
+            // SAFETY: the function's contract.
+            if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
+                return Ok(pending(c.irecv(s, b, src, tag)?, c, Kept::Slice));
+            }
+        });
         // SAFETY: the function's contract.
         let b = unsafe { buf_out(buf, count, dt) }?;
         let kept = Box::into_raw(Box::new(b));
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first, and
         // nothing else uses it meanwhile.
         let view: &'static mut TypedMut<'static> = unsafe { &mut *kept };
-        match c.irecv(scope()?, view, abi::rank_in(src), tag) {
-            Ok(req) => Ok(add_request(Pending {
-                req: Some(req),
-                comm: c.clone(),
-                kept: Kept::Recv(kept),
-            })),
+        match c.irecv(s, view, src, tag) {
+            Ok(req) => Ok(pending(req, c, Kept::Recv(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
                 Err(e)
             }
         }
-    })
+    })?;
+    Ok(add_request(p))
 }
 
 fn empty_status(s: *mut MpiStatus) {

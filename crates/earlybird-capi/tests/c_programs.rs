@@ -41,7 +41,8 @@ fn compile(name: &str, work: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
     let exe = work.join(name);
     let out = Command::new("mpicc.mpich")
-        .args(["-O1", "-Wall", "-o"])
+        // MPICH's header declares status arrays so that gcc warns about MPI_STATUSES_IGNORE.
+        .args(["-O1", "-Wall", "-Wno-stringop-overflow", "-o"])
         .arg(&exe)
         .arg(&src)
         .output()

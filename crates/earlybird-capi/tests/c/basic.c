@@ -84,6 +84,19 @@ int main(int argc, char **argv) {
     MPI_Sendrecv(&lv, 1, MPI_LONG, right, 12, &got, 1, MPI_LONG, left, 12, MPI_COMM_WORLD, &st);
     CHECK(got == left, "sendrecv %ld", got);
 
+    /* Types without a plain Rust slice behind them (pairs, complex) take the typed road. */
+    int pairs[4] = {rank, 1, rank, 2}, pin[4] = {0};
+    MPI_Request pr[2];
+    MPI_Irecv(pin, 2, MPI_2INT, left, 13, MPI_COMM_WORLD, &pr[0]);
+    MPI_Isend(pairs, 2, MPI_2INT, right, 13, MPI_COMM_WORLD, &pr[1]);
+    MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+    CHECK(pin[0] == left && pin[1] == 1 && pin[3] == 2, "MPI_2INT %d %d %d", pin[0], pin[1], pin[3]);
+    double cz[2] = {rank, -rank}, cin[2] = {0};
+    MPI_Sendrecv(cz, 1, MPI_C_DOUBLE_COMPLEX, right, 14, cin, 1, MPI_C_DOUBLE_COMPLEX, left, 14,
+                 MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_C_DOUBLE_COMPLEX, &count);
+    CHECK(cin[0] == left && cin[1] == -left && count == 1, "complex %g %g count %d", cin[0], cin[1], count);
+
     /* Collectives. */
     int root = size - 1, b = (rank == root) ? 42 : 0;
     MPI_Bcast(&b, 1, MPI_INT, root, MPI_COMM_WORLD);
