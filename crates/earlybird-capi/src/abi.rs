@@ -18,6 +18,11 @@ pub(crate) const REQUEST_NULL: Handle = 0x2c00_0000;
 /// Requests: this pattern plus an index.
 pub(crate) const REQUEST_USER: Handle = 0xac00_0000_u32 as i32;
 
+pub(crate) const DATATYPE_NULL: Handle = 0x0c00_0000;
+/// Datatypes this library makes: this pattern plus an index (apart from MPICH's predefined
+/// 0x4c... and 0x8c... values).
+pub(crate) const TYPE_USER: Handle = 0xcc00_0000_u32 as i32;
+
 pub(crate) const ERRORS_ARE_FATAL: Handle = 0x5400_0000;
 pub(crate) const ERRORS_RETURN: Handle = 0x5400_0001;
 pub(crate) const ERRORS_ABORT: Handle = 0x5400_0003;

@@ -38,7 +38,7 @@ mod abi;
 mod state;
 
 use abi::{Handle, MpiStatus, MPI_SUCCESS};
-use earlybird::{Error, ErrorClass, Status};
+use earlybird::{Datatype, Error, ErrorClass, Status};
 use state::{buf_in, buf_out, by_elem, fail, ok_or_code, slice_in, slice_out, with_comm, write};
 use std::ffi::{c_char, c_double, c_int, c_void};
 
@@ -418,16 +418,17 @@ mpi! {
     }
 
     fn MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, dt: Handle, count: *mut c_int) {
-        let Some(b) = abi::basic_type(dt) else {
-            return fail(abi::COMM_WORLD, "MPI_Get_count", state::bad_type(dt));
-        };
         if status.is_null() {
-            return fail(abi::COMM_WORLD, "MPI_Get_count", Error::new(ErrorClass::Arg, "a null status"));
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Get_count: a null status")));
         }
+        let d = match state::type_of(dt) {
+            Ok(d) => d,
+            Err(e) => return self_ok(Err::<(), _>(e)),
+        };
         // SAFETY: a status to read (MPI's contract), checked for null.
         let s = unsafe { status.read() };
         let bytes = (s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32);
-        let size = b.size() as u64;
+        let size = d.size() as u64;
         let n = if size == 0 {
             0
         } else if !bytes.is_multiple_of(size) {
@@ -523,15 +524,190 @@ mpi! {
     // ---- datatypes -------------------------------------------------------------------------------
 
     fn MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) {
-        match abi::basic_type(dt) {
-            Some(b) => {
-                // SAFETY: an int to write, checked for null.
-                unsafe { write(size, b.size() as c_int) };
-                MPI_SUCCESS
-            }
-            None => fail(abi::COMM_WORLD, "MPI_Type_size", state::bad_type(dt)),
-        }
+        self_ok(state::type_of(dt).map(|d| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(size, d.size() as c_int) }
+        }))
     }
+
+    fn MPI_Type_get_extent / PMPI_Type_get_extent(dt: Handle, lb: *mut isize, extent: *mut isize) {
+        self_ok(state::type_of(dt).map(|d| {
+            let (l, e) = d.get_extent();
+            // SAFETY: two MPI_Aints to write, checked for null.
+            unsafe {
+                write(lb, l);
+                write(extent, e);
+            }
+        }))
+    }
+
+    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(dt: Handle, lb: *mut isize, extent: *mut isize) {
+        self_ok(state::type_of(dt).map(|d| {
+            let (l, e) = d.get_true_extent();
+            // SAFETY: two MPI_Aints to write, checked for null.
+            unsafe {
+                write(lb, l);
+                write(extent, e);
+            }
+        }))
+    }
+
+    fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut isize) {
+        // SAFETY: an MPI_Aint to write, checked for null.
+        unsafe { write(address, location as isize) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Type_commit / PMPI_Type_commit(dt: *mut Handle) {
+        // SAFETY: a datatype handle to read (MPI's contract).
+        let h = unsafe { read_handle(dt) };
+        self_ok(h.and_then(state::type_of).and_then(|d| d.commit()))
+    }
+
+    fn MPI_Type_free / PMPI_Type_free(dt: *mut Handle) {
+        // SAFETY: a datatype handle to read (MPI's contract).
+        let r = unsafe { read_handle(dt) }.and_then(state::take_type).and_then(|d| d.free());
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { dt.write(abi::DATATYPE_NULL) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Type_dup / PMPI_Type_dup(old: Handle, new: *mut Handle) {
+        // SAFETY: a handle to write.
+        unsafe { made(new, state::type_of(old).and_then(|d| d.dup())) }
+    }
+
+    fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, old: Handle, new: *mut Handle) {
+        let r = len(count).and_then(|n| Datatype::contiguous(n, &state::type_of(old)?));
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklen: c_int, stride: c_int, old: Handle, new: *mut Handle) {
+        let r = (|| Datatype::vector(len(count)?, len(blocklen)?, stride as isize, &state::type_of(old)?))();
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklen: c_int, stride: isize, old: Handle, new: *mut Handle) {
+        let r = (|| Datatype::hvector(len(count)?, len(blocklen)?, stride, &state::type_of(old)?))();
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_indexed / PMPI_Type_indexed(count: c_int, blocklens: *const c_int, disps: *const c_int, old: Handle, new: *mut Handle) {
+        // SAFETY: `count` ints in each array (MPI's contract).
+        let r = unsafe { (|| {
+            let d: Vec<isize> = array(disps, count)?.iter().map(|&x| x as isize).collect();
+            Datatype::indexed(&lens(array(blocklens, count)?)?, &d, &state::type_of(old)?)
+        })() };
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, blocklens: *const c_int, disps: *const isize, old: Handle, new: *mut Handle) {
+        // SAFETY: `count` entries in each array (MPI's contract).
+        let r = unsafe { (|| Datatype::hindexed(&lens(array(blocklens, count)?)?, array(disps, count)?, &state::type_of(old)?))() };
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(count: c_int, blocklen: c_int, disps: *const c_int, old: Handle, new: *mut Handle) {
+        // SAFETY: `count` ints (MPI's contract).
+        let r = unsafe { (|| {
+            let d: Vec<isize> = array(disps, count)?.iter().map(|&x| x as isize).collect();
+            Datatype::indexed_block(len(blocklen)?, &d, &state::type_of(old)?)
+        })() };
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_struct / PMPI_Type_create_struct(count: c_int, blocklens: *const c_int, disps: *const isize, types: *const Handle, new: *mut Handle) {
+        // SAFETY: `count` entries in each array (MPI's contract).
+        let r = unsafe { (|| {
+            let ts = array(types, count)?
+                .iter()
+                .map(|&t| state::type_of(t))
+                .collect::<earlybird::Result<Vec<_>>>()?;
+            Datatype::create_struct(&lens(array(blocklens, count)?)?, array(disps, count)?, &ts)
+        })() };
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_resized / PMPI_Type_create_resized(old: Handle, lb: isize, extent: isize, new: *mut Handle) {
+        let r = state::type_of(old).and_then(|d| Datatype::create_resized(&d, lb, extent));
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+}
+
+/// MPI_SUCCESS, or an error of a call tied to no communicator, raised on MPI_COMM_SELF (MPI
+/// 4.1 §9.3).
+fn self_ok<T>(r: earlybird::Result<T>) -> c_int {
+    match r {
+        Ok(_) => MPI_SUCCESS,
+        Err(e) => ok_or_code(with_comm(abi::COMM_SELF, |_| Err::<(), _>(e))),
+    }
+}
+
+/// A count or block length as a length (MPI_ERR_COUNT if negative).
+fn len(n: c_int) -> earlybird::Result<usize> {
+    usize::try_from(n).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("count or block length {n} is negative"),
+        )
+    })
+}
+
+fn lens(v: &[c_int]) -> earlybird::Result<Vec<usize>> {
+    v.iter().map(|&n| len(n)).collect()
+}
+
+/// The `n` entries at `p`.
+///
+/// # Safety
+/// `p` points to `n` initialised `T`s that outlive the borrow (or `n` is 0).
+unsafe fn array<'a, T>(p: *const T, n: c_int) -> earlybird::Result<&'a [T]> {
+    let n = len(n)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("a null array of {n} entries"),
+        ));
+    }
+    // SAFETY: the function's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The handle at `p` (MPI_ERR_ARG if `p` is null).
+///
+/// # Safety
+/// `p` is null or points to a handle.
+unsafe fn read_handle(p: *const Handle) -> earlybird::Result<Handle> {
+    if p.is_null() {
+        return Err(Error::new(ErrorClass::Arg, "a null handle pointer"));
+    }
+    // SAFETY: the function's contract.
+    Ok(unsafe { p.read() })
+}
+
+/// A datatype made by a constructor: its handle into `*new`.
+///
+/// # Safety
+/// `new` is null or points to a handle to write.
+unsafe fn made(new: *mut Handle, r: earlybird::Result<Datatype>) -> c_int {
+    let r = r.and_then(state::add_type).map(|h| {
+        // SAFETY: the function's contract.
+        unsafe { write(new, h) }
+    });
+    self_ok(r)
 }
 
 /// MPI_Wtime.

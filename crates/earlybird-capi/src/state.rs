@@ -17,6 +17,7 @@ struct State {
     scope: &'static earlybird::Scope<'static, 'static>,
     comms: Vec<Option<Comm>>,
     reqs: Vec<Option<Pending>>,
+    types: Vec<Option<Datatype>>,
 }
 
 thread_local! {
@@ -72,6 +73,7 @@ pub(crate) fn init() -> c_int {
                     scope: earlybird::endless_scope(),
                     comms: Vec::new(),
                     reqs: Vec::new(),
+                    types: Vec::new(),
                 })
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -231,7 +233,7 @@ pub(crate) fn take_comm(h: Handle) -> Result<Comm> {
 pub(crate) fn bad_type(dt: Handle) -> Error {
     Error::new(
         ErrorClass::Type,
-        format!("datatype handle {dt:#x} is not a predefined datatype this library knows"),
+        format!("datatype handle {dt:#x} names no datatype (not a predefined one this library knows, never made, or freed)"),
     )
 }
 
@@ -244,67 +246,159 @@ pub(crate) fn op_of(h: Handle) -> Result<earlybird::Op> {
     })
 }
 
-/// The datatype and byte length of `count` elements of `dt`.
-fn shape(count: c_int, dt: Handle) -> Result<(Datatype, usize)> {
-    let b = abi::basic_type(dt).ok_or_else(|| bad_type(dt))?;
+/// The datatype a handle names: a predefined one, or one this library made.
+fn datatype(st: &Option<State>, dt: Handle) -> Result<Datatype> {
+    if let Some(b) = abi::basic_type(dt) {
+        return Ok(Datatype::basic(b));
+    }
+    let i = dt.wrapping_sub(abi::TYPE_USER) as u32 as usize;
+    st.as_ref()
+        .and_then(|st| st.types.get(i))
+        .and_then(Option::clone)
+        .ok_or_else(|| bad_type(dt))
+}
+
+/// [`datatype`] from the calling thread's state.
+pub(crate) fn type_of(dt: Handle) -> Result<Datatype> {
+    STATE.with(|s| datatype(&s.borrow(), dt))
+}
+
+/// Where `count` elements of `dt` at `buf` lie: the datatype, and the bytes they reach as a
+/// run from `buf + start` of `len` bytes, with `origin` the index of `buf` in that run. At
+/// MPI_BOTTOM (a null `buf`: absolute displacements) the datatype is moved so that its first
+/// byte is displacement 0, and `buf + start` is that byte's address.
+struct Span {
+    dt: Datatype,
+    count: usize,
+    start: isize,
+    len: usize,
+    origin: usize,
+}
+
+fn span(count: c_int, dt: Handle, bottom: bool) -> Result<Span> {
     if count < 0 {
         return Err(Error::new(
             ErrorClass::Count,
             format!("count {count} is negative"),
         ));
     }
-    Ok((Datatype::basic(b), count as usize * b.size()))
+    let d = type_of(dt)?;
+    let n = count as usize;
+    if n == 0 || d.size() == 0 {
+        return Ok(Span {
+            dt: d,
+            count: n,
+            start: 0,
+            len: 0,
+            origin: 0,
+        });
+    }
+    let (tlb, text) = d.get_true_extent();
+    let reps = (n as isize - 1) * d.extent();
+    let lo = tlb + reps.min(0);
+    let hi = tlb + text + reps.max(0);
+    if bottom {
+        // The `count` elements as one datatype whose first byte is at displacement 0.
+        let moved = Datatype::hindexed(&[n], &[-lo], &d)?;
+        moved.commit()?;
+        return Ok(Span {
+            dt: moved,
+            count: 1,
+            start: lo,
+            len: (hi - lo) as usize,
+            origin: 0,
+        });
+    }
+    let (start, end) = (lo.min(0), hi.max(0));
+    Ok(Span {
+        dt: d,
+        count: n,
+        start,
+        len: (end - start) as usize,
+        origin: (-start) as usize,
+    })
 }
 
 /// `count` elements of `dt` at `buf`, to read.
 ///
 /// # Safety
-/// `buf` points to `count` elements of `dt` that stay valid and unwritten for `'static` as far
-/// as the caller uses the view (the call, or the nonblocking operation it starts).
+/// `buf` points to `count` elements of `dt` (or is MPI_BOTTOM for absolute displacements)
+/// that stay valid and unwritten for `'static` as far as the caller uses the view (the call,
+/// or the nonblocking operation it starts).
 pub(crate) unsafe fn buf_in(
     buf: *const c_void,
     count: c_int,
     dt: Handle,
 ) -> Result<Typed<'static>> {
-    let (d, bytes) = shape(count, dt)?;
-    let s: &'static [u8] = if bytes == 0 {
+    let sp = span(count, dt, buf.is_null())?;
+    let s: &'static [u8] = if sp.len == 0 {
         &[]
-    } else if buf.is_null() {
-        return Err(Error::new(
-            ErrorClass::Buffer,
-            format!("a null buffer for {count} elements"),
-        ));
     } else {
-        // SAFETY: the function's contract: `bytes` readable bytes at `buf`.
-        unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), bytes) }
+        // SAFETY: the function's contract: the bytes the datatype reaches are readable, and
+        // `span` computed where they start and end.
+        unsafe { std::slice::from_raw_parts(buf.cast::<u8>().wrapping_offset(sp.start), sp.len) }
     };
-    Typed::new(s, count as usize, &d)
+    Typed::at(s, sp.origin, sp.count, &sp.dt)
 }
 
 /// `count` elements of `dt` at `buf`, to write.
 ///
 /// # Safety
-/// `buf` points to room for `count` elements of `dt`, which nothing else touches while the
-/// view is used (the call, or the nonblocking operation it starts).
+/// `buf` points to room for `count` elements of `dt` (or is MPI_BOTTOM), which nothing else
+/// touches while the view is used (the call, or the nonblocking operation it starts).
 pub(crate) unsafe fn buf_out(
     buf: *mut c_void,
     count: c_int,
     dt: Handle,
 ) -> Result<TypedMut<'static>> {
-    let (d, bytes) = shape(count, dt)?;
-    let s: &'static mut [u8] = if bytes == 0 {
-        &mut []
-    } else if buf.is_null() || buf as usize == abi::IN_PLACE {
+    if buf as usize == abi::IN_PLACE {
         return Err(Error::new(
             ErrorClass::Buffer,
-            format!("a null buffer for {count} elements"),
+            "MPI_IN_PLACE where a buffer is needed",
         ));
+    }
+    let sp = span(count, dt, buf.is_null())?;
+    let s: &'static mut [u8] = if sp.len == 0 {
+        &mut []
     } else {
-        // SAFETY: the function's contract: `bytes` writable bytes at `buf`, used by this view
-        // alone. (A receive buffer may not be initialised; the library only writes it.)
-        unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) }
+        // SAFETY: the function's contract: the bytes the datatype reaches are writable and
+        // used by this view alone. (A receive buffer may not be initialised; the library
+        // only writes it.)
+        unsafe {
+            std::slice::from_raw_parts_mut(buf.cast::<u8>().wrapping_offset(sp.start), sp.len)
+        }
     };
-    TypedMut::new(s, count as usize, &d)
+    TypedMut::at(s, sp.origin, sp.count, &sp.dt)
+}
+
+/// Keep `d` in the table; its handle.
+pub(crate) fn add_type(d: Datatype) -> Result<Handle> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("a datatype constructor"))?;
+        Ok(abi::TYPE_USER.wrapping_add(slot(&mut st.types, d) as i32))
+    })
+}
+
+/// The datatype `h` names, out of the table (MPI_Type_free).
+pub(crate) fn take_type(h: Handle) -> Result<Datatype> {
+    if abi::basic_type(h).is_some() {
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!("datatype {h:#x} is predefined and cannot be freed"),
+        ));
+    }
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Type_free"))?;
+        let i = h.wrapping_sub(abi::TYPE_USER) as u32 as usize;
+        st.types
+            .get_mut(i)
+            .and_then(Option::take)
+            .ok_or_else(|| bad_type(h))
+    })
 }
 
 /// Run `$fast` with `$T` the Rust element type of a common predefined datatype `$dt` (one of

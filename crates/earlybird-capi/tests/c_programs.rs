@@ -83,35 +83,47 @@ fn ebrun(n: usize, exe: &Path) -> Command {
     c
 }
 
-#[test]
-fn basic_program_at_several_sizes_and_alone() {
-    let work = work_dir("basic");
+/// Compile `tests/c/<name>.c`, run it at 1 to 4 ranks and alone: every rank must print
+/// "<name>: ok <rank>" and the job must succeed.
+fn run_everywhere(name: &str) {
+    let work = work_dir(name);
     let lib = lib_dir(&work);
-    let exe = compile("basic", &work);
+    let exe = compile(name, &work);
     for n in [1, 2, 3, 4] {
         let out = run(ebrun(n, &exe), &lib);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "ebrun -n {n} basic: {:?}\n{stdout}\n{}",
+            "ebrun -n {n} {name}: {:?}\n{stdout}\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
         for r in 0..n {
             assert!(
-                stdout.lines().any(|l| l == format!("basic: ok {r}")),
+                stdout.lines().any(|l| l == format!("{name}: ok {r}")),
                 "rank {r} of {n} did not report ok:\n{stdout}"
             );
         }
     }
     let out = run(Command::new(&exe), &lib);
     assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("basic: ok 0"),
-        "singleton: {:?} {}",
+        out.status.success()
+            && String::from_utf8_lossy(&out.stdout).contains(&format!("{name}: ok 0")),
+        "{name} alone: {:?} {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn basic_program_at_several_sizes_and_alone() {
+    run_everywhere("basic");
+}
+
+#[test]
+fn derived_datatypes_at_several_sizes_and_alone() {
+    run_everywhere("datatypes");
 }
 
 #[test]
