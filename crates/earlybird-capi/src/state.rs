@@ -15,9 +15,9 @@ struct State {
     /// The scope every nonblocking operation lends its buffer to (it never ends: each
     /// operation is completed through its request, as MPI says).
     scope: &'static earlybird::Scope<'static, 'static>,
-    comms: Vec<Option<Comm>>,
-    reqs: Vec<Option<Pending>>,
-    types: Vec<Option<Datatype>>,
+    comms: Table<Comm>,
+    reqs: Table<Box<Pending>>,
+    types: Table<Datatype>,
 }
 
 thread_local! {
@@ -71,9 +71,9 @@ pub(crate) fn init() -> c_int {
                 *s = Some(State {
                     uni,
                     scope: earlybird::endless_scope(),
-                    comms: Vec::new(),
-                    reqs: Vec::new(),
-                    types: Vec::new(),
+                    comms: Table::new(),
+                    reqs: Table::new(),
+                    types: Table::new(),
                 })
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -106,8 +106,8 @@ pub(crate) fn finalize() -> c_int {
     let State {
         uni, comms, reqs, ..
     } = st;
-    drop(reqs);
-    drop(comms);
+    drop(reqs.drain().collect::<Vec<_>>());
+    drop(comms.drain().collect::<Vec<_>>());
     FINALIZED.store(true, Ordering::Release);
     match uni.finalize() {
         Ok(()) => MPI_SUCCESS,
@@ -137,7 +137,7 @@ fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
         h => {
             let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
             match st.comms.get(i) {
-                Some(Some(c)) => Ok(c),
+                Some(c) => Ok(c),
                 _ => Err(Error::new(
                     ErrorClass::Comm,
                     format!(
@@ -187,17 +187,56 @@ pub(crate) fn ok_or_code<T>(r: Result<T>) -> c_int {
     }
 }
 
-/// Put `x` in the first free entry of a handle table; its index.
-fn slot<T>(table: &mut Vec<Option<T>>, x: T) -> usize {
-    match table.iter().position(Option::is_none) {
-        Some(i) => {
-            table[i] = Some(x);
-            i
+/// The objects behind the handles of one kind: an entry per handle, with the free entries
+/// on a list so that making and freeing are O(1) (a window of nonblocking requests).
+struct Table<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Table<T> {
+    fn new() -> Table<T> {
+        Table {
+            slots: Vec::new(),
+            free: Vec::new(),
         }
-        None => {
-            table.push(Some(x));
-            table.len() - 1
+    }
+
+    /// Keep `x`; its index.
+    fn insert(&mut self, x: T) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(x);
+                i
+            }
+            None => {
+                self.slots.push(Some(x));
+                self.slots.len() - 1
+            }
         }
+    }
+
+    fn get(&self, i: usize) -> Option<&T> {
+        self.slots.get(i).and_then(Option::as_ref)
+    }
+
+    /// The object at `i`, out of the table (its entry becomes free).
+    fn take(&mut self, i: usize) -> Option<T> {
+        let x = self.slots.get_mut(i).and_then(Option::take)?;
+        self.free.push(i);
+        Some(x)
+    }
+
+    /// Put back at `i` what [`take`](Self::take) took from there.
+    fn put_back(&mut self, i: usize, x: T) {
+        if let Some(pos) = self.free.iter().rposition(|&f| f == i) {
+            self.free.swap_remove(pos);
+        }
+        self.slots[i] = Some(x);
+    }
+
+    fn drain(self) -> impl Iterator<Item = T> {
+        self.slots.into_iter().flatten()
     }
 }
 
@@ -206,7 +245,7 @@ pub(crate) fn add_comm(c: Comm) -> Handle {
         let st = s
             .as_mut()
             .expect("a communicator made while MPI is initialized");
-        abi::COMM_USER.wrapping_add(slot(&mut st.comms, c) as i32)
+        abi::COMM_USER.wrapping_add(st.comms.insert(c) as i32)
     })
 }
 
@@ -221,7 +260,7 @@ pub(crate) fn take_comm(h: Handle) -> Result<Comm> {
     with_state(|s| {
         let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Comm_free"))?;
         let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
-        st.comms.get_mut(i).and_then(Option::take).ok_or_else(|| {
+        st.comms.take(i).ok_or_else(|| {
             Error::new(
                 ErrorClass::Comm,
                 format!("communicator handle {h:#x} is not a communicator (never made, or freed)"),
@@ -254,7 +293,7 @@ fn datatype(st: &Option<State>, dt: Handle) -> Result<Datatype> {
     let i = dt.wrapping_sub(abi::TYPE_USER) as u32 as usize;
     st.as_ref()
         .and_then(|st| st.types.get(i))
-        .and_then(Option::clone)
+        .cloned()
         .ok_or_else(|| bad_type(dt))
 }
 
@@ -378,7 +417,7 @@ pub(crate) fn add_type(d: Datatype) -> Result<Handle> {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a datatype constructor"))?;
-        Ok(abi::TYPE_USER.wrapping_add(slot(&mut st.types, d) as i32))
+        Ok(abi::TYPE_USER.wrapping_add(st.types.insert(d) as i32))
     })
 }
 
@@ -394,10 +433,7 @@ pub(crate) fn take_type(h: Handle) -> Result<Datatype> {
         let mut s = s.borrow_mut();
         let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Type_free"))?;
         let i = h.wrapping_sub(abi::TYPE_USER) as u32 as usize;
-        st.types
-            .get_mut(i)
-            .and_then(Option::take)
-            .ok_or_else(|| bad_type(h))
+        st.types.take(i).ok_or_else(|| bad_type(h))
     })
 }
 
@@ -565,10 +601,10 @@ fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
     })
 }
 
-fn add_request(p: Pending) -> Handle {
+fn add_request(p: Box<Pending>) -> Handle {
     with_state(|s| {
         let st = s.as_mut().expect("a request made while MPI is initialized");
-        abi::REQUEST_USER.wrapping_add(slot(&mut st.reqs, p) as i32)
+        abi::REQUEST_USER.wrapping_add(st.reqs.insert(p) as i32)
     })
 }
 
@@ -621,12 +657,13 @@ pub(crate) unsafe fn start_send(
     Ok(add_request(p))
 }
 
-fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Pending {
-    Pending {
+/// A request in a box of its own, so that the table moves a pointer, not the request.
+fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Box<Pending> {
+    Box::new(Pending {
         req: Some(req),
         comm: c.clone(),
         kept,
-    }
+    })
 }
 
 /// MPI_Irecv.
@@ -682,13 +719,13 @@ fn empty_status(s: *mut MpiStatus) {
     unsafe { s.write(v) }
 }
 
-fn take_request(h: Handle) -> Result<Pending> {
+fn take_request(h: Handle) -> Result<Box<Pending>> {
     with_state(|s| {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a request call"))?;
         let i = h.wrapping_sub(abi::REQUEST_USER) as u32 as usize;
-        st.reqs.get_mut(i).and_then(Option::take).ok_or_else(|| {
+        st.reqs.take(i).ok_or_else(|| {
             Error::new(
                 ErrorClass::Request,
                 format!("request handle {h:#x} is not a request (never made, or completed)"),
@@ -697,11 +734,11 @@ fn take_request(h: Handle) -> Result<Pending> {
     })
 }
 
-fn put_back(h: Handle, p: Pending) {
+fn put_back(h: Handle, p: Box<Pending>) {
     with_state(|s| {
         if let Some(st) = s.as_mut() {
             let i = h.wrapping_sub(abi::REQUEST_USER) as u32 as usize;
-            st.reqs[i] = Some(p);
+            st.reqs.put_back(i, p);
         }
     })
 }

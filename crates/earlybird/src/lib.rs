@@ -132,7 +132,13 @@ pub fn init() -> Result<Universe> {
     }
     let placement = bootstrap::from_environment()
         .inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
-    Universe::from_placement(placement)
+    let u = Universe::from_placement(placement)?;
+    // EARLYBIRD_BIND=core: each rank on a core of its own (rank modulo the cores), as
+    // mpiexec's `-bind-to core` does; a process job only (thread ranks share a process).
+    if u.is_process_job() && std::env::var("EARLYBIRD_BIND").is_ok_and(|b| b == "core") {
+        sys::process::pin_to_cpu(u.world().rank() as usize % sys::process::cpus());
+    }
+    Ok(u)
 }
 
 impl Universe {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The C ABI against the Rust API: bench-ref's C pingpong and msgrate, compiled against MPICH
+# (`make -C ../shared/bench-ref/mpi pingpong.mpich msgrate.mpich`), run unmodified on
+# earlybird's libmpi.so.12 (LD_LIBRARY_PATH, EARLYBIRD_BIND=core as MPICH's -bind-to core),
+# interleaved with earlybird-bench latency / msgrate (the same measurements through the Rust
+# API) and with the same binaries on MPICH. ROUNDS (default 5) launches of each; prints the
+# medians of the runs' medians and the C/Rust ratio.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REF=${REF:-$ROOT/../shared/bench-ref}
+ROUNDS=${ROUNDS:-5}
+SIZE=${SIZE:-8}
+cd "$ROOT"
+cargo build --release -q -p earlybird-capi -p ebrun -p earlybird-bench
+make -s -C "$REF/mpi" pingpong.mpich msgrate.mpich >/dev/null
+lib=$(mktemp -d)
+res=$(mktemp)
+trap 'rm -rf "$lib" "$res"' EXIT
+ln -s "$ROOT/target/release/libmpi.so" "$lib/libmpi.so.12"
+ln -s "$ROOT/target/release/libmpi.so" "$lib/libmpich.so.12"
+EB="$ROOT/target/release/ebrun -n 2"
+c_median() { grep -o 'median=[0-9.]*' | head -1 | cut -d= -f2; }
+rust_field() { grep -o "\"$1\":[0-9.]*" | head -1 | cut -d: -f2; }
+for r in $(seq "$ROUNDS"); do
+    echo "capi latency $(env LD_LIBRARY_PATH="$lib" EARLYBIRD_BIND=core $EB "$REF/mpi/pingpong.mpich" -s "$SIZE" | c_median)" >> "$res"
+    echo "rust latency $($EB target/release/earlybird-bench latency --sizes "$SIZE" | rust_field median_us)" >> "$res"
+    echo "mpich latency $(mpiexec.mpich -n 2 -bind-to core "$REF/mpi/pingpong.mpich" -s "$SIZE" | c_median)" >> "$res"
+    echo "capi msgrate $(env LD_LIBRARY_PATH="$lib" EARLYBIRD_BIND=core $EB "$REF/mpi/msgrate.mpich" -s "$SIZE" | c_median)" >> "$res"
+    echo "rust msgrate $($EB target/release/earlybird-bench msgrate --sizes "$SIZE" | rust_field mmsg_per_s)" >> "$res"
+    echo "mpich msgrate $(mpiexec.mpich -n 2 -bind-to core "$REF/mpi/msgrate.mpich" -s "$SIZE" | c_median)" >> "$res"
+done
+med() { grep "^$1 $2 " "$res" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "medians over $ROUNDS rounds, $SIZE-byte messages: latency (half round trip, us), message rate (Mmsg/s)"
+for m in latency msgrate; do
+    c=$(med capi $m) r=$(med rust $m) p=$(med mpich $m)
+    echo "$m: C ABI $c, Rust API $r, MPICH $p; C ABI / Rust API = $(echo "$c $r" | awk '{printf "%.3f", $1 / $2}')"
+done
