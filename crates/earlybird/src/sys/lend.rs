@@ -558,7 +558,9 @@ impl<'b> View<'b> {
     }
 
     /// `f` of the view's bytes, when it is one run of initialised bytes that nothing writes
-    /// while the view lives (made from a shared borrow, not a scratch buffer); `None` (and
+    /// while the view lives: a view that is not writable, made from a shared borrow of a
+    /// slice or made read-only from an exclusive one (a `TypedMut` sent); scratch buffers,
+    /// which a receive may write through a shared borrow, make writable views. `None` (and
     /// `f` not called) otherwise.
     #[inline]
     pub(crate) fn with_shared_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
@@ -568,11 +570,12 @@ impl<'b> View<'b> {
         if self.raw.len == 0 {
             return Some(f(&[]));
         }
-        // SAFETY: (1) a view that is not writable was made from a shared borrow of its buffer
-        // for `'b`, which this borrow of the view is within, so the `len` bytes at `ptr` are
-        // alive; (2) `gapless` says they are initialised data lent to this view alone; (3) a
-        // shared borrow of a plain type (no interior mutability) is written by nobody while
-        // it lasts, and the slice does not outlive `f`.
+        // SAFETY: (1) a view that is not writable was made from a borrow of its buffer for
+        // `'b` (shared, or exclusive and made read-only), which this borrow of the view is
+        // within, so the `len` bytes at `ptr` are alive; (2) `gapless` says they are
+        // initialised data lent to this view alone; (3) such a borrow of a plain type (no
+        // interior mutability) lets nobody else write it while it lasts, and the slice does
+        // not outlive `f`.
         Some(f(unsafe {
             std::slice::from_raw_parts(self.raw.ptr, self.raw.len)
         }))
