@@ -34,6 +34,15 @@ pub(crate) const UNDEFINED: i32 = -32766;
 
 pub(crate) const THREAD_FUNNELED: i32 = 1;
 
+/// Predefined attribute keys (MPICH's values) and the values this library gives them.
+pub(crate) const TAG_UB: i32 = 0x6440_0001;
+pub(crate) const HOST: i32 = 0x6440_0003;
+pub(crate) const IO: i32 = 0x6440_0005;
+pub(crate) const WTIME_IS_GLOBAL: i32 = 0x6440_0007;
+pub(crate) static TAG_UB_VALUE: i32 = earlybird::TAG_UB;
+pub(crate) static ZERO: i32 = 0;
+pub(crate) static PROC_NULL_VALUE: i32 = PROC_NULL;
+
 pub(crate) const MAX_PROCESSOR_NAME: usize = 128;
 pub(crate) const MAX_ERROR_STRING: usize = 512;
 pub(crate) const MAX_LIBRARY_VERSION_STRING: usize = 8192;

@@ -392,6 +392,59 @@ mpi! {
         rc
     }
 
+    fn MPI_Testall / PMPI_Testall(n: c_int, reqs: *mut Handle, flag: *mut c_int, statuses: *mut MpiStatus) {
+        // MPI: true only when every request has completed; those that did are completed
+        // (and nulled) here either way.
+        let mut all = true;
+        for i in 0..n.max(0) as usize {
+            let st = if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
+                statuses
+            } else {
+                statuses.wrapping_add(i)
+            };
+            // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
+            match unsafe { state::complete(reqs.wrapping_add(i), st, false) } {
+                Ok(done) => all &= done,
+                Err(c) => return c,
+            }
+        }
+        // SAFETY: an int to write, checked for null.
+        unsafe { write(flag, c_int::from(all)) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Waitany / PMPI_Waitany(n: c_int, reqs: *mut Handle, index: *mut c_int, status: *mut MpiStatus) {
+        let n = n.max(0) as usize;
+        loop {
+            let mut live = false;
+            for i in 0..n {
+                let r = reqs.wrapping_add(i);
+                // SAFETY: `reqs` holds `n` handles (MPI's contract).
+                if r.is_null() || unsafe { r.read() } == abi::REQUEST_NULL {
+                    continue;
+                }
+                live = true;
+                // SAFETY: as above; `status` is a status or MPI_STATUS_IGNORE.
+                match unsafe { state::complete(r, status, false) } {
+                    Ok(true) => {
+                        // SAFETY: an int to write, checked for null.
+                        unsafe { write(index, i as c_int) };
+                        return MPI_SUCCESS;
+                    }
+                    Ok(false) => {}
+                    Err(c) => return c,
+                }
+            }
+            if !live {
+                // SAFETY: an int to write, checked for null.
+                unsafe { write(index, abi::UNDEFINED) };
+                state::empty_status(status);
+                return MPI_SUCCESS;
+            }
+            state::progress();
+        }
+    }
+
     fn MPI_Request_free / PMPI_Request_free(req: *mut Handle) {
         // SAFETY: a request handle to read and write (MPI's contract).
         unsafe { state::free_request(req) }
@@ -521,6 +574,138 @@ mpi! {
         }))
     }
 
+    fn MPI_Gatherv / PMPI_Gatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let at_root = c.rank() == root;
+            // SAFETY: at the root, `rcounts` and `displs` hold one entry per rank (MPI's contract).
+            let (counts, displs) = if at_root { unsafe { vspec(c, rcounts, displs) }? } else { (vec![], vec![]) };
+            // SAFETY: the buffers as MPI's contract says (the receive one at the root only).
+            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, reach(&counts, &displs)?, rdt)?) };
+            c.gatherv(s, r, &counts, &displs, abi::rank_in(root))
+        }))
+    }
+
+    fn MPI_Scatterv / PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let at_root = c.rank() == root;
+            // SAFETY: at the root, one entry per rank (MPI's contract).
+            let (counts, displs) = if at_root { unsafe { vspec(c, scounts, displs) }? } else { (vec![], vec![]) };
+            // SAFETY: the buffers as MPI's contract says (the send one at the root only).
+            let (s, r) = unsafe { (buf_in(sbuf, reach(&counts, &displs)?, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            c.scatterv(s, &counts, &displs, r, abi::rank_in(root))
+        }))
+    }
+
+    fn MPI_Allgatherv / PMPI_Allgatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: one entry per rank (MPI's contract).
+            let (counts, displs) = unsafe { vspec(c, rcounts, displs) }?;
+            // SAFETY: the buffers as MPI's contract says.
+            let r = unsafe { buf_out(rbuf, reach(&counts, &displs)?, rdt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.allgatherv(earlybird::IN_PLACE, r, &counts, &displs)
+            } else {
+                // SAFETY: as above.
+                let s = unsafe { buf_in(sbuf, scount, sdt) }?;
+                c.allgatherv(s, r, &counts, &displs)
+            }
+        }))
+    }
+
+    fn MPI_Alltoallv / PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: one entry per rank in each array (MPI's contract).
+            let (sc, sd) = unsafe { vspec(c, scounts, sdispls) }?;
+            // SAFETY: as above.
+            let (rc, rd) = unsafe { vspec(c, rcounts, rdispls) }?;
+            // SAFETY: the buffers as MPI's contract says.
+            let (s, r) = unsafe { (buf_in(sbuf, reach(&sc, &sd)?, sdt)?, buf_out(rbuf, reach(&rc, &rd)?, rdt)?) };
+            c.alltoallv(s, &sc, &sd, r, &rc, &rd)
+        }))
+    }
+
+    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let op = state::op_of(op)?;
+            // SAFETY: the buffers as MPI's contract says (the send one holds a block per rank).
+            let r = unsafe { buf_out(rbuf, count, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.reduce_scatter_block(earlybird::IN_PLACE, r, &op)
+            } else {
+                // SAFETY: as above.
+                let s = unsafe { buf_in(sbuf, count.saturating_mul(c.size()), dt) }?;
+                c.reduce_scatter_block(s, r, &op)
+            }
+        }))
+    }
+
+    fn MPI_Scan / PMPI_Scan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
+        // SAFETY: the buffers as MPI's contract says.
+        unsafe { scan(sbuf, rbuf, count, dt, op, comm, false) }
+    }
+
+    fn MPI_Exscan / PMPI_Exscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
+        // SAFETY: the buffers as MPI's contract says.
+        unsafe { scan(sbuf, rbuf, count, dt, op, comm, true) }
+    }
+
+    fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, req: *mut Handle) {
+        let r = with_comm(comm, |c| Ok(state::pending(c.ibarrier(state::scope()?)?, c, state::Kept::Slice)));
+        // SAFETY: a handle to write.
+        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    }
+
+    fn MPI_Ibcast / PMPI_Ibcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        let r = with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt`, left alone until the request
+            // completes (MPI's contract).
+            let b = unsafe { buf_out(buf, count, dt) }?;
+            Ok(state::pending(c.ibcast(state::scope()?, b, abi::rank_in(root))?, c, state::Kept::Slice))
+        });
+        // SAFETY: a handle to write.
+        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    }
+
+    fn MPI_Iallreduce / PMPI_Iallreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle, req: *mut Handle) {
+        let r = with_comm(comm, |c| {
+            let op = state::op_of(op)?;
+            let s = state::scope()?;
+            // SAFETY: the buffers as MPI's contract says, left alone until the request
+            // completes.
+            let rb = unsafe { buf_out(rbuf, count, dt) }?;
+            let q = if sbuf as usize == abi::IN_PLACE {
+                c.iallreduce(s, earlybird::IN_PLACE, rb, &op)?
+            } else {
+                // SAFETY: as above.
+                c.iallreduce(s, unsafe { buf_in(sbuf, count, dt) }?, rb, &op)?
+            };
+            Ok(state::pending(q, c, state::Kept::Slice))
+        });
+        // SAFETY: a handle to write.
+        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    }
+
+    fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: Handle, key: c_int, value: *mut c_void, flag: *mut c_int) {
+        ok_or_code(with_comm(comm, |_| {
+            // The predefined attributes, MPI's "pointer to the value" (a static int here).
+            let v: Option<&'static c_int> = match key {
+                abi::TAG_UB => Some(&abi::TAG_UB_VALUE),
+                abi::WTIME_IS_GLOBAL => Some(&abi::ZERO),
+                abi::HOST | abi::IO => Some(&abi::PROC_NULL_VALUE),
+                _ => None,
+            };
+            // SAFETY: `value` is where MPI's C binding stores a pointer (a `void **` passed as
+            // `void *`), `flag` an int; both checked for null.
+            unsafe {
+                if let Some(v) = v {
+                    write(value.cast::<*const c_int>(), v as *const c_int);
+                }
+                write(flag, c_int::from(v.is_some()));
+            }
+            Ok(())
+        }))
+    }
+
     // ---- datatypes -------------------------------------------------------------------------------
 
     fn MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) {
@@ -642,6 +827,72 @@ mpi! {
         // SAFETY: a handle to write.
         unsafe { made(new, r) }
     }
+}
+
+/// MPI_Scan, or MPI_Exscan when `exclusive`.
+///
+/// # Safety
+/// `sbuf` (unless MPI_IN_PLACE) and `rbuf` hold `count` elements of `dt`.
+unsafe fn scan(
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    count: c_int,
+    dt: Handle,
+    op: Handle,
+    comm: Handle,
+    exclusive: bool,
+) -> c_int {
+    ok_or_code(with_comm(comm, |c| {
+        let op = state::op_of(op)?;
+        // SAFETY: the function's contract.
+        let r = unsafe { buf_out(rbuf, count, dt) }?;
+        let s: earlybird::Src<'static> = if sbuf as usize == abi::IN_PLACE {
+            earlybird::IN_PLACE.into()
+        } else {
+            // SAFETY: the function's contract.
+            unsafe { buf_in(sbuf, count, dt) }?.into()
+        };
+        if exclusive {
+            c.exscan(s, r, &op)
+        } else {
+            c.scan(s, r, &op)
+        }
+    }))
+}
+
+/// The counts and displacements of a v-collective, one per rank of `c` (MPI_ERR_COUNT for a
+/// negative count, MPI_ERR_ARG for a negative displacement or a null array).
+///
+/// # Safety
+/// `counts` and `displs` each point to `c.size()` ints.
+unsafe fn vspec(
+    c: &earlybird::Comm,
+    counts: *const c_int,
+    displs: *const c_int,
+) -> earlybird::Result<(Vec<usize>, Vec<usize>)> {
+    let n = c.size();
+    // SAFETY: the function's contract.
+    let (cs, ds) = unsafe { (array(counts, n)?, array(displs, n)?) };
+    let d = ds
+        .iter()
+        .map(|&x| {
+            usize::try_from(x)
+                .map_err(|_| Error::new(ErrorClass::Arg, format!("displacement {x} is negative")))
+        })
+        .collect::<earlybird::Result<Vec<_>>>()?;
+    Ok((lens(cs)?, d))
+}
+
+/// Elements a v-collective's buffer reaches: the largest displacement plus its count.
+fn reach(counts: &[usize], displs: &[usize]) -> earlybird::Result<c_int> {
+    let n = counts
+        .iter()
+        .zip(displs)
+        .map(|(c, d)| c + d)
+        .max()
+        .unwrap_or(0);
+    c_int::try_from(n)
+        .map_err(|_| Error::new(ErrorClass::Count, format!("a buffer of {n} elements")))
 }
 
 /// MPI_SUCCESS, or an error of a call tied to no communicator, raised on MPI_COMM_SELF (MPI

@@ -25,7 +25,7 @@ thread_local! {
 }
 
 /// The buffer description a nonblocking operation borrows for as long as it runs.
-enum Kept {
+pub(crate) enum Kept {
     /// A plain slice of the caller's memory: nothing of ours to free.
     Slice,
     Send(*mut Typed<'static>),
@@ -34,7 +34,7 @@ enum Kept {
 
 /// A nonblocking operation: its request, the communicator it reports errors on, and the view
 /// of the caller's buffer it was made from (freed after the request).
-struct Pending {
+pub(crate) struct Pending {
     req: Option<Request<'static>>,
     comm: Comm,
     kept: Kept,
@@ -57,6 +57,15 @@ impl Drop for Pending {
 
 fn with_state<R>(f: impl FnOnce(&mut Option<State>) -> R) -> R {
     STATE.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// One round of progress of the rank's engine (a wait over many requests polls them in turn).
+pub(crate) fn progress() {
+    STATE.with(|s| {
+        if let Some(st) = s.borrow().as_ref() {
+            st.uni.progress();
+        }
+    })
 }
 
 /// MPI_Init.
@@ -592,7 +601,7 @@ pub(crate) enum Mode {
     Synchronous,
 }
 
-fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
+pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
     STATE.with(|s| {
         let s = s.borrow();
         s.as_ref()
@@ -601,7 +610,7 @@ fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
     })
 }
 
-fn add_request(p: Box<Pending>) -> Handle {
+pub(crate) fn add_request(p: Box<Pending>) -> Handle {
     with_state(|s| {
         let st = s.as_mut().expect("a request made while MPI is initialized");
         abi::REQUEST_USER.wrapping_add(st.reqs.insert(p) as i32)
@@ -658,7 +667,7 @@ pub(crate) unsafe fn start_send(
 }
 
 /// A request in a box of its own, so that the table moves a pointer, not the request.
-fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Box<Pending> {
+pub(crate) fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Box<Pending> {
     Box::new(Pending {
         req: Some(req),
         comm: c.clone(),
@@ -706,7 +715,7 @@ pub(crate) unsafe fn start_recv(
     Ok(add_request(p))
 }
 
-fn empty_status(s: *mut MpiStatus) {
+pub(crate) fn empty_status(s: *mut MpiStatus) {
     if s.is_null() || s as usize == abi::STATUS_IGNORE {
         return;
     }

@@ -127,6 +127,11 @@ fn derived_datatypes_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn v_collectives_scans_and_nonblocking_collectives_at_several_sizes_and_alone() {
+    run_everywhere("collectives");
+}
+
+#[test]
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
     let lib = lib_dir(&work);

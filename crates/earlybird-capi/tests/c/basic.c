@@ -8,19 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "basic: rank %d: ", rank);                     \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, " (%s:%d)\n", __FILE__, __LINE__);             \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#define NAME "basic"
+#include "check.h"
 
 int main(int argc, char **argv) {
-    int rank = -1, size = 0, flag = 0, provided = -1;
+    int size = 0, flag = 0, provided = -1;
     MPI_Initialized(&flag);
     if (flag) return 2;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

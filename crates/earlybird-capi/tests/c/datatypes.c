@@ -6,16 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0, rank = -1;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "datatypes: rank %d: ", rank);                 \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, " (line %d)\n", __LINE__);                     \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
+#define NAME "datatypes"
+#include "check.h"
 
 #define ROWS 5
 #define COLS 4

@@ -1,0 +1,107 @@
+/* The v-collectives, scans, reduce_scatter_block, nonblocking collectives completed by
+ * Waitany and Testall, and MPI_TAG_UB through MPI_Comm_get_attr. Rank r contributes r + 1
+ * elements where the counts vary. Prints "collectives: ok <rank>" and exits 0 only if every
+ * value holds. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NAME "collectives"
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+    int total = 0;
+    for (int q = 0; q < size; q++) {
+        counts[q] = q + 1;
+        displs[q] = total + q; /* a gap of q elements before block q */
+        total = displs[q] + counts[q];
+    }
+    int mine[64], *all = malloc(sizeof(int) * (total + 1));
+    for (int i = 0; i <= rank; i++) mine[i] = rank * 100 + i;
+
+    /* Gatherv to the last rank, then Scatterv back from it. */
+    int root = size - 1;
+    for (int i = 0; i < total; i++) all[i] = -1;
+    MPI_Gatherv(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, root, MPI_COMM_WORLD);
+    if (rank == root)
+        for (int q = 0; q < size; q++)
+            for (int i = 0; i < counts[q]; i++)
+                CHECK(all[displs[q] + i] == q * 100 + i, "gatherv block %d element %d: %d", q, i, all[displs[q] + i]);
+    int back[64] = {0};
+    MPI_Scatterv(all, counts, displs, MPI_INT, back, rank + 1, MPI_INT, root, MPI_COMM_WORLD);
+    for (int i = 0; i <= rank; i++) CHECK(back[i] == rank * 100 + i, "scatterv %d: %d", i, back[i]);
+
+    /* Allgatherv everywhere; the gaps stay untouched. */
+    for (int i = 0; i < total; i++) all[i] = -7;
+    MPI_Allgatherv(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++) {
+        for (int i = 0; i < counts[q]; i++) CHECK(all[displs[q] + i] == q * 100 + i, "allgatherv %d.%d", q, i);
+        if (q > 0) CHECK(all[displs[q] - 1] == -7, "allgatherv gap before %d written", q);
+    }
+
+    /* Alltoallv: rank r sends q + 1 elements to q, receives r + 1 from each. */
+    int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size);
+    int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+    int st = 0, rt = 0;
+    for (int q = 0; q < size; q++) {
+        sc[q] = q + 1, sd[q] = st, st += sc[q];
+        rc[q] = rank + 1, rd[q] = rt, rt += rc[q];
+    }
+    long *sb = malloc(sizeof(long) * st), *rb = malloc(sizeof(long) * rt);
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < sc[q]; i++) sb[sd[q] + i] = rank * 1000 + q * 10 + i;
+    MPI_Alltoallv(sb, sc, sd, MPI_LONG, rb, rc, rd, MPI_LONG, MPI_COMM_WORLD);
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < rc[q]; i++)
+            CHECK(rb[rd[q] + i] == q * 1000 + rank * 10 + i, "alltoallv from %d element %d: %ld", q, i, rb[rd[q] + i]);
+
+    /* Scans and reduce_scatter_block. */
+    int v = rank + 1, sum = 0, ex = -5;
+    MPI_Scan(&v, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(sum == (rank + 1) * (rank + 2) / 2, "scan %d", sum);
+    MPI_Exscan(&v, &ex, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank > 0) CHECK(ex == rank * (rank + 1) / 2, "exscan %d", ex);
+    double *blocks = malloc(sizeof(double) * 2 * size), mine2[2];
+    for (int q = 0; q < size; q++) blocks[2 * q] = q, blocks[2 * q + 1] = rank;
+    MPI_Reduce_scatter_block(blocks, mine2, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(mine2[0] == (double)rank * size && mine2[1] == size * (size - 1) / 2.0,
+          "reduce_scatter_block %g %g", mine2[0], mine2[1]);
+
+    /* Nonblocking collectives, completed by Waitany and Testall. */
+    MPI_Request reqs[3];
+    int b = (rank == 0) ? 99 : 0;
+    double x = rank, mx = -1;
+    MPI_Ibarrier(MPI_COMM_WORLD, &reqs[0]);
+    MPI_Ibcast(&b, 1, MPI_INT, 0, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Iallreduce(&x, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &reqs[2]);
+    int done[3] = {0}, idx;
+    for (int k = 0; k < 2; k++) {
+        MPI_Waitany(3, reqs, &idx, MPI_STATUS_IGNORE);
+        CHECK(idx >= 0 && idx < 3 && !done[idx], "waitany index %d", idx);
+        if (idx >= 0 && idx < 3) done[idx] = 1;
+    }
+    int flag = 0;
+    while (!flag) MPI_Testall(3, reqs, &flag, MPI_STATUSES_IGNORE);
+    CHECK(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL && reqs[2] == MPI_REQUEST_NULL,
+          "requests not nulled");
+    MPI_Waitany(3, reqs, &idx, MPI_STATUS_IGNORE);
+    CHECK(idx == MPI_UNDEFINED, "waitany on null requests gave %d", idx);
+    CHECK(b == 99 && mx == size - 1, "ibcast %d iallreduce %g", b, mx);
+
+    /* The tag upper bound. */
+    int *ub = NULL;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    CHECK(flag && ub && *ub >= 32767, "MPI_TAG_UB %d", ub ? *ub : -1);
+
+    int bad = failures, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (anybad == 0) printf("collectives: ok %d\n", rank);
+    free(counts), free(displs), free(all), free(sc), free(sd), free(rc), free(rd), free(sb), free(rb), free(blocks);
+    return anybad == 0 ? 0 : 1;
+}
