@@ -23,6 +23,11 @@ pub(crate) const DATATYPE_NULL: Handle = 0x0c00_0000;
 /// 0x4c... and 0x8c... values).
 pub(crate) const TYPE_USER: Handle = 0xcc00_0000_u32 as i32;
 
+pub(crate) const GROUP_NULL: Handle = 0x0800_0000;
+pub(crate) const GROUP_EMPTY: Handle = 0x4800_0000;
+/// Groups this library makes: this pattern plus an index.
+pub(crate) const GROUP_USER: Handle = 0x8800_0000_u32 as i32;
+
 pub(crate) const ERRORS_ARE_FATAL: Handle = 0x5400_0000;
 pub(crate) const ERRORS_RETURN: Handle = 0x5400_0001;
 pub(crate) const ERRORS_ABORT: Handle = 0x5400_0003;

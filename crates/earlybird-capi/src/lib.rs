@@ -706,6 +706,150 @@ mpi! {
         }))
     }
 
+    fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            let op = state::op_of(op)?;
+            // SAFETY: one count per rank (MPI's contract).
+            let counts = lens(unsafe { array(rcounts, c.size()) }?)?;
+            let total: usize = counts.iter().sum();
+            let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
+            // SAFETY: the buffers as MPI's contract says (the send one holds every block).
+            let r = unsafe { buf_out(rbuf, mine as c_int, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.reduce_scatter(earlybird::IN_PLACE, r, &counts, &op)
+            } else {
+                // SAFETY: as above.
+                let s = unsafe { buf_in(sbuf, c_int::try_from(total).unwrap_or(c_int::MAX), dt) }?;
+                c.reduce_scatter(s, r, &counts, &op)
+            }
+        }))
+    }
+
+    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, dt: Handle, op: Handle) {
+        self_ok((|| {
+            let op = state::op_of(op)?;
+            let b = abi::basic_type(dt).ok_or_else(|| state::bad_type(dt))?;
+            macro_rules! local {
+                ($T:ty) => {{
+                    // SAFETY: both buffers hold `count` elements of `dt` (MPI's contract),
+                    // here of the Rust type picked for it below.
+                    let a = unsafe { slice_in::<$T>(inbuf, count) }?;
+                    // SAFETY: as above.
+                    let z = unsafe { slice_out::<$T>(inoutbuf, count) }?;
+                    match (a, z) {
+                        (Some(a), Some(z)) => earlybird::reduce_local(a, z, &op),
+                        _ => Err(Error::new(ErrorClass::Buffer, "MPI_Reduce_local: a buffer not aligned for its datatype")),
+                    }
+                }};
+            }
+            use earlybird::BasicType as B;
+            match b {
+                B::Char | B::SignedChar | B::Int8 => local!(i8),
+                B::UnsignedChar | B::Byte | B::Uint8 => local!(u8),
+                B::Short | B::Int16 => local!(i16),
+                B::UnsignedShort | B::Uint16 => local!(u16),
+                B::Int | B::Int32 => local!(i32),
+                B::Unsigned | B::Uint32 => local!(u32),
+                B::Long | B::LongLong | B::Int64 | B::Aint | B::Offset | B::Count => local!(i64),
+                B::UnsignedLong | B::UnsignedLongLong | B::Uint64 => local!(u64),
+                B::Float => local!(f32),
+                B::Double => local!(f64),
+                b => Err(Error::new(ErrorClass::Type, format!("MPI_Reduce_local on {}: not a type this library reduces locally", b.mpi_name()))),
+            }
+        })())
+    }
+
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Handle, status: *mut MpiStatus) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let mut b = unsafe { buf_out(buf, count, dt) }?;
+            let st = c.sendrecv_replace(&mut b, abi::rank_in(dest), stag, abi::rank_in(src), rtag)?;
+            status_out(status, &st);
+            Ok(())
+        }))
+    }
+
+    fn MPI_Alloc_mem / PMPI_Alloc_mem(size: isize, _info: Handle, baseptr: *mut c_void) {
+        match state::alloc_mem(size) {
+            Ok(p) => {
+                // SAFETY: `baseptr` is where MPI's C binding stores the pointer (a `void **`
+                // passed as `void *`), checked for null.
+                unsafe { write(baseptr.cast::<*mut c_void>(), p) };
+                MPI_SUCCESS
+            }
+            Err(e) => self_ok(Err::<(), _>(e)),
+        }
+    }
+
+    fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
+        // SAFETY: `base` came from MPI_Alloc_mem (MPI's contract).
+        self_ok(unsafe { state::free_mem(base) })
+    }
+
+    // ---- groups ----------------------------------------------------------------------------------
+
+    fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {
+        let r = with_comm(comm, |c| Ok(c.group())).and_then(state::add_group);
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(group, h) }))
+    }
+
+    fn MPI_Group_size / PMPI_Group_size(group: Handle, size: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        self_ok(state::group_of(group).map(|g| unsafe { write(size, g.size()) }))
+    }
+
+    fn MPI_Group_rank / PMPI_Group_rank(group: Handle, rank: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        self_ok(state::group_of(group).map(|g| unsafe { write(rank, g.rank().unwrap_or(abi::UNDEFINED)) }))
+    }
+
+    fn MPI_Group_incl / PMPI_Group_incl(group: Handle, n: c_int, ranks: *const c_int, new: *mut Handle) {
+        // SAFETY: `n` ranks (MPI's contract).
+        let r = state::group_of(group).and_then(|g| g.incl(unsafe { array(ranks, n) }?)).and_then(state::add_group);
+        // SAFETY: a handle to write, checked for null.
+        self_ok(r.map(|h| unsafe { write(new, h) }))
+    }
+
+    fn MPI_Group_excl / PMPI_Group_excl(group: Handle, n: c_int, ranks: *const c_int, new: *mut Handle) {
+        // SAFETY: `n` ranks (MPI's contract).
+        let r = state::group_of(group).and_then(|g| g.excl(unsafe { array(ranks, n) }?)).and_then(state::add_group);
+        // SAFETY: a handle to write, checked for null.
+        self_ok(r.map(|h| unsafe { write(new, h) }))
+    }
+
+    fn MPI_Group_translate_ranks / PMPI_Group_translate_ranks(g1: Handle, n: c_int, ranks1: *const c_int, g2: Handle, ranks2: *mut c_int) {
+        self_ok((|| {
+            let (a, b) = (state::group_of(g1)?, state::group_of(g2)?);
+            // SAFETY: `n` ranks (MPI's contract).
+            let rs: Vec<i32> = unsafe { array(ranks1, n) }?.iter().map(|&r| abi::rank_in(r)).collect();
+            let out = a.translate_ranks(&rs, &b)?;
+            for (i, r) in out.into_iter().enumerate() {
+                // SAFETY: room for `n` ranks (MPI's contract).
+                unsafe { write(ranks2.wrapping_add(i), abi::rank_out(r)) };
+            }
+            Ok(())
+        })())
+    }
+
+    fn MPI_Group_free / PMPI_Group_free(group: *mut Handle) {
+        // SAFETY: a group handle to read (MPI's contract).
+        let r = unsafe { read_handle(group) }.and_then(state::take_group);
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { group.write(abi::GROUP_NULL) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, new: *mut Handle) {
+        let r = state::group_of(group)
+            .and_then(|g| with_comm(comm, |c| c.create(&g)))
+            .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(new, h) }))
+    }
+
     // ---- datatypes -------------------------------------------------------------------------------
 
     fn MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) {

@@ -18,6 +18,7 @@ struct State {
     comms: Table<Comm>,
     reqs: Table<Box<Pending>>,
     types: Table<Datatype>,
+    groups: Table<earlybird::Group>,
 }
 
 thread_local! {
@@ -83,6 +84,7 @@ pub(crate) fn init() -> c_int {
                     comms: Table::new(),
                     reqs: Table::new(),
                     types: Table::new(),
+                    groups: Table::new(),
                 })
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -417,6 +419,101 @@ pub(crate) unsafe fn buf_out(
         }
     };
     TypedMut::at(s, sp.origin, sp.count, &sp.dt)
+}
+
+/// Bytes before the memory MPI_Alloc_mem hands out: its layout's size, for MPI_Free_mem.
+const MEM_HEAD: usize = 64;
+
+/// MPI_Alloc_mem: `size` bytes aligned to 64 (a cache line; MPI asks for none).
+pub(crate) fn alloc_mem(size: isize) -> Result<*mut c_void> {
+    let size = usize::try_from(size)
+        .map_err(|_| Error::new(ErrorClass::Arg, format!("MPI_Alloc_mem of {size} bytes")))?;
+    let layout = std::alloc::Layout::from_size_align(size + MEM_HEAD, MEM_HEAD)
+        .map_err(|_| Error::new(ErrorClass::NoMem, format!("MPI_Alloc_mem of {size} bytes")))?;
+    // SAFETY: the layout has a non-zero size (MEM_HEAD at least).
+    let p = unsafe { std::alloc::alloc(layout) };
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::NoMem,
+            format!("MPI_Alloc_mem of {size} bytes: out of memory"),
+        ));
+    }
+    // SAFETY: `p` holds `size + MEM_HEAD` bytes aligned to 64: the head is ours, the rest the
+    // caller's.
+    unsafe {
+        p.cast::<usize>().write(size);
+        Ok(p.add(MEM_HEAD).cast())
+    }
+}
+
+/// MPI_Free_mem.
+///
+/// # Safety
+/// `base` is null or came from [`alloc_mem`] and was not freed.
+pub(crate) unsafe fn free_mem(base: *mut c_void) -> Result<()> {
+    if base.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the function's contract: `alloc_mem` put the size `MEM_HEAD` bytes before.
+    unsafe {
+        let p = base.cast::<u8>().sub(MEM_HEAD);
+        let size = p.cast::<usize>().read();
+        std::alloc::dealloc(
+            p,
+            std::alloc::Layout::from_size_align_unchecked(size + MEM_HEAD, MEM_HEAD),
+        );
+    }
+    Ok(())
+}
+
+/// The group a handle names (MPI_GROUP_EMPTY included).
+pub(crate) fn group_of(h: Handle) -> Result<earlybird::Group> {
+    STATE.with(|s| {
+        let s = s.borrow();
+        let st = s.as_ref().ok_or_else(|| not_initialized("a group call"))?;
+        if h == abi::GROUP_EMPTY {
+            return Ok(st.uni.world().group().empty_like());
+        }
+        let i = h.wrapping_sub(abi::GROUP_USER) as u32 as usize;
+        st.groups.get(i).cloned().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Group,
+                format!("group handle {h:#x} names no group (never made, or freed)"),
+            )
+        })
+    })
+}
+
+/// Keep `g` in the table; its handle.
+pub(crate) fn add_group(g: earlybird::Group) -> Result<Handle> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("a group call"))?;
+        Ok(abi::GROUP_USER.wrapping_add(st.groups.insert(g) as i32))
+    })
+}
+
+/// The group `h` names, out of the table (MPI_Group_free).
+pub(crate) fn take_group(h: Handle) -> Result<earlybird::Group> {
+    if h == abi::GROUP_EMPTY {
+        return Err(Error::new(
+            ErrorClass::Group,
+            "MPI_GROUP_EMPTY cannot be freed",
+        ));
+    }
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Group_free"))?;
+        let i = h.wrapping_sub(abi::GROUP_USER) as u32 as usize;
+        st.groups.take(i).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Group,
+                format!("group handle {h:#x} names no group (never made, or freed)"),
+            )
+        })
+    })
 }
 
 /// Keep `d` in the table; its handle.

@@ -93,6 +93,56 @@ int main(int argc, char **argv) {
     CHECK(idx == MPI_UNDEFINED, "waitany on null requests gave %d", idx);
     CHECK(b == 99 && mx == size - 1, "ibcast %d iallreduce %g", b, mx);
 
+    /* Reduce_scatter with varying counts, Reduce_local, Sendrecv_replace, Alloc_mem. */
+    int *rs_send = malloc(sizeof(int) * (size * (size + 1) / 2)), rs_recv[64];
+    for (int i = 0, k = 0; i < size; i++)
+        for (int j = 0; j <= i; j++, k++) rs_send[k] = rank + j;
+    MPI_Reduce_scatter(rs_send, rs_recv, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int j = 0; j <= rank; j++)
+        CHECK(rs_recv[j] == size * (size - 1) / 2 + size * j, "reduce_scatter %d: %d", j, rs_recv[j]);
+    free(rs_send);
+    signed char lin[3] = {-5, 7, 1}, lio[3] = {-3, 2, 1};
+    MPI_Reduce_local(lin, lio, 3, MPI_SIGNED_CHAR, MPI_MIN);
+    CHECK(lio[0] == -5 && lio[1] == 2 && lio[2] == 1, "reduce_local %d %d %d", lio[0], lio[1], lio[2]);
+    double *mem = NULL;
+    MPI_Alloc_mem(4 * sizeof(double), MPI_INFO_NULL, &mem);
+    CHECK(mem != NULL, "alloc_mem");
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    for (int i = 0; i < 4; i++) mem[i] = rank + i / 10.0;
+    MPI_Sendrecv_replace(mem, 4, MPI_DOUBLE, right, 21, left, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(mem[0] == left && mem[3] == left + 0.3, "sendrecv_replace %g %g", mem[0], mem[3]);
+    MPI_Free_mem(mem);
+
+    /* Groups: the odd ranks' group, translated, and a communicator made of it. */
+    MPI_Group world, odd;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int nodd = size / 2, *odds = malloc(sizeof(int) * (nodd + 1)), *back2 = malloc(sizeof(int) * (nodd + 1));
+    for (int i = 0; i < nodd; i++) odds[i] = 2 * i + 1;
+    MPI_Group_incl(world, nodd, odds, &odd);
+    int gs = -1, gr = -2;
+    MPI_Group_size(odd, &gs);
+    MPI_Group_rank(odd, &gr);
+    CHECK(gs == nodd, "odd group size %d", gs);
+    CHECK(gr == (rank % 2 ? rank / 2 : MPI_UNDEFINED), "odd group rank %d", gr);
+    int mine_in_odd[1] = {0};
+    MPI_Group_translate_ranks(odd, nodd > 0 ? 1 : 0, mine_in_odd, world, back2);
+    if (nodd > 0) CHECK(back2[0] == 1, "translate gave %d", back2[0]);
+    MPI_Comm oddc;
+    MPI_Comm_create(MPI_COMM_WORLD, odd, &oddc);
+    if (rank % 2) {
+        int os = -1;
+        MPI_Comm_size(oddc, &os);
+        CHECK(os == nodd, "odd communicator of %d", os);
+        MPI_Comm_free(&oddc);
+    } else {
+        CHECK(oddc == MPI_COMM_NULL, "an even rank got a communicator");
+    }
+    MPI_Group_free(&odd);
+    MPI_Group_free(&world);
+    CHECK(world == MPI_GROUP_NULL, "freed group not nulled");
+    free(odds);
+    free(back2);
+
     /* The tag upper bound. */
     int *ub = NULL;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
