@@ -135,6 +135,55 @@ pub(crate) fn op(h: Handle) -> Option<earlybird::Op> {
     })
 }
 
+/// The handle of a predefined datatype (the inverse of [`basic_type`]).
+pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
+    const ALL: [u32; 36] = [
+        0x4c00_0101,
+        0x4c00_0118,
+        0x4c00_0102,
+        0x4c00_010d,
+        0x4c00_040e,
+        0x4c00_0203,
+        0x4c00_0204,
+        0x4c00_0405,
+        0x4c00_0406,
+        0x4c00_0807,
+        0x4c00_0808,
+        0x4c00_040a,
+        0x4c00_080b,
+        0x4c00_100c,
+        0x4c00_0809,
+        0x4c00_0819,
+        0x4c00_010f,
+        0x8c00_0000,
+        0x8c00_0001,
+        0x8c00_0002,
+        0x8c00_0003,
+        0x4c00_0816,
+        0x4c00_0137,
+        0x4c00_0238,
+        0x4c00_0439,
+        0x4c00_083a,
+        0x4c00_013b,
+        0x4c00_023c,
+        0x4c00_043d,
+        0x4c00_083e,
+        0x4c00_013f,
+        0x4c00_0840,
+        0x4c00_1041,
+        0x4c00_0843,
+        0x4c00_0844,
+        0x4c00_0845,
+    ];
+    ALL.iter()
+        .map(|&h| h as Handle)
+        .find(|&h| basic_type(h) == Some(b))
+}
+
+/// Operations this library makes: this pattern plus an index.
+pub(crate) const OP_USER: Handle = 0x9800_0000_u32 as i32;
+pub(crate) const OP_NULL: Handle = 0x1800_0000;
+
 /// A rank argument (source or destination) in earlybird's numbering.
 pub(crate) fn rank_in(r: i32) -> i32 {
     match r {

@@ -42,6 +42,9 @@ use earlybird::{Datatype, Error, ErrorClass, Status};
 use state::{buf_in, buf_out, by_elem, fail, ok_or_code, slice_in, slice_out, with_comm, write};
 use std::ffi::{c_char, c_double, c_int, c_void};
 
+/// C's `MPI_User_function`.
+type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+
 /// Each function as `PMPI_name` (the implementation) and `MPI_name` (calls it).
 macro_rules! mpi {
     ($(fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block)*) => {$(
@@ -784,6 +787,39 @@ mpi! {
     fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) {
         // SAFETY: `base` came from MPI_Alloc_mem (MPI's contract).
         self_ok(unsafe { state::free_mem(base) })
+    }
+
+    fn MPI_Op_create / PMPI_Op_create(f: Option<UserFunction>, commute: c_int, op: *mut Handle) {
+        let Some(f) = f else {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Op_create: a null function")));
+        };
+        // The C function sees the datatype's handle, and MPI's `int *len` and
+        // `MPI_Datatype *` arguments.
+        let user = earlybird::Op::user_bytes(commute != 0, move |a: &[u8], b: &mut [u8], n: usize, dt: &Datatype| {
+            let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
+            let mut h = state::handle_of(dt);
+            // SAFETY: `a` and `b` hold `n` elements of `dt` (the library's contract with the
+            // operation); the function reads `a` and writes `b` as MPI says it may.
+            unsafe { f(a.as_ptr() as *mut c_void, b.as_mut_ptr().cast(), &mut len, &mut h) }
+        });
+        let r = state::add_op(user);
+        // SAFETY: a handle to write, checked for null.
+        self_ok(r.map(|h| unsafe { write(op, h) }))
+    }
+
+    fn MPI_Op_free / PMPI_Op_free(op: *mut Handle) {
+        // SAFETY: an operation handle to read (MPI's contract).
+        let r = unsafe { read_handle(op) }.and_then(state::take_op);
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { op.write(abi::OP_NULL) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Op_commutative / PMPI_Op_commutative(op: Handle, commute: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        self_ok(state::op_of(op).map(|o| unsafe { write(commute, c_int::from(o.is_commutative())) }))
     }
 
     // ---- groups ----------------------------------------------------------------------------------

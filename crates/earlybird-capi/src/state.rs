@@ -19,6 +19,7 @@ struct State {
     reqs: Table<Box<Pending>>,
     types: Table<Datatype>,
     groups: Table<earlybird::Group>,
+    ops: Table<earlybird::Op>,
 }
 
 thread_local! {
@@ -85,6 +86,7 @@ pub(crate) fn init() -> c_int {
                     reqs: Table::new(),
                     types: Table::new(),
                     groups: Table::new(),
+                    ops: Table::new(),
                 })
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -287,7 +289,55 @@ pub(crate) fn bad_type(dt: Handle) -> Error {
     )
 }
 
+/// The handle of a datatype the library holds: a predefined one, or one of the table
+/// (MPI_DATATYPE_NULL for another, such as one made inside a call).
+pub(crate) fn handle_of(dt: &Datatype) -> Handle {
+    if let earlybird::Combiner::Named(b) = dt.combiner() {
+        return abi::basic_handle(b).unwrap_or(abi::DATATYPE_NULL);
+    }
+    STATE.with(|s| {
+        let s = s.borrow();
+        s.as_ref()
+            .and_then(|st| {
+                st.types
+                    .slots
+                    .iter()
+                    .position(|t| t.as_ref() == Some(dt))
+                    .map(|i| abi::TYPE_USER.wrapping_add(i as i32))
+            })
+            .unwrap_or(abi::DATATYPE_NULL)
+    })
+}
+
+/// Keep a user operation; its handle.
+pub(crate) fn add_op(op: earlybird::Op) -> Result<Handle> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Op_create"))?;
+        Ok(abi::OP_USER.wrapping_add(st.ops.insert(op) as i32))
+    })
+}
+
+/// The user operation `h` names, out of the table (MPI_Op_free).
+pub(crate) fn take_op(h: Handle) -> Result<earlybird::Op> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Op_free"))?;
+        let i = h.wrapping_sub(abi::OP_USER) as u32 as usize;
+        st.ops.take(i).ok_or_else(|| {
+            Error::new(ErrorClass::Op, format!("operation handle {h:#x} is not a user operation (predefined, never made, or freed)"))
+        })
+    })
+}
+
 pub(crate) fn op_of(h: Handle) -> Result<earlybird::Op> {
+    if h as u32 & 0xfc00_0000 == abi::OP_USER as u32 {
+        let i = h.wrapping_sub(abi::OP_USER) as u32 as usize;
+        let user = STATE.with(|s| s.borrow().as_ref().and_then(|st| st.ops.get(i).cloned()));
+        if let Some(op) = user {
+            return Ok(op);
+        }
+    }
     abi::op(h).ok_or_else(|| {
         Error::new(
             ErrorClass::Op,

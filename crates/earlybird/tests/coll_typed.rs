@@ -26,6 +26,7 @@ scenarios! {
     pair_reductions_and_mixed_buffers [2, 3, 4, 8];
     intercommunicator [2, 3, 4, 8];
     misuse [2, 3];
+    bytes_user_operations [1, 2, 3, 4, 8];
 }
 
 fn committed(t: Datatype) -> Result<Datatype> {
@@ -837,5 +838,95 @@ fn misuse(u: &Universe) -> Result<()> {
         // Off the root the gather may end before the root's notice arrives.
         assert_eq!(e.class(), ErrorClass::Type, "{e}");
     }
+    Ok(())
+}
+
+/// User operations on bytes (what a C `MPI_User_function` needs): a non-commutative 2x2
+/// matrix product over a contiguous datatype of 4 doubles keeps rank order in reduce and
+/// allreduce; a sum on plain `i32` slices sees `count` elements of a 4-byte datatype; a
+/// datatype with holes is MPI_ERR_OP.
+fn bytes_user_operations(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (r, n) = (w.rank(), w.size());
+    let matmul = Op::user_bytes(
+        false,
+        |a: &[u8], b: &mut [u8], count: usize, dt: &Datatype| {
+            assert_eq!(dt.size(), 32, "the operation is given its datatype");
+            let f =
+                |s: &[u8], i: usize| f64::from_le_bytes(s[8 * i..8 * i + 8].try_into().unwrap());
+            for k in 0..count {
+                let (x, y) = (&a[32 * k..32 * k + 32], &b[32 * k..32 * k + 32]);
+                let p = [
+                    f(x, 0) * f(y, 0) + f(x, 1) * f(y, 2),
+                    f(x, 0) * f(y, 1) + f(x, 1) * f(y, 3),
+                    f(x, 2) * f(y, 0) + f(x, 3) * f(y, 2),
+                    f(x, 2) * f(y, 1) + f(x, 3) * f(y, 3),
+                ];
+                for (i, v) in p.iter().enumerate() {
+                    b[32 * k + 8 * i..32 * k + 8 * i + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        },
+    );
+    assert!(!matmul.is_commutative());
+    let mat = committed(Datatype::contiguous(4, &Datatype::of::<f64>())?)?;
+    // Rank 0's matrix swaps the rows; every other rank's is [[1, r], [0, 1]].
+    let m: [f64; 4] = if r == 0 {
+        [0.0, 1.0, 1.0, 0.0]
+    } else {
+        [1.0, r as f64, 0.0, 1.0]
+    };
+    let s = (n * (n - 1) / 2) as f64;
+    let want = if n == 1 {
+        [0.0, 1.0, 1.0, 0.0]
+    } else {
+        [0.0, 1.0, 1.0, s]
+    };
+    let mut p = [0.0f64; 4];
+    w.allreduce(
+        Typed::new(&m, 1, &mat)?,
+        TypedMut::new(&mut p, 1, &mat)?,
+        &matmul,
+    )?;
+    check_eq("allreduce of the ordered product", &p, &want);
+    let mut q = [0.0f64; 4];
+    w.reduce(
+        Typed::new(&m, 1, &mat)?,
+        TypedMut::new(&mut q, 1, &mat)?,
+        &matmul,
+        n - 1,
+    )?;
+    if r == n - 1 {
+        check_eq("reduce of the ordered product", &q, &want);
+    }
+    let sum = Op::user_bytes(
+        true,
+        |a: &[u8], b: &mut [u8], count: usize, dt: &Datatype| {
+            assert_eq!((dt.size(), a.len()), (4, 4 * count), "i32 elements");
+            for i in 0..count {
+                let x = i32::from_le_bytes(a[4 * i..4 * i + 4].try_into().unwrap());
+                let y = i32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap());
+                b[4 * i..4 * i + 4].copy_from_slice(&(x + y).to_le_bytes());
+            }
+        },
+    );
+    let mut t = [0i32; 3];
+    w.allreduce(&[r, 1, 2 * r][..], &mut t[..], &sum)?;
+    check_eq("sum on i32 slices", &t, &[n * (n - 1) / 2, n, n * (n - 1)]);
+    // Holes: refused on every rank alike.
+    w.set_errhandler(ErrHandler::Return);
+    let col = column(2, 2)?;
+    let data = [1.0f64; 4];
+    let mut out = [0.0f64; 4];
+    assert_err(
+        w.allreduce(
+            Typed::new(&data, 1, &col)?,
+            TypedMut::new(&mut out, 1, &col)?,
+            &matmul,
+        ),
+        ErrorClass::Op,
+        "contiguous elements",
+    );
+    w.set_errhandler(ErrHandler::Fatal);
     Ok(())
 }

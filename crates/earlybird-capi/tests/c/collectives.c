@@ -9,6 +9,26 @@
 #define NAME "collectives"
 #include "check.h"
 
+/* A user operation: element-wise b = a + b on ints, noting the datatype it was given. */
+static MPI_Datatype seen_type = MPI_DATATYPE_NULL;
+static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    int *a = in, *b = inout;
+    seen_type = *dt;
+    for (int i = 0; i < *len; i++) b[i] += a[i];
+}
+
+/* A non-commutative one: 2x2 matrix product b = a * b, one matrix per element of a
+ * contiguous type of 4 doubles. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    (void)dt;
+    double *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        double r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                       a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        for (int i = 0; i < 4; i++) b[i] = r[i];
+    }
+}
+
 int main(int argc, char **argv) {
     int size;
     MPI_Init(&argc, &argv);
@@ -142,6 +162,39 @@ int main(int argc, char **argv) {
     CHECK(world == MPI_GROUP_NULL, "freed group not nulled");
     free(odds);
     free(back2);
+
+    /* User operations through C callbacks. */
+    MPI_Op usum, mm;
+    MPI_Op_create(int_sum, 1, &usum);
+    MPI_Op_create(matmul, 0, &mm);
+    int commutes = -1;
+    MPI_Op_commutative(mm, &commutes);
+    CHECK(commutes == 0, "matmul commutative %d", commutes);
+    int uv[3] = {rank, 1, 2 * rank}, ures[3] = {0};
+    MPI_Allreduce(uv, ures, 3, MPI_INT, usum, MPI_COMM_WORLD);
+    CHECK(ures[0] == size * (size - 1) / 2 && ures[1] == size && ures[2] == size * (size - 1),
+          "user sum %d %d %d", ures[0], ures[1], ures[2]);
+    /* Not every rank applies the operation (the algorithm decides); one that did saw MPI_INT. */
+    CHECK(seen_type == MPI_DATATYPE_NULL || seen_type == MPI_INT, "the user function saw datatype %#x",
+          (unsigned)seen_type);
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_DOUBLE, &mat);
+    MPI_Type_commit(&mat);
+    /* Rank r's matrix is [[1, r], [0, 1]]: the ordered product is [[1, sum r], [0, 1]]; with
+     * rank 0's [[0, 1], [1, 0]] first it would differ if the order were not kept. */
+    double M[4] = {1, rank, 0, 1}, P[4] = {0};
+    if (rank == 0) M[0] = 0, M[1] = 1, M[2] = 1, M[3] = 0;
+    MPI_Reduce(M, P, 1, mat, mm, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        /* [[0,1],[1,0]] * [[1,s],[0,1]] with s = sum of ranks 1..size-1 = [[0,1],[1,s]]. */
+        double s = size * (size - 1) / 2.0;
+        if (size == 1) CHECK(P[0] == 0 && P[1] == 1 && P[2] == 1 && P[3] == 0, "product alone");
+        else CHECK(P[0] == 0 && P[1] == 1 && P[2] == 1 && P[3] == s, "ordered product %g %g %g %g", P[0], P[1], P[2], P[3]);
+    }
+    MPI_Type_free(&mat);
+    MPI_Op_free(&usum);
+    MPI_Op_free(&mm);
+    CHECK(usum == MPI_OP_NULL, "freed op not nulled");
 
     /* The tag upper bound. */
     int *ub = NULL;

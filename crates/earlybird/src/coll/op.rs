@@ -1,5 +1,6 @@
 //! Reduction operations (MPI_Op): the predefined ones and user operations made from Rust
-//! closures, with the kernels that apply them.
+//! closures, typed on one element type or (for language bindings) on the bytes of any
+//! contiguous datatype, with the kernels that apply them.
 //!
 //! Every reduction step computes `b[i] = a[i] op b[i]` where `a` holds the contribution of
 //! the lower ranks and `b` that of the higher ones (the order MPI's user functions take,
@@ -15,6 +16,7 @@ pub use crate::datatype::reduce::Predefined;
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};
 use crate::sys::lend::{Loan, Unusable};
+use crate::sys::plain::{as_bytes, as_bytes_mut};
 use std::any::Any;
 use std::rc::Rc;
 
@@ -39,7 +41,17 @@ pub struct Op(OpKind);
 enum OpKind {
     Predefined(Predefined),
     User(Rc<UserOp>),
+    Bytes(Rc<BytesOp>),
 }
+
+/// A user operation on the bytes of any contiguous datatype (see [`Op::user_bytes`]).
+struct BytesOp {
+    commute: bool,
+    f: Box<BytesFn>,
+}
+
+/// `f(a, b, count, dt)`: `b = a op b` on `count` elements of `dt` laid out contiguously.
+type BytesFn = dyn Fn(&[u8], &mut [u8], usize, &Datatype);
 
 struct UserOp {
     commute: bool,
@@ -109,11 +121,28 @@ impl Op {
         })))
     }
 
+    /// MPI_Op_create as a language binding needs it: a user operation that takes the data of
+    /// any datatype as bytes, with the element count and the datatype, as C's
+    /// `MPI_User_function` does. `f(a, b, count, dt)` must set `b = a op b` element-wise on
+    /// `count` elements of `dt`, laid out contiguously (the operation refuses, with
+    /// MPI_ERR_OP, a datatype whose elements are not contiguous bytes: one with holes, or
+    /// with a lower bound that is not 0). Same rules as [`Op::user`] otherwise.
+    pub fn user_bytes(
+        commute: bool,
+        f: impl Fn(&[u8], &mut [u8], usize, &Datatype) + 'static,
+    ) -> Op {
+        Op(OpKind::Bytes(Rc::new(BytesOp {
+            commute,
+            f: Box::new(f),
+        })))
+    }
+
     /// MPI_Op_commutative.
     pub fn is_commutative(&self) -> bool {
         match &self.0 {
             OpKind::Predefined(_) => true,
             OpKind::User(u) => u.commute,
+            OpKind::Bytes(u) => u.commute,
         }
     }
 
@@ -121,7 +150,7 @@ impl Op {
     pub fn as_predefined(&self) -> Option<Predefined> {
         match self.0 {
             OpKind::Predefined(p) => Some(p),
-            OpKind::User(_) => None,
+            OpKind::User(_) | OpKind::Bytes(_) => None,
         }
     }
 
@@ -133,6 +162,7 @@ impl Op {
         match &self.0 {
             OpKind::Predefined(p) => p.mpi_name().to_string(),
             OpKind::User(u) => format!("user op on {}", u.type_name),
+            OpKind::Bytes(_) => "user op on bytes".to_string(),
         }
     }
 
@@ -141,6 +171,7 @@ impl Op {
         let ok = match &self.0 {
             OpKind::Predefined(p) => T::reduce_predefined(*p, &[], &mut []),
             OpKind::User(u) => u.f.is::<UserFn<T>>(),
+            OpKind::Bytes(_) => T::GAPLESS,
         };
         if ok {
             return Ok(());
@@ -154,6 +185,7 @@ impl Op {
                 match &self.0 {
                     OpKind::Predefined(_) => "MPI does not define it on that type",
                     OpKind::User(_) => "the user operation was made for another type",
+                    OpKind::Bytes(_) => "a type with padding is not contiguous bytes",
                 }
             ),
         ))
@@ -172,8 +204,32 @@ impl Op {
                     f(a, b)
                 }
             }
+            OpKind::Bytes(u) => {
+                let n = a.len();
+                if let (Some(x), Some(y)) = (as_bytes(a), as_bytes_mut(b)) {
+                    (u.f)(x, y, n, &T::datatype())
+                }
+            }
         }
     }
+}
+
+fn bytes_kernel_name() -> &'static str {
+    "bytes of the operation's datatype"
+}
+
+/// The element type of a bytes operation: a datatype's contiguous elements.
+static BYTES_KERNEL: Kernel = Kernel {
+    name: bytes_kernel_name,
+    padded: None,
+};
+
+fn apply_bytes(r: &Reducer, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
+    Loan::typed_pair::<u8>(src, dst, |a, b| {
+        if let (OpKind::Bytes(u), Some(dt)) = (&r.op.0, &r.dt) {
+            (u.f)(a, b, a.len() / r.elem.max(1), dt)
+        }
+    })
 }
 
 /// What a reduction knows of its element type, one constant per type.
@@ -209,7 +265,9 @@ pub(crate) struct Reducer {
     pub(crate) elem: usize,
     /// The element type: two buffers reduce alike only with the same one.
     pub(crate) kernel: &'static Kernel,
-    apply: fn(&Op, &Loan, &Loan) -> std::result::Result<(), Unusable>,
+    apply: fn(&Reducer, &Loan, &Loan) -> std::result::Result<(), Unusable>,
+    /// The datatype a bytes operation reduces (its callback is given it).
+    dt: Option<Datatype>,
 }
 
 impl std::fmt::Debug for Reducer {
@@ -219,11 +277,11 @@ impl std::fmt::Debug for Reducer {
 }
 
 fn apply_loans<T: Equivalence>(
-    op: &Op,
+    r: &Reducer,
     src: &Loan,
     dst: &Loan,
 ) -> std::result::Result<(), Unusable> {
-    Loan::typed_pair::<T>(src, dst, |a, b| op.apply(a, b))
+    Loan::typed_pair::<T>(src, dst, |a, b| r.op.apply(a, b))
 }
 
 impl Reducer {
@@ -235,6 +293,7 @@ impl Reducer {
             elem: std::mem::size_of::<T>(),
             kernel: &<T as KernelOf>::KERNEL,
             apply: apply_loans::<T>,
+            dt: None,
         })
     }
 
@@ -243,6 +302,32 @@ impl Reducer {
     /// datatype of one predefined type), or for a user operation the type it was made for,
     /// which `dt`'s data must be a whole number of. MPI_ERR_OP if `op` does not apply.
     pub(crate) fn for_datatype(dt: &Datatype, op: &Op) -> Result<Reducer> {
+        if let OpKind::Bytes(_) = &op.0 {
+            let (tlb, text) = dt.get_true_extent();
+            let contiguous = dt.size() > 0
+                && dt.lb() == 0
+                && tlb == 0
+                && dt.extent() == dt.size() as isize
+                && text == dt.size() as isize
+                && dt.is_contiguous_run(1);
+            if !contiguous {
+                return Err(Error::new(
+                    ErrorClass::Op,
+                    format!(
+                        "{} cannot reduce {}: a user function on bytes takes contiguous elements",
+                        op.name(),
+                        dt.describe()
+                    ),
+                ));
+            }
+            return Ok(Reducer {
+                op: op.clone(),
+                elem: dt.size(),
+                kernel: &BYTES_KERNEL,
+                apply: apply_bytes,
+                dt: Some(dt.clone()),
+            });
+        }
         if let OpKind::User(u) = &op.0 {
             let fits = dt.reduction_basic().is_some_and(|b| Some(b) == u.basic)
                 && u.size > 0
@@ -308,6 +393,7 @@ impl Reducer {
         let op = match &self.op.0 {
             OpKind::Predefined(p) => *p as usize + 1,
             OpKind::User(u) => Rc::as_ptr(u) as usize,
+            OpKind::Bytes(u) => Rc::as_ptr(u) as usize,
         };
         (op, self.apply as usize)
     }
@@ -315,7 +401,7 @@ impl Reducer {
     /// `dst = src op dst`, both contiguous runs of whole elements of the same length.
     #[inline]
     pub(crate) fn reduce(&self, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
-        (self.apply)(&self.op, src, dst)
+        (self.apply)(self, src, dst)
     }
 }
 
