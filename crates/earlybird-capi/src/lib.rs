@@ -36,6 +36,7 @@
 
 mod abi;
 mod state;
+pub mod unsupported;
 
 use abi::{Handle, MpiStatus, MPI_SUCCESS};
 use earlybird::{Datatype, Error, ErrorClass, Status};
@@ -241,6 +242,13 @@ mpi! {
             // SAFETY: an int to write, checked for null.
             unsafe { write(result, v) }
         }))
+    }
+
+    fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Handle) {
+        // No process of an earlybird job was spawned by another: MPI_COMM_NULL.
+        // SAFETY: a handle to write, checked for null.
+        unsafe { write(parent, abi::COMM_NULL) };
+        MPI_SUCCESS
     }
 
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: Handle, eh: Handle) {

@@ -132,6 +132,11 @@ fn v_collectives_scans_and_nonblocking_collectives_at_several_sizes_and_alone() 
 }
 
 #[test]
+fn unimplemented_calls_exist_and_say_so() {
+    run_everywhere("unsupported");
+}
+
+#[test]
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
     let lib = lib_dir(&work);
