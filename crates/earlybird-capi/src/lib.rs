@@ -830,6 +830,107 @@ mpi! {
         self_ok(state::op_of(op).map(|o| unsafe { write(commute, c_int::from(o.is_commutative())) }))
     }
 
+    // ---- info and names ----------------------------------------------------------------------------
+
+    fn MPI_Info_create / PMPI_Info_create(info: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        self_ok(state::add_info(earlybird::Info::new()).map(|h| unsafe { write(info, h) }))
+    }
+
+    fn MPI_Info_set / PMPI_Info_set(info: Handle, key: *const c_char, value: *const c_char) {
+        // SAFETY: NUL-terminated strings (MPI's contract).
+        let kv = unsafe { (c_str(key), c_str(value)) };
+        self_ok(kv.0.and_then(|k| kv.1.and_then(|v| state::with_info(info, |i| i.set(&k, &v)))))
+    }
+
+    fn MPI_Info_get / PMPI_Info_get(info: Handle, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) {
+        // SAFETY: a NUL-terminated key (MPI's contract).
+        let r = unsafe { c_str(key) }.and_then(|k| state::with_info(info, |i| Ok(i.get(&k)?.map(str::to_string))));
+        self_ok(r.map(|v| {
+            // SAFETY: `value` has room for `valuelen + 1` chars, `flag` is an int.
+            unsafe {
+                write(flag, c_int::from(v.is_some()));
+                if let Some(v) = v {
+                    state::write_str(value, valuelen.max(0) as usize + 1, &v, std::ptr::null_mut());
+                }
+            }
+        }))
+    }
+
+    fn MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: Handle, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) {
+        // SAFETY: a NUL-terminated key (MPI's contract).
+        let r = unsafe { c_str(key) }.and_then(|k| state::with_info(info, |i| Ok(i.get(&k)?.map(str::len))));
+        self_ok(r.map(|v| {
+            // SAFETY: ints to write, checked for null.
+            unsafe {
+                write(flag, c_int::from(v.is_some()));
+                if let Some(n) = v {
+                    write(valuelen, n as c_int);
+                }
+            }
+        }))
+    }
+
+    fn MPI_Info_delete / PMPI_Info_delete(info: Handle, key: *const c_char) {
+        // SAFETY: a NUL-terminated key (MPI's contract).
+        self_ok(unsafe { c_str(key) }.and_then(|k| state::with_info(info, |i| i.delete(&k))))
+    }
+
+    fn MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: Handle, nkeys: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        self_ok(state::with_info(info, |i| Ok(i.nkeys())).map(|n| unsafe { write(nkeys, n as c_int) }))
+    }
+
+    fn MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: Handle, n: c_int, key: *mut c_char) {
+        let r = state::with_info(info, |i| {
+            let n = usize::try_from(n).map_err(|_| Error::new(ErrorClass::Arg, format!("key number {n}")))?;
+            i.nthkey(n).map(str::to_string)
+        });
+        // SAFETY: `key` has room for MPI_MAX_INFO_KEY + 1 chars.
+        self_ok(r.map(|k| unsafe { state::write_str(key, 256, &k, std::ptr::null_mut()) }))
+    }
+
+    fn MPI_Info_dup / PMPI_Info_dup(info: Handle, new: *mut Handle) {
+        let r = state::with_info(info, |i| Ok(i.dup())).and_then(state::add_info);
+        // SAFETY: a handle to write, checked for null.
+        self_ok(r.map(|h| unsafe { write(new, h) }))
+    }
+
+    fn MPI_Info_free / PMPI_Info_free(info: *mut Handle) {
+        // SAFETY: an info handle to read (MPI's contract).
+        let r = unsafe { read_handle(info) }.and_then(state::take_info);
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { info.write(abi::INFO_NULL) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: Handle, name: *const c_char) {
+        // SAFETY: a NUL-terminated name (MPI's contract).
+        let n = unsafe { c_str(name) };
+        ok_or_code(with_comm(comm, |c| c.set_name(&n?)))
+    }
+
+    fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: Handle, name: *mut c_char, len: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
+            unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &c.name(), len) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Type_set_name / PMPI_Type_set_name(dt: Handle, name: *const c_char) {
+        // SAFETY: a NUL-terminated name (MPI's contract).
+        let n = unsafe { c_str(name) };
+        self_ok(n.and_then(|n| state::type_of(dt).map(|d| d.set_name(&n))))
+    }
+
+    fn MPI_Type_get_name / PMPI_Type_get_name(dt: Handle, name: *mut c_char, len: *mut c_int) {
+        // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
+        self_ok(state::type_of(dt).map(|d| unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &d.name(), len) }))
+    }
+
     // ---- groups ----------------------------------------------------------------------------------
 
     fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {
@@ -1123,6 +1224,24 @@ unsafe fn array<'a, T>(p: *const T, n: c_int) -> earlybird::Result<&'a [T]> {
     }
     // SAFETY: the function's contract.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The NUL-terminated string at `p` (MPI_ERR_ARG if null or not UTF-8).
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+unsafe fn c_str(p: *const c_char) -> earlybird::Result<String> {
+    if p.is_null() {
+        return Err(Error::new(ErrorClass::Arg, "a null string"));
+    }
+    // SAFETY: the function's contract.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    s.to_str().map(str::to_string).map_err(|_| {
+        Error::new(
+            ErrorClass::Arg,
+            format!("a string that is not UTF-8: {s:?}"),
+        )
+    })
 }
 
 /// The handle at `p` (MPI_ERR_ARG if `p` is null).

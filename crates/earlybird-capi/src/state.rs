@@ -20,6 +20,9 @@ struct State {
     types: Table<Datatype>,
     groups: Table<earlybird::Group>,
     ops: Table<earlybird::Op>,
+    infos: Table<earlybird::Info>,
+    /// MPI_INFO_ENV: empty (earlybird keeps nothing of the command line there).
+    env: earlybird::Info,
 }
 
 thread_local! {
@@ -87,6 +90,8 @@ pub(crate) fn init() -> c_int {
                     types: Table::new(),
                     groups: Table::new(),
                     ops: Table::new(),
+                    infos: Table::new(),
+                    env: earlybird::Info::new(),
                 })
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -306,6 +311,55 @@ pub(crate) fn handle_of(dt: &Datatype) -> Handle {
                     .map(|i| abi::TYPE_USER.wrapping_add(i as i32))
             })
             .unwrap_or(abi::DATATYPE_NULL)
+    })
+}
+
+/// `f` on the info object `h` names (MPI_INFO_ENV included, read only).
+pub(crate) fn with_info<R>(
+    h: Handle,
+    f: impl FnOnce(&mut earlybird::Info) -> Result<R>,
+) -> Result<R> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("an info call"))?;
+        if h == abi::INFO_ENV {
+            let mut copy = st.env.dup();
+            return f(&mut copy);
+        }
+        let i = h.wrapping_sub(abi::INFO_USER) as u32 as usize;
+        match st.infos.slots.get_mut(i).and_then(Option::as_mut) {
+            Some(info) => f(info),
+            None => Err(Error::new(
+                ErrorClass::Info,
+                format!("info handle {h:#x} names no info object (never made, or freed)"),
+            )),
+        }
+    })
+}
+
+/// Keep an info object; its handle.
+pub(crate) fn add_info(info: earlybird::Info) -> Result<Handle> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Info_create"))?;
+        Ok(abi::INFO_USER.wrapping_add(st.infos.insert(info) as i32))
+    })
+}
+
+/// The info object `h` names, out of the table (MPI_Info_free).
+pub(crate) fn take_info(h: Handle) -> Result<earlybird::Info> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Info_free"))?;
+        let i = h.wrapping_sub(abi::INFO_USER) as u32 as usize;
+        st.infos.take(i).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Info,
+                format!("info handle {h:#x} names no info object (never made, or freed)"),
+            )
+        })
     })
 }
 

@@ -139,6 +139,41 @@ int main(int argc, char **argv) {
     CHECK(none == MPI_COMM_NULL, "split with MPI_UNDEFINED");
     MPI_Comm_free(&half);
 
+    /* Info objects and names. */
+    MPI_Info info, info2;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "color", "blue");
+    MPI_Info_set(info, "size", "12345");
+    int nkeys = -1, vlen = -1, found = 0;
+    MPI_Info_get_nkeys(info, &nkeys);
+    CHECK(nkeys == 2, "info keys %d", nkeys);
+    char key[MPI_MAX_INFO_KEY + 1], val[8];
+    MPI_Info_get_nthkey(info, 1, key);
+    CHECK(strcmp(key, "size") == 0, "second key %s", key);
+    MPI_Info_get_valuelen(info, "size", &vlen, &found);
+    CHECK(found && vlen == 5, "valuelen %d", vlen);
+    MPI_Info_get(info, "size", 7, val, &found);
+    CHECK(found && strcmp(val, "12345") == 0, "value %s", val);
+    MPI_Info_dup(info, &info2);
+    MPI_Info_delete(info, "color");
+    MPI_Info_get(info, "color", 7, val, &found);
+    CHECK(!found, "deleted key found");
+    MPI_Info_get(info2, "color", 7, val, &found);
+    CHECK(found && strcmp(val, "blue") == 0, "dup lost a key: %s", val);
+    MPI_Info_free(&info);
+    MPI_Info_free(&info2);
+    CHECK(info == MPI_INFO_NULL, "freed info not nulled");
+    char cname[MPI_MAX_OBJECT_NAME];
+    MPI_Comm_get_name(MPI_COMM_WORLD, cname, &len);
+    CHECK(strcmp(cname, "MPI_COMM_WORLD") == 0, "world is named %s", cname);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_name(dup, "my dup");
+    MPI_Comm_get_name(dup, cname, &len);
+    CHECK(strcmp(cname, "my dup") == 0 && len == 6, "dup is named %s", cname);
+    MPI_Comm_free(&dup);
+    MPI_Type_get_name(MPI_DOUBLE, cname, &len);
+    CHECK(strcmp(cname, "MPI_DOUBLE") == 0, "MPI_DOUBLE is named %s", cname);
+
     /* Errors come back under MPI_ERRORS_RETURN, each with its class. */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int cls = -1, rc;
