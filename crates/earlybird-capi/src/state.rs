@@ -258,6 +258,36 @@ impl<T> Table<T> {
     }
 }
 
+/// Keep `x` in the table `pick` chooses; its handle (`base` plus its index).
+fn keep<T>(pick: fn(&mut State) -> &mut Table<T>, base: Handle, x: T) -> Result<Handle> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("a call that makes an object"))?;
+        Ok(base.wrapping_add(pick(st).insert(x) as i32))
+    })
+}
+
+/// The object handle `h` names in the table `pick` chooses, out of it (a free call); `none`
+/// the error when it names none.
+fn release<T>(
+    pick: fn(&mut State) -> &mut Table<T>,
+    base: Handle,
+    h: Handle,
+    none: impl FnOnce() -> Error,
+) -> Result<T> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("a call that frees an object"))?;
+        pick(st)
+            .take(h.wrapping_sub(base) as u32 as usize)
+            .ok_or_else(none)
+    })
+}
+
 pub(crate) fn add_comm(c: Comm) -> Handle {
     with_state(|s| {
         let st = s
@@ -339,49 +369,39 @@ pub(crate) fn with_info<R>(
 
 /// Keep an info object; its handle.
 pub(crate) fn add_info(info: earlybird::Info) -> Result<Handle> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s
-            .as_mut()
-            .ok_or_else(|| not_initialized("MPI_Info_create"))?;
-        Ok(abi::INFO_USER.wrapping_add(st.infos.insert(info) as i32))
-    })
+    keep(|st| &mut st.infos, abi::INFO_USER, info)
 }
 
 /// The info object `h` names, out of the table (MPI_Info_free).
 pub(crate) fn take_info(h: Handle) -> Result<earlybird::Info> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Info_free"))?;
-        let i = h.wrapping_sub(abi::INFO_USER) as u32 as usize;
-        st.infos.take(i).ok_or_else(|| {
+    release(
+        |st| &mut st.infos,
+        abi::INFO_USER,
+        h,
+        || {
             Error::new(
                 ErrorClass::Info,
                 format!("info handle {h:#x} names no info object (never made, or freed)"),
             )
-        })
-    })
+        },
+    )
 }
 
 /// Keep a user operation; its handle.
 pub(crate) fn add_op(op: earlybird::Op) -> Result<Handle> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Op_create"))?;
-        Ok(abi::OP_USER.wrapping_add(st.ops.insert(op) as i32))
-    })
+    keep(|st| &mut st.ops, abi::OP_USER, op)
 }
 
 /// The user operation `h` names, out of the table (MPI_Op_free).
 pub(crate) fn take_op(h: Handle) -> Result<earlybird::Op> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Op_free"))?;
-        let i = h.wrapping_sub(abi::OP_USER) as u32 as usize;
-        st.ops.take(i).ok_or_else(|| {
+    release(
+        |st| &mut st.ops,
+        abi::OP_USER,
+        h,
+        || {
             Error::new(ErrorClass::Op, format!("operation handle {h:#x} is not a user operation (predefined, never made, or freed)"))
-        })
-    })
+        },
+    )
 }
 
 pub(crate) fn op_of(h: Handle) -> Result<earlybird::Op> {
@@ -590,11 +610,7 @@ pub(crate) fn group_of(h: Handle) -> Result<earlybird::Group> {
 
 /// Keep `g` in the table; its handle.
 pub(crate) fn add_group(g: earlybird::Group) -> Result<Handle> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("a group call"))?;
-        Ok(abi::GROUP_USER.wrapping_add(st.groups.insert(g) as i32))
-    })
+    keep(|st| &mut st.groups, abi::GROUP_USER, g)
 }
 
 /// The group `h` names, out of the table (MPI_Group_free).
@@ -605,30 +621,22 @@ pub(crate) fn take_group(h: Handle) -> Result<earlybird::Group> {
             "MPI_GROUP_EMPTY cannot be freed",
         ));
     }
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s
-            .as_mut()
-            .ok_or_else(|| not_initialized("MPI_Group_free"))?;
-        let i = h.wrapping_sub(abi::GROUP_USER) as u32 as usize;
-        st.groups.take(i).ok_or_else(|| {
+    release(
+        |st| &mut st.groups,
+        abi::GROUP_USER,
+        h,
+        || {
             Error::new(
                 ErrorClass::Group,
                 format!("group handle {h:#x} names no group (never made, or freed)"),
             )
-        })
-    })
+        },
+    )
 }
 
 /// Keep `d` in the table; its handle.
 pub(crate) fn add_type(d: Datatype) -> Result<Handle> {
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s
-            .as_mut()
-            .ok_or_else(|| not_initialized("a datatype constructor"))?;
-        Ok(abi::TYPE_USER.wrapping_add(st.types.insert(d) as i32))
-    })
+    keep(|st| &mut st.types, abi::TYPE_USER, d)
 }
 
 /// The datatype `h` names, out of the table (MPI_Type_free).
@@ -639,12 +647,7 @@ pub(crate) fn take_type(h: Handle) -> Result<Datatype> {
             format!("datatype {h:#x} is predefined and cannot be freed"),
         ));
     }
-    STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Type_free"))?;
-        let i = h.wrapping_sub(abi::TYPE_USER) as u32 as usize;
-        st.types.take(i).ok_or_else(|| bad_type(h))
-    })
+    release(|st| &mut st.types, abi::TYPE_USER, h, || bad_type(h))
 }
 
 /// Run `$fast` with `$T` the Rust element type of a common predefined datatype `$dt` (one of
