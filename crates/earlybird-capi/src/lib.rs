@@ -661,7 +661,7 @@ mpi! {
     }
 
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, req: *mut Handle) {
-        let r = with_comm(comm, |c| Ok(state::pending(c.ibarrier(state::scope()?)?, c, state::Kept::Slice)));
+        let r = with_comm(comm, |c| Ok(state::pending(c.ibarrier(state::scope()?)?, comm, state::Kept::Slice)));
         // SAFETY: a handle to write.
         ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
     }
@@ -671,7 +671,7 @@ mpi! {
             // SAFETY: `buf` holds `count` elements of `dt`, left alone until the request
             // completes (MPI's contract).
             let b = unsafe { buf_out(buf, count, dt) }?;
-            Ok(state::pending(c.ibcast(state::scope()?, b, abi::rank_in(root))?, c, state::Kept::Slice))
+            Ok(state::pending(c.ibcast(state::scope()?, b, abi::rank_in(root))?, comm, state::Kept::Slice))
         });
         // SAFETY: a handle to write.
         ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
@@ -690,7 +690,7 @@ mpi! {
                 // SAFETY: as above.
                 c.iallreduce(s, unsafe { buf_in(sbuf, count, dt) }?, rb, &op)?
             };
-            Ok(state::pending(q, c, state::Kept::Slice))
+            Ok(state::pending(q, comm, state::Kept::Slice))
         });
         // SAFETY: a handle to write.
         ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))

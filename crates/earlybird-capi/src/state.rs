@@ -41,7 +41,9 @@ pub(crate) enum Kept {
 /// of the caller's buffer it was made from (freed after the request).
 pub(crate) struct Pending {
     req: Option<Request<'static>>,
-    comm: Comm,
+    /// The communicator's handle: its error handler takes the request's errors (MPI_COMM_WORLD's
+    /// if it was freed meanwhile).
+    comm: Handle,
     kept: Kept,
 }
 
@@ -850,7 +852,7 @@ pub(crate) unsafe fn start_send(
                     Mode::Standard => c.isend(s, b, dest, tag),
                     Mode::Synchronous => c.issend(s, b, dest, tag),
                 }?;
-                return Ok(pending(req, c, Kept::Slice));
+                return Ok(pending(req, comm, Kept::Slice));
             }
         });
         // SAFETY: the function's contract.
@@ -859,7 +861,7 @@ pub(crate) unsafe fn start_send(
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first.
         let view: &'static Typed<'static> = unsafe { &*kept };
         match start(view) {
-            Ok(req) => Ok(pending(req, c, Kept::Send(kept))),
+            Ok(req) => Ok(pending(req, comm, Kept::Send(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
@@ -871,10 +873,10 @@ pub(crate) unsafe fn start_send(
 }
 
 /// A request in a box of its own, so that the table moves a pointer, not the request.
-pub(crate) fn pending(req: Request<'static>, c: &Comm, kept: Kept) -> Box<Pending> {
+pub(crate) fn pending(req: Request<'static>, comm: Handle, kept: Kept) -> Box<Pending> {
     Box::new(Pending {
         req: Some(req),
-        comm: c.clone(),
+        comm,
         kept,
     })
 }
@@ -898,7 +900,7 @@ pub(crate) unsafe fn start_recv(
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
-                return Ok(pending(c.irecv(s, b, src, tag)?, c, Kept::Slice));
+                return Ok(pending(c.irecv(s, b, src, tag)?, comm, Kept::Slice));
             }
         });
         // SAFETY: the function's contract.
@@ -908,7 +910,7 @@ pub(crate) unsafe fn start_recv(
         // nothing else uses it meanwhile.
         let view: &'static mut TypedMut<'static> = unsafe { &mut *kept };
         match c.irecv(s, view, src, tag) {
-            Ok(req) => Ok(pending(req, c, Kept::Recv(kept))),
+            Ok(req) => Ok(pending(req, comm, Kept::Recv(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
@@ -1001,11 +1003,11 @@ pub(crate) unsafe fn complete(
             Ok(false)
         }
         Err(e) => {
-            let comm = p.comm.clone();
+            let comm = p.comm;
             drop(p);
             // SAFETY: the function's contract.
             unsafe { req.write(abi::REQUEST_NULL) };
-            Err(ok_or_code(comm.call_errhandler::<()>(e)))
+            Err(ok_or_code(with_comm(comm, |_| Err::<(), _>(e))))
         }
     }
 }
