@@ -931,6 +931,135 @@ mpi! {
         self_ok(state::type_of(dt).map(|d| unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &d.name(), len) }))
     }
 
+    // ---- topologies and more communicators -------------------------------------------------------
+
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: Handle, split_type: c_int, key: c_int, _info: Handle, out: *mut Handle) {
+        let t = match split_type {
+            abi::UNDEFINED => earlybird::SplitType::Undefined,
+            1 => earlybird::SplitType::Shared,
+            2 => earlybird::SplitType::HwGuided,
+            3 => earlybird::SplitType::HwUnguided,
+            t => return fail(comm, "MPI_Comm_split_type", Error::new(ErrorClass::Arg, format!("split type {t} is not one MPI defines"))),
+        };
+        let r = with_comm(comm, |c| c.split_type(t, key, &earlybird::Info::new()))
+            .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(out, h) }))
+    }
+
+    fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Handle, flag: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(flag, c_int::from(c.is_inter())) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Dims_create / PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) {
+        self_ok((|| {
+            let n = len(ndims)?;
+            if n > 0 && dims.is_null() {
+                return Err(Error::new(ErrorClass::Arg, "a null dims array"));
+            }
+            // SAFETY: `ndims` ints to read and write (MPI's contract), checked for null.
+            let d = if n == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(dims, n) } };
+            earlybird::dims_create(nnodes, d)
+        })())
+    }
+
+    fn MPI_Cart_create / PMPI_Cart_create(comm: Handle, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, out: *mut Handle) {
+        let r = with_comm(comm, |c| {
+            // SAFETY: `ndims` ints in each array (MPI's contract).
+            let (d, p) = unsafe { (array(dims, ndims)?, array(periods, ndims)?) };
+            let p: Vec<bool> = p.iter().map(|&x| x != 0).collect();
+            c.cart_create(d, &p, reorder != 0)
+        })
+        .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(out, h) }))
+    }
+
+    fn MPI_Topo_test / PMPI_Topo_test(comm: Handle, status: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            let t = match c.topo_test()? {
+                earlybird::Topology::Graph => 1,
+                earlybird::Topology::Cartesian => 2,
+                earlybird::Topology::DistGraph => 3,
+                _ => abi::UNDEFINED,
+            };
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(status, t) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Cartdim_get / PMPI_Cartdim_get(comm: Handle, ndims: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        ok_or_code(with_comm(comm, |c| c.cartdim_get().map(|n| unsafe { write(ndims, n) })))
+    }
+
+    fn MPI_Cart_get / PMPI_Cart_get(comm: Handle, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            let t = c.cart_get()?;
+            let n = t.dims.len().min(len(maxdims)?);
+            for i in 0..n {
+                // SAFETY: `maxdims` ints in each array (MPI's contract).
+                unsafe {
+                    write(dims.wrapping_add(i), t.dims[i]);
+                    write(periods.wrapping_add(i), c_int::from(t.periods[i]));
+                    write(coords.wrapping_add(i), t.coords[i]);
+                }
+            }
+            Ok(())
+        }))
+    }
+
+    fn MPI_Cart_rank / PMPI_Cart_rank(comm: Handle, coords: *const c_int, rank: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            let n = c.cartdim_get()?;
+            // SAFETY: `ndims` coordinates (MPI's contract).
+            let r = c.cart_rank(unsafe { array(coords, n) }?)?;
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(rank, r) };
+            Ok(())
+        }))
+    }
+
+    fn MPI_Cart_coords / PMPI_Cart_coords(comm: Handle, rank: c_int, maxdims: c_int, coords: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            let v = c.cart_coords(rank)?;
+            for (i, x) in v.iter().take(len(maxdims)?).enumerate() {
+                // SAFETY: room for `maxdims` ints (MPI's contract).
+                unsafe { write(coords.wrapping_add(i), *x) };
+            }
+            Ok(())
+        }))
+    }
+
+    fn MPI_Cart_shift / PMPI_Cart_shift(comm: Handle, direction: c_int, disp: c_int, source: *mut c_int, dest: *mut c_int) {
+        ok_or_code(with_comm(comm, |c| {
+            let (s, d) = c.cart_shift(direction, disp)?;
+            // SAFETY: ints to write, checked for null.
+            unsafe {
+                write(source, abi::rank_out(s));
+                write(dest, abi::rank_out(d));
+            }
+            Ok(())
+        }))
+    }
+
+    fn MPI_Cart_sub / PMPI_Cart_sub(comm: Handle, remain: *const c_int, out: *mut Handle) {
+        let r = with_comm(comm, |c| {
+            let n = c.cartdim_get()?;
+            // SAFETY: `ndims` flags (MPI's contract).
+            let keep: Vec<bool> = unsafe { array(remain, n) }?.iter().map(|&x| x != 0).collect();
+            c.cart_sub(&keep)
+        })
+        .map(state::add_comm);
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(out, h) }))
+    }
+
     // ---- groups ----------------------------------------------------------------------------------
 
     fn MPI_Comm_group / PMPI_Comm_group(comm: Handle, group: *mut Handle) {

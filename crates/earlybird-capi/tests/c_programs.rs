@@ -132,6 +132,11 @@ fn v_collectives_scans_and_nonblocking_collectives_at_several_sizes_and_alone() 
 }
 
 #[test]
+fn cartesian_topologies_and_split_type_at_several_sizes_and_alone() {
+    run_everywhere("topology");
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported");
 }
