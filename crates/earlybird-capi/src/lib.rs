@@ -364,10 +364,48 @@ mpi! {
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
         // SAFETY: `buf` has room for `count` elements of `dt` and is left alone until the
         // request completes (MPI's contract).
-        ok_or_code(unsafe { state::start_recv(buf, count, dt, src, tag, comm) }.map(|h| {
+        ok_or_code(unsafe { state::start_recv(buf, count, dt, src, tag, comm, false) }.map(|h| {
             // SAFETY: a handle to write, checked for null.
             unsafe { write(req, h) }
         }))
+    }
+
+    fn MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: `buf` holds `count` elements of `dt` for as long as the request lives, read
+        // at each start (MPI's contract).
+        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::StandardInit) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: as for MPI_Send_init.
+        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::SynchronousInit) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: `buf` has room for `count` elements of `dt` for as long as the request
+        // lives (MPI's contract).
+        ok_or_code(unsafe { state::start_recv(buf, count, dt, src, tag, comm, true) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }))
+    }
+
+    fn MPI_Start / PMPI_Start(req: *mut Handle) {
+        // SAFETY: a request handle to read (MPI's contract).
+        let r = unsafe { read_handle(req) }.and_then(state::start);
+        self_ok(r)
+    }
+
+    fn MPI_Startall / PMPI_Startall(n: c_int, reqs: *mut Handle) {
+        // SAFETY: `n` request handles (MPI's contract).
+        let r = unsafe { array(reqs, n) }.and_then(|hs| hs.iter().try_for_each(|&h| state::start(h)));
+        self_ok(r)
     }
 
     fn MPI_Wait / PMPI_Wait(req: *mut Handle, status: *mut MpiStatus) {

@@ -805,6 +805,10 @@ pub(crate) unsafe fn write_str(out: *mut c_char, max: usize, text: &str, len: *m
 pub(crate) enum Mode {
     Standard,
     Synchronous,
+    /// MPI_Send_init: a persistent standard send, started by MPI_Start.
+    StandardInit,
+    /// MPI_Ssend_init.
+    SynchronousInit,
 }
 
 pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
@@ -844,6 +848,8 @@ pub(crate) unsafe fn start_send(
         let start = |b: &'static _| match mode {
             Mode::Standard => c.isend(s, b, dest, tag),
             Mode::Synchronous => c.issend(s, b, dest, tag),
+            Mode::StandardInit => c.send_init(s, b, dest, tag),
+            Mode::SynchronousInit => c.ssend_init(s, b, dest, tag),
         };
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
@@ -851,6 +857,8 @@ pub(crate) unsafe fn start_send(
                 let req = match mode {
                     Mode::Standard => c.isend(s, b, dest, tag),
                     Mode::Synchronous => c.issend(s, b, dest, tag),
+                    Mode::StandardInit => c.send_init(s, b, dest, tag),
+                    Mode::SynchronousInit => c.ssend_init(s, b, dest, tag),
                 }?;
                 return Ok(pending(req, comm, Kept::Slice));
             }
@@ -893,6 +901,7 @@ pub(crate) unsafe fn start_recv(
     src: c_int,
     tag: c_int,
     comm: Handle,
+    persistent: bool,
 ) -> Result<Handle> {
     let src = abi::rank_in(src);
     let p = with_comm(comm, |c| {
@@ -900,7 +909,12 @@ pub(crate) unsafe fn start_recv(
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
-                return Ok(pending(c.irecv(s, b, src, tag)?, comm, Kept::Slice));
+                let req = if persistent {
+                    c.recv_init(s, b, src, tag)?
+                } else {
+                    c.irecv(s, b, src, tag)?
+                };
+                return Ok(pending(req, comm, Kept::Slice));
             }
         });
         // SAFETY: the function's contract.
@@ -909,7 +923,12 @@ pub(crate) unsafe fn start_recv(
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first, and
         // nothing else uses it meanwhile.
         let view: &'static mut TypedMut<'static> = unsafe { &mut *kept };
-        match c.irecv(s, view, src, tag) {
+        let r = if persistent {
+            c.recv_init(s, view, src, tag)
+        } else {
+            c.irecv(s, view, src, tag)
+        };
+        match r {
             Ok(req) => Ok(pending(req, comm, Kept::Recv(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -993,9 +1012,14 @@ pub(crate) unsafe fn complete(
     match r {
         Ok(Some(st)) => {
             crate::status_out(status, &st);
-            drop(p);
-            // SAFETY: the function's contract.
-            unsafe { req.write(abi::REQUEST_NULL) };
+            if p.req.as_ref().is_some_and(Request::is_persistent) {
+                // Inactive now; the handle stays for the next MPI_Start.
+                put_back(h, p);
+            } else {
+                drop(p);
+                // SAFETY: the function's contract.
+                unsafe { req.write(abi::REQUEST_NULL) };
+            }
             Ok(true)
         }
         Ok(None) => {
@@ -1010,6 +1034,20 @@ pub(crate) unsafe fn complete(
             Err(ok_or_code(with_comm(comm, |_| Err::<(), _>(e))))
         }
     }
+}
+
+/// MPI_Start: start the persistent request `h`.
+pub(crate) fn start(h: Handle) -> Result<()> {
+    let mut p = take_request(h)?;
+    let r = match p.req.as_mut() {
+        Some(q) => q.start(),
+        None => Err(Error::new(
+            ErrorClass::Request,
+            "a request without an operation",
+        )),
+    };
+    put_back(h, p);
+    r
 }
 
 /// MPI_Request_free.

@@ -137,6 +137,11 @@ fn cartesian_topologies_and_split_type_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn persistent_point_to_point_at_several_sizes_and_alone() {
+    run_everywhere("persistent");
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported");
 }
