@@ -494,6 +494,51 @@ mpi! {
         }
     }
 
+    fn MPI_Testany / PMPI_Testany(n: c_int, reqs: *mut Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        // SAFETY: `reqs` holds `n` handles, `status` is a status or ignored (MPI's contract).
+        match unsafe { any(n, reqs, status) } {
+            Ok((done, i)) => {
+                // SAFETY: ints to write, checked for null.
+                unsafe {
+                    write(flag, c_int::from(done));
+                    write(index, i);
+                }
+                MPI_SUCCESS
+            }
+            Err(c) => c,
+        }
+    }
+
+    fn MPI_Waitsome / PMPI_Waitsome(n: c_int, reqs: *mut Handle, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        loop {
+            // SAFETY: `n` handles, room for `n` indices and statuses (MPI's contract).
+            match unsafe { some(n, reqs, outcount, indices, statuses) } {
+                Ok(0) => state::progress(),
+                Ok(_) => return MPI_SUCCESS,
+                Err(c) => return c,
+            }
+        }
+    }
+
+    fn MPI_Testsome / PMPI_Testsome(n: c_int, reqs: *mut Handle, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        // SAFETY: `n` handles, room for `n` indices and statuses (MPI's contract).
+        unsafe { some(n, reqs, outcount, indices, statuses) }.map_or_else(|c| c, |_| MPI_SUCCESS)
+    }
+
+    fn MPI_Cancel / PMPI_Cancel(req: *mut Handle) {
+        // SAFETY: a request handle to read (MPI's contract).
+        self_ok(unsafe { read_handle(req) }.and_then(state::cancel))
+    }
+
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) {
+        if status.is_null() {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Test_cancelled: a null status")));
+        }
+        // SAFETY: a status to read, checked for null; an int to write.
+        unsafe { write(flag, status.read().count_hi_and_cancelled & 1) };
+        MPI_SUCCESS
+    }
+
     fn MPI_Request_free / PMPI_Request_free(req: *mut Handle) {
         // SAFETY: a request handle to read and write (MPI's contract).
         unsafe { state::free_request(req) }
@@ -1283,6 +1328,72 @@ mpi! {
         // SAFETY: a handle to write.
         unsafe { made(new, r) }
     }
+}
+
+/// MPI_Testany's pass: `(true, i)` when request `i` completed now (its status into
+/// `status`), `(true, MPI_UNDEFINED)` when every request is null, `(false, MPI_UNDEFINED)`
+/// otherwise. `Err` holds the code to return.
+///
+/// # Safety
+/// `reqs` holds `n` handles; `status` is a status or MPI_STATUS_IGNORE.
+unsafe fn any(n: c_int, reqs: *mut Handle, status: *mut MpiStatus) -> Result<(bool, c_int), c_int> {
+    let mut live = false;
+    for i in 0..n.max(0) as usize {
+        let r = reqs.wrapping_add(i);
+        // SAFETY: the function's contract.
+        if unsafe { r.read() } == abi::REQUEST_NULL {
+            continue;
+        }
+        live = true;
+        // SAFETY: as above.
+        if unsafe { state::complete(r, status, false) }? {
+            return Ok((true, i as c_int));
+        }
+    }
+    if !live {
+        state::empty_status(status);
+    }
+    Ok((!live, abi::UNDEFINED))
+}
+
+/// One pass of MPI_Testsome / MPI_Waitsome: the requests that completed now, their indices
+/// and statuses; MPI_UNDEFINED into `outcount` when every request is null. The count of
+/// completed ones (1 for "all null", so that a wait ends).
+///
+/// # Safety
+/// `reqs` holds `n` handles; `indices` has room for `n` ints and `statuses` for `n`
+/// statuses (or is MPI_STATUSES_IGNORE).
+unsafe fn some(
+    n: c_int,
+    reqs: *mut Handle,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> Result<usize, c_int> {
+    let ignore = statuses.is_null() || statuses as usize == abi::STATUS_IGNORE;
+    let (mut done, mut live) = (0usize, false);
+    for i in 0..n.max(0) as usize {
+        let r = reqs.wrapping_add(i);
+        // SAFETY: the function's contract.
+        if unsafe { r.read() } == abi::REQUEST_NULL {
+            continue;
+        }
+        live = true;
+        let st = if ignore {
+            statuses
+        } else {
+            statuses.wrapping_add(done)
+        };
+        // SAFETY: as above.
+        if unsafe { state::complete(r, st, false) }? {
+            // SAFETY: room for `n` indices.
+            unsafe { write(indices.wrapping_add(done), i as c_int) };
+            done += 1;
+        }
+    }
+    // SAFETY: an int to write, checked for null.
+    unsafe { write(outcount, if live { done as c_int } else { abi::UNDEFINED }) };
+    Ok(if live { done } else { 1 })
 }
 
 /// MPI_Scan, or MPI_Exscan when `exclusive`.

@@ -1050,6 +1050,17 @@ pub(crate) fn start(h: Handle) -> Result<()> {
     r
 }
 
+/// MPI_Cancel: the request `h` is cancelled if it can be (its wait then says so).
+pub(crate) fn cancel(h: Handle) -> Result<()> {
+    let mut p = take_request(h)?;
+    let r = match p.req.as_mut() {
+        Some(q) => q.cancel(),
+        None => Ok(()),
+    };
+    put_back(h, p);
+    r
+}
+
 /// MPI_Request_free.
 ///
 /// # Safety

@@ -1,7 +1,8 @@
 /* Persistent point-to-point: Send_init / Recv_init around a ring, started 10 times with
  * Startall and completed with Waitall (the handles stay valid and the send buffer is read
- * at each start), a synchronous persistent send completed by Test, then Request_free.
- * Prints "persistent: ok <rank>". */
+ * at each start), a synchronous persistent send completed by Test, then Request_free; a
+ * cancelled receive; Testany, Waitsome and Testsome over a window of requests. Prints
+ * "persistent: ok <rank>". */
 #include <mpi.h>
 #define NAME "persistent"
 #include "check.h"
@@ -43,6 +44,40 @@ int main(int argc, char **argv) {
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     MPI_Request_free(&s);
     MPI_Request_free(&r);
+
+    /* Cancel a receive nobody matches; Testany, Testsome and Waitsome over a window. */
+    int never;
+    MPI_Request c;
+    MPI_Irecv(&never, 1, MPI_INT, left, 999, MPI_COMM_WORLD, &c);
+    MPI_Cancel(&c);
+    MPI_Status cs;
+    MPI_Wait(&c, &cs);
+    int cancelled = -1;
+    MPI_Test_cancelled(&cs, &cancelled);
+    CHECK(cancelled == 1, "cancelled receive says %d", cancelled);
+    int vals[4], ins[4] = {0}, idx = -1, outc = -1, inds[8];
+    MPI_Request win[8];
+    for (int k = 0; k < 4; k++) {
+        vals[k] = rank * 10 + k;
+        MPI_Irecv(&ins[k], 1, MPI_INT, left, 30 + k, MPI_COMM_WORLD, &win[k]);
+    }
+    for (int k = 0; k < 4; k++) MPI_Isend(&vals[k], 1, MPI_INT, right, 30 + k, MPI_COMM_WORLD, &win[4 + k]);
+    int seen = 0, first = 1;
+    while (seen < 8) {
+        if (first) {
+            flag = 0;
+            MPI_Testany(8, win, &idx, &flag, MPI_STATUS_IGNORE);
+            if (flag && idx != MPI_UNDEFINED) seen++, first = 0;
+            continue;
+        }
+        MPI_Waitsome(8, win, &outc, inds, MPI_STATUSES_IGNORE);
+        CHECK(outc != MPI_UNDEFINED && outc > 0, "waitsome gave %d", outc);
+        for (int k = 0; k < outc; k++) CHECK(win[inds[k]] == MPI_REQUEST_NULL, "completed %d not nulled", inds[k]);
+        seen += outc;
+    }
+    MPI_Testsome(8, win, &outc, inds, MPI_STATUSES_IGNORE);
+    CHECK(outc == MPI_UNDEFINED, "testsome on null requests %d", outc);
+    for (int k = 0; k < 4; k++) CHECK(ins[k] == left * 10 + k, "window %d: %d", k, ins[k]);
 
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
