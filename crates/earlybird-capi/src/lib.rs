@@ -310,6 +310,63 @@ mpi! {
         }))
     }
 
+    fn MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
+        ok_or_code(with_comm(comm, |c| {
+            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+            let b = unsafe { buf_in(buf, count, dt) }?;
+            c.bsend(&b, abi::rank_in(dest), tag)
+        }))
+    }
+
+    fn MPI_Buffer_attach / PMPI_Buffer_attach(buf: *mut c_void, size: c_int) {
+        self_ok(state::buffer_attach(buf, size))
+    }
+
+    fn MPI_Buffer_detach / PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) {
+        self_ok(state::buffer_detach().map(|(p, n)| {
+            // SAFETY: `buf` is where MPI's C binding stores the address (a `void **` passed as
+            // `void *`), `size` an int; both checked for null.
+            unsafe {
+                write(buf.cast::<usize>(), p);
+                write(size, n);
+            }
+        }))
+    }
+
+    fn MPI_Pack_size / PMPI_Pack_size(count: c_int, dt: Handle, _comm: Handle, size: *mut c_int) {
+        let r = len(count).and_then(|n| state::type_of(dt)?.pack_size(n));
+        // SAFETY: an int to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(size, c_int::try_from(n).unwrap_or(c_int::MAX)) }))
+    }
+
+    fn MPI_Pack / PMPI_Pack(inbuf: *const c_void, count: c_int, dt: Handle, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, _comm: Handle) {
+        self_ok((|| {
+            let (d, n, bytes) = state::plain_span(count, dt)?;
+            // SAFETY: `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` an int
+            // (MPI's contract); checked for null where a length is not 0.
+            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, array_mut(outbuf.cast::<u8>(), outsize)?, read_handle(position)?) };
+            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            d.pack(src, n, dst, &mut at)?;
+            // SAFETY: as above.
+            unsafe { position.write(at as c_int) };
+            Ok(())
+        })())
+    }
+
+    fn MPI_Unpack / PMPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, count: c_int, dt: Handle, _comm: Handle) {
+        self_ok((|| {
+            let (d, n, bytes) = state::plain_span(count, dt)?;
+            // SAFETY: `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position`
+            // an int (MPI's contract).
+            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), insize)?, array_mut(outbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, read_handle(position)?) };
+            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            d.unpack(src, &mut at, dst, n)?;
+            // SAFETY: as above.
+            unsafe { position.write(at as c_int) };
+            Ok(())
+        })())
+    }
+
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
         ok_or_code(with_comm(comm, |c| {
             let src = abi::rank_in(src);
@@ -1520,6 +1577,25 @@ unsafe fn c_str(p: *const c_char) -> earlybird::Result<String> {
             format!("a string that is not UTF-8: {s:?}"),
         )
     })
+}
+
+/// The `n` bytes at `p`, to write.
+///
+/// # Safety
+/// `p` points to `n` writable bytes used by nothing else meanwhile (or `n` is 0).
+unsafe fn array_mut<'a>(p: *mut u8, n: c_int) -> earlybird::Result<&'a mut [u8]> {
+    let n = len(n)?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("a null buffer of {n} bytes"),
+        ));
+    }
+    // SAFETY: the function's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
 /// The handle at `p` (MPI_ERR_ARG if `p` is null).

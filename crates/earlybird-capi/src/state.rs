@@ -21,6 +21,9 @@ struct State {
     groups: Table<earlybird::Group>,
     ops: Table<earlybird::Op>,
     infos: Table<earlybird::Info>,
+    /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
+    /// library buffers in memory of its own of the same size).
+    attached: Option<(usize, c_int)>,
     /// MPI_INFO_ENV: empty (earlybird keeps nothing of the command line there).
     env: earlybird::Info,
 }
@@ -93,6 +96,7 @@ pub(crate) fn init() -> c_int {
                     groups: Table::new(),
                     ops: Table::new(),
                     infos: Table::new(),
+                    attached: None,
                     env: earlybird::Info::new(),
                 })
             });
@@ -1048,6 +1052,46 @@ pub(crate) fn start(h: Handle) -> Result<()> {
     };
     put_back(h, p);
     r
+}
+
+/// MPI_Buffer_attach: `size` bytes for buffered sends.
+pub(crate) fn buffer_attach(buf: *mut c_void, size: c_int) -> Result<()> {
+    let n = usize::try_from(size)
+        .map_err(|_| Error::new(ErrorClass::Arg, format!("a buffer of {size} bytes")))?;
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Buffer_attach"))?;
+        st.uni.buffer_attach(n)?;
+        st.attached = Some((buf as usize, size));
+        Ok(())
+    })
+}
+
+/// MPI_Buffer_detach: waits for the buffered sends, then hands back what was attached.
+pub(crate) fn buffer_detach() -> Result<(usize, c_int)> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Buffer_detach"))?;
+        st.uni.buffer_detach()?;
+        Ok(st.attached.take().unwrap_or((0, 0)))
+    })
+}
+
+/// MPI_Pack / MPI_Unpack's view: the bytes of `count` elements of `dt` at `buf` when the
+/// datatype starts at the address (what `Datatype::pack` takes).
+pub(crate) fn plain_span(count: c_int, dt: Handle) -> Result<(Datatype, usize, usize)> {
+    let sp = span(count, dt, false)?;
+    if sp.origin != 0 {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            "MPI_Pack / MPI_Unpack of a datatype that reaches below the buffer's address: not supported yet",
+        ));
+    }
+    Ok((sp.dt, sp.count, sp.len))
 }
 
 /// MPI_Cancel: the request `h` is cancelled if it can be (its wait then says so).

@@ -139,6 +139,38 @@ int main(int argc, char **argv) {
     CHECK(none == MPI_COMM_NULL, "split with MPI_UNDEFINED");
     MPI_Comm_free(&half);
 
+    /* Pack an int and three doubles, send the packed bytes, unpack them. */
+    char packed[64];
+    int pos = 0, psize = 0, pi = rank * 3, upi = -1;
+    double pd[3] = {rank + 0.25, rank + 0.5, rank + 0.75}, upd[3] = {0};
+    MPI_Pack_size(3, MPI_DOUBLE, MPI_COMM_WORLD, &psize);
+    CHECK(psize >= 24, "pack_size %d", psize);
+    MPI_Pack(&pi, 1, MPI_INT, packed, sizeof packed, &pos, MPI_COMM_WORLD);
+    MPI_Pack(pd, 3, MPI_DOUBLE, packed, sizeof packed, &pos, MPI_COMM_WORLD);
+    CHECK(pos == 4 + 24, "packed %d bytes", pos);
+    char upacked[64];
+    MPI_Sendrecv(packed, pos, MPI_PACKED, right, 15, upacked, sizeof upacked, MPI_PACKED, left, 15, MPI_COMM_WORLD, &st);
+    int got_bytes = 0;
+    MPI_Get_count(&st, MPI_PACKED, &got_bytes);
+    pos = 0;
+    MPI_Unpack(upacked, got_bytes, &pos, &upi, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Unpack(upacked, got_bytes, &pos, upd, 3, MPI_DOUBLE, MPI_COMM_WORLD);
+    CHECK(upi == left * 3 && upd[0] == left + 0.25 && upd[2] == left + 0.75, "unpacked %d %g %g", upi, upd[0], upd[2]);
+
+    /* A buffered send through an attached buffer. */
+    int bsize = 1024 + MPI_BSEND_OVERHEAD;
+    char *bbuf = malloc(bsize);
+    MPI_Buffer_attach(bbuf, bsize);
+    int bv = rank + 500, bgot = -1;
+    MPI_Bsend(&bv, 1, MPI_INT, right, 16, MPI_COMM_WORLD);
+    MPI_Recv(&bgot, 1, MPI_INT, left, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(bgot == left + 500, "bsend %d", bgot);
+    void *back = NULL;
+    int back_size = 0;
+    MPI_Buffer_detach(&back, &back_size);
+    CHECK(back == bbuf && back_size == bsize, "detach gave %p %d", back, back_size);
+    free(bbuf);
+
     /* Info objects and names. */
     MPI_Info info, info2;
     MPI_Info_create(&info);
