@@ -28,6 +28,10 @@ pub(crate) const GROUP_EMPTY: Handle = 0x4800_0000;
 /// Groups this library makes: this pattern plus an index.
 pub(crate) const GROUP_USER: Handle = 0x8800_0000_u32 as i32;
 
+pub(crate) const KEYVAL_INVALID: i32 = 0x2400_0000;
+/// Attribute keys this library makes: this pattern plus an index.
+pub(crate) const KEYVAL_USER: i32 = 0xa400_0000_u32 as i32;
+
 pub(crate) const INFO_NULL: Handle = 0x1c00_0000;
 pub(crate) const INFO_ENV: Handle = 0x5c00_0001;
 /// Info objects this library makes: this pattern plus an index.

@@ -46,6 +46,33 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 /// C's `MPI_User_function`.
 type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
+/// C's `MPI_Comm_copy_attr_function`.
+type CopyFunction =
+    unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// C's `MPI_Comm_delete_attr_function`.
+type DeleteFunction = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// MPI_COMM_DUP_FN (MPICH's header names it `MPIR_Dup_fn`): the copy carries the value.
+///
+/// # Safety
+/// `out` points to a `void *` and `flag` to an int, as the C binding says.
+#[no_mangle]
+pub unsafe extern "C" fn MPIR_Dup_fn(
+    _old: Handle,
+    _keyval: c_int,
+    _extra: *mut c_void,
+    value_in: *mut c_void,
+    value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: the function's contract; both checked for null.
+    unsafe {
+        write(value_out.cast::<*mut c_void>(), value_in);
+        write(flag, 1);
+    }
+    MPI_SUCCESS
+}
+
 /// Each function as `PMPI_name` (the implementation) and `MPI_name` (calls it).
 macro_rules! mpi {
     ($(fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block)*) => {$(
@@ -221,7 +248,7 @@ mpi! {
         let h = unsafe { comm.read() };
         match state::take_comm(h) {
             Ok(c) => {
-                let r = c.free();
+                let r = state::free_comm(h, c);
                 // SAFETY: as above.
                 unsafe { comm.write(abi::COMM_NULL) };
                 ok_or_code(r)
@@ -837,6 +864,20 @@ mpi! {
     }
 
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: Handle, key: c_int, value: *mut c_void, flag: *mut c_int) {
+        if key as u32 & 0xfc00_0000 == abi::KEYVAL_USER as u32 {
+            return ok_or_code(with_comm(comm, |c| {
+                let v = c.get_attr(&state::keyval_of(key)?)?;
+                // SAFETY: `value` is where MPI's C binding stores the attribute (a `void **`
+                // passed as `void *`), `flag` an int; both checked for null.
+                unsafe {
+                    if let Some(v) = v {
+                        write(value.cast::<usize>(), v);
+                    }
+                    write(flag, c_int::from(v.is_some()));
+                }
+                Ok(())
+            }));
+        }
         ok_or_code(with_comm(comm, |_| {
             // The predefined attributes, MPI's "pointer to the value" (a static int here).
             let v: Option<&'static c_int> = match key {
@@ -968,6 +1009,56 @@ mpi! {
     fn MPI_Op_commutative / PMPI_Op_commutative(op: Handle, commute: *mut c_int) {
         // SAFETY: an int to write, checked for null.
         self_ok(state::op_of(op).map(|o| unsafe { write(commute, c_int::from(o.is_commutative())) }))
+    }
+
+    // ---- attributes ---------------------------------------------------------------------------------
+
+    fn MPI_Comm_create_keyval / PMPI_Comm_create_keyval(copy: Option<CopyFunction>, delete: Option<DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
+        let extra = extra as usize;
+        let r = state::add_keyval(|me| {
+            earlybird::Keyval::<usize>::new(
+                move |old: &earlybird::Comm, v: &usize| {
+                    // MPI_COMM_NULL_COPY_FN (a null function): the attribute stays behind.
+                    let Some(f) = copy else { return Ok(None) };
+                    let (mut out, mut flag) = (0usize, 0 as c_int);
+                    // SAFETY: the program's copy function, called as MPI's C binding says.
+                    let rc = unsafe { f(state::handle_of_comm(old), me, extra as *mut c_void, *v as *mut c_void, (&mut out as *mut usize).cast(), &mut flag) };
+                    if rc != MPI_SUCCESS {
+                        return Err(Error::new(ErrorClass::Other, format!("the copy function of keyval {me:#x} returned {rc}")));
+                    }
+                    Ok((flag != 0).then_some(out))
+                },
+                move |c: &earlybird::Comm, v: &usize| {
+                    let Some(f) = delete else { return Ok(()) };
+                    // SAFETY: the program's delete function, called as MPI's C binding says.
+                    let rc = unsafe { f(state::handle_of_comm(c), me, *v as *mut c_void, extra as *mut c_void) };
+                    if rc != MPI_SUCCESS {
+                        return Err(Error::new(ErrorClass::Other, format!("the delete function of keyval {me:#x} returned {rc}")));
+                    }
+                    Ok(())
+                },
+            )
+        });
+        // SAFETY: an int to write, checked for null.
+        self_ok(r.map(|h| unsafe { write(keyval, h) }))
+    }
+
+    fn MPI_Comm_free_keyval / PMPI_Comm_free_keyval(keyval: *mut c_int) {
+        // SAFETY: a keyval to read (MPI's contract).
+        let r = unsafe { read_handle(keyval) }.and_then(state::take_keyval).and_then(|k| k.free());
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { keyval.write(abi::KEYVAL_INVALID) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Comm_set_attr / PMPI_Comm_set_attr(comm: Handle, keyval: c_int, value: *mut c_void) {
+        ok_or_code(with_comm(comm, |c| c.set_attr(&state::keyval_of(keyval)?, value as usize)))
+    }
+
+    fn MPI_Comm_delete_attr / PMPI_Comm_delete_attr(comm: Handle, keyval: c_int) {
+        ok_or_code(with_comm(comm, |c| c.delete_attr(&state::keyval_of(keyval)?)))
     }
 
     // ---- info and names ----------------------------------------------------------------------------

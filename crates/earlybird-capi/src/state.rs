@@ -21,6 +21,7 @@ struct State {
     groups: Table<earlybird::Group>,
     ops: Table<earlybird::Op>,
     infos: Table<earlybird::Info>,
+    keyvals: Table<earlybird::Keyval<usize>>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
     /// library buffers in memory of its own of the same size).
     attached: Option<(usize, c_int)>,
@@ -96,6 +97,7 @@ pub(crate) fn init() -> c_int {
                     groups: Table::new(),
                     ops: Table::new(),
                     infos: Table::new(),
+                    keyvals: Table::new(),
                     attached: None,
                     env: earlybird::Info::new(),
                 })
@@ -1052,6 +1054,97 @@ pub(crate) fn start(h: Handle) -> Result<()> {
     };
     put_back(h, p);
     r
+}
+
+thread_local! {
+    /// The handle of the communicator MPI_Comm_free is freeing (its delete callbacks run
+    /// after it left the table).
+    static FREEING: std::cell::Cell<Handle> = const { std::cell::Cell::new(abi::COMM_NULL) };
+}
+
+/// The handle of `c` for a callback: MPI_COMM_WORLD, MPI_COMM_SELF, one of the table, or the
+/// one being freed.
+pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
+    use earlybird::Comparison::Ident;
+    STATE.with(|s| {
+        let s = s.borrow();
+        let Some(st) = s.as_ref() else {
+            return abi::COMM_NULL;
+        };
+        if c.compare(st.uni.world()) == Ident {
+            return abi::COMM_WORLD;
+        }
+        if c.compare(st.uni.comm_self()) == Ident {
+            return abi::COMM_SELF;
+        }
+        st.comms
+            .slots
+            .iter()
+            .position(|x| x.as_ref().is_some_and(|x| c.compare(x) == Ident))
+            .map_or_else(
+                || FREEING.with(|f| f.get()),
+                |i| abi::COMM_USER.wrapping_add(i as i32),
+            )
+    })
+}
+
+/// Free `c` (taken out of the table under handle `h`), its delete callbacks seeing `h`.
+pub(crate) fn free_comm(h: Handle, c: Comm) -> Result<()> {
+    FREEING.with(|f| f.set(h));
+    let r = c.free();
+    FREEING.with(|f| f.set(abi::COMM_NULL));
+    r
+}
+
+/// Keep an attribute key, made by `make` from its own handle; the handle.
+pub(crate) fn add_keyval(make: impl FnOnce(c_int) -> earlybird::Keyval<usize>) -> Result<c_int> {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Comm_create_keyval"))?;
+        let next = st
+            .keyvals
+            .free
+            .last()
+            .copied()
+            .unwrap_or(st.keyvals.slots.len());
+        let h = abi::KEYVAL_USER.wrapping_add(next as i32);
+        let i = st.keyvals.insert(make(h));
+        debug_assert_eq!(i, next);
+        Ok(h)
+    })
+}
+
+/// The attribute key `h` names (a user one).
+pub(crate) fn keyval_of(h: c_int) -> Result<earlybird::Keyval<usize>> {
+    STATE.with(|s| {
+        let s = s.borrow();
+        let i = h.wrapping_sub(abi::KEYVAL_USER) as u32 as usize;
+        s.as_ref()
+            .and_then(|st| st.keyvals.get(i).cloned())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Keyval,
+                    format!("keyval {h:#x} names no attribute key (never made, or freed)"),
+                )
+            })
+    })
+}
+
+/// The attribute key `h` names, out of the table (MPI_Comm_free_keyval).
+pub(crate) fn take_keyval(h: c_int) -> Result<earlybird::Keyval<usize>> {
+    release(
+        |st| &mut st.keyvals,
+        abi::KEYVAL_USER,
+        h,
+        || {
+            Error::new(
+                ErrorClass::Keyval,
+                format!("keyval {h:#x} names no attribute key (never made, or freed)"),
+            )
+        },
+    )
 }
 
 /// MPI_Buffer_attach: `size` bytes for buffered sends.

@@ -142,6 +142,11 @@ fn persistent_point_to_point_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn attributes_with_c_callbacks_at_several_sizes_and_alone() {
+    run_everywhere("attributes");
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported");
 }

@@ -1,0 +1,72 @@
+/* Communicator attributes with C callbacks: a copy function that doubles the value and a
+ * delete function that counts (both told their communicator and extra state), the predefined
+ * MPI_COMM_DUP_FN and MPI_COMM_NULL_COPY_FN, delete on MPI_Comm_delete_attr and on free, and
+ * freed keyvals. Prints "attributes: ok <rank>". */
+#include <mpi.h>
+#include <stdint.h>
+#define NAME "attributes"
+#include "check.h"
+
+static int copies = 0, deletes = 0;
+static MPI_Comm last_comm = MPI_COMM_NULL;
+
+static int doubling_copy(MPI_Comm old, int key, void *extra, void *in, void *out, int *flag) {
+    (void)key;
+    copies += *(int *)extra;
+    last_comm = old;
+    *(void **)out = (void *)((intptr_t)in * 2);
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int counting_delete(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)key, (void)value;
+    deletes += *(int *)extra;
+    last_comm = comm;
+    return MPI_SUCCESS;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    static int one = 1;
+    int k1, k2, k3, flag = 0;
+    void *v = NULL;
+    MPI_Comm_create_keyval(doubling_copy, counting_delete, &k1, &one);
+    MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &k2, NULL);
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, counting_delete, &k3, &one);
+    MPI_Comm a;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_set_attr(a, k1, (void *)(intptr_t)(rank + 10));
+    MPI_Comm_set_attr(a, k2, (void *)(intptr_t)77);
+    MPI_Comm_set_attr(a, k3, (void *)(intptr_t)5);
+    MPI_Comm_get_attr(a, k1, &v, &flag);
+    CHECK(flag && (intptr_t)v == rank + 10, "get k1 %ld", (long)(intptr_t)v);
+    MPI_Comm b;
+    MPI_Comm_dup(a, &b);
+    CHECK(copies == 1 && last_comm == a, "copy ran %d times, told comm %#x", copies, (unsigned)last_comm);
+    MPI_Comm_get_attr(b, k1, &v, &flag);
+    CHECK(flag && (intptr_t)v == 2 * (rank + 10), "copied k1 %ld", (long)(intptr_t)v);
+    MPI_Comm_get_attr(b, k2, &v, &flag);
+    CHECK(flag && (intptr_t)v == 77, "MPI_COMM_DUP_FN copy %ld", (long)(intptr_t)v);
+    MPI_Comm_get_attr(b, k3, &v, &flag);
+    CHECK(!flag, "MPI_COMM_NULL_COPY_FN copied the attribute");
+    MPI_Comm_delete_attr(a, k1);
+    CHECK(deletes == 1 && last_comm == a, "delete_attr ran the delete %d times", deletes);
+    MPI_Comm_get_attr(a, k1, &v, &flag);
+    CHECK(!flag, "deleted attribute still there");
+    MPI_Comm_free(&a); /* deletes k3 */
+    CHECK(deletes == 2, "free ran the delete, %d in all", deletes);
+    MPI_Comm saved = b;
+    MPI_Comm_free(&b); /* deletes k1's copy */
+    CHECK(deletes == 3 && last_comm == saved, "free of the dup: %d deletes, comm %#x", deletes, (unsigned)last_comm);
+    MPI_Comm_free_keyval(&k1);
+    MPI_Comm_free_keyval(&k2);
+    MPI_Comm_free_keyval(&k3);
+    CHECK(k1 == MPI_KEYVAL_INVALID, "freed keyval not invalidated");
+    int bad = failures, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (anybad == 0) printf("attributes: ok %d\n", rank);
+    return anybad == 0 ? 0 : 1;
+}
