@@ -38,6 +38,10 @@ pub(crate) const INFO_ENV: Handle = 0x5c00_0001;
 pub(crate) const INFO_USER: Handle = 0x9c00_0000_u32 as i32;
 pub(crate) const MAX_OBJECT_NAME: usize = 128;
 
+pub(crate) const ERRHANDLER_NULL: Handle = 0x1400_0000;
+/// Error handlers this library makes: this pattern plus an index.
+pub(crate) const ERRHANDLER_USER: Handle = 0x9400_0000_u32 as i32;
+
 pub(crate) const ERRORS_ARE_FATAL: Handle = 0x5400_0000;
 pub(crate) const ERRORS_RETURN: Handle = 0x5400_0001;
 pub(crate) const ERRORS_ABORT: Handle = 0x5400_0003;

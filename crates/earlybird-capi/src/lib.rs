@@ -46,6 +46,10 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 /// C's `MPI_User_function`.
 type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
+/// C's `MPI_Comm_errhandler_function` (variadic in C; called with the two arguments MPI
+/// defines).
+type ErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+
 /// C's `MPI_Comm_copy_attr_function`.
 type CopyFunction =
     unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
@@ -279,11 +283,9 @@ mpi! {
     }
 
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: Handle, eh: Handle) {
-        let h = match eh {
-            abi::ERRORS_ARE_FATAL => earlybird::ErrHandler::Fatal,
-            abi::ERRORS_RETURN => earlybird::ErrHandler::Return,
-            abi::ERRORS_ABORT => earlybird::ErrHandler::Abort,
-            _ => return fail(comm, "MPI_Comm_set_errhandler", Error::new(ErrorClass::Arg, format!("error handler {eh:#x} is not a predefined one"))),
+        let h = match state::errhandler_of(eh) {
+            Ok(h) => h,
+            Err(e) => return fail(comm, "MPI_Comm_set_errhandler", e),
         };
         ok_or_code(with_comm(comm, |c| {
             c.set_errhandler(h);
@@ -293,15 +295,74 @@ mpi! {
 
     fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: Handle, out: *mut Handle) {
         ok_or_code(with_comm(comm, |c| {
-            let h = match c.errhandler() {
-                earlybird::ErrHandler::Return => abi::ERRORS_RETURN,
-                earlybird::ErrHandler::Abort => abi::ERRORS_ABORT,
-                _ => abi::ERRORS_ARE_FATAL,
-            };
+            let h = state::errhandler_handle(&c.errhandler());
             // SAFETY: a handle to write, checked for null.
             unsafe { write(out, h) };
             Ok(())
         }))
+    }
+
+    fn MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(f: Option<ErrhandlerFunction>, out: *mut Handle) {
+        let Some(f) = f else {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Comm_create_errhandler: a null function")));
+        };
+        let h = earlybird::Comm::create_errhandler(move |c: &earlybird::Comm, e: &Error| {
+            let mut comm = state::handle_of_comm(c);
+            let mut code = e.code();
+            state::USER_HANDLER_RAN.with(|r| r.set(true));
+            // SAFETY: the program's handler, called as MPI's C binding says (a pointer to the
+            // communicator's handle and one to the error code).
+            unsafe { f(&mut comm, &mut code) }
+        });
+        // SAFETY: a handle to write, checked for null.
+        self_ok(state::add_errhandler(h).map(|x| unsafe { write(out, x) }))
+    }
+
+    fn MPI_Errhandler_free / PMPI_Errhandler_free(eh: *mut Handle) {
+        // SAFETY: a handle to read (MPI's contract).
+        let r = unsafe { read_handle(eh) }.and_then(state::take_errhandler);
+        if r.is_ok() {
+            // SAFETY: as above, checked for null by `read_handle`.
+            unsafe { eh.write(abi::ERRHANDLER_NULL) };
+        }
+        self_ok(r)
+    }
+
+    fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: Handle, code: c_int) {
+        let e = Error::new(earlybird::error_class(code).unwrap_or(ErrorClass::Other), format!("error code {code} raised by the program"));
+        match with_comm(comm, |_| Err::<(), _>(e)) {
+            Ok(()) | Err(_) => MPI_SUCCESS,
+        }
+    }
+
+    // ---- intercommunicators ------------------------------------------------------------------------
+
+    fn MPI_Intercomm_create / PMPI_Intercomm_create(local: Handle, local_leader: c_int, peer: Handle, remote_leader: c_int, tag: c_int, out: *mut Handle) {
+        let r = with_comm(local, |l| {
+            // The peer communicator matters at the leaders only.
+            let p = if l.rank() == local_leader { with_comm(peer, |p| Ok(p.clone()))? } else { l.clone() };
+            l.intercomm_create(local_leader, &p, remote_leader, tag)
+        })
+        .map(state::add_comm);
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(out, h) }))
+    }
+
+    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(inter: Handle, high: c_int, out: *mut Handle) {
+        let r = with_comm(inter, |c| c.intercomm_merge(high != 0)).map(state::add_comm);
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(out, h) }))
+    }
+
+    fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: Handle, size: *mut c_int) {
+        // SAFETY: an int to write, checked for null.
+        ok_or_code(with_comm(comm, |c| c.remote_size().map(|n| unsafe { write(size, n) })))
+    }
+
+    fn MPI_Comm_remote_group / PMPI_Comm_remote_group(comm: Handle, group: *mut Handle) {
+        let r = with_comm(comm, |c| c.remote_group()).and_then(state::add_group);
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(group, h) }))
     }
 
     // ---- point to point ----------------------------------------------------------------------

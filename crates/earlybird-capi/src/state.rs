@@ -22,6 +22,7 @@ struct State {
     ops: Table<earlybird::Op>,
     infos: Table<earlybird::Info>,
     keyvals: Table<earlybird::Keyval<usize>>,
+    errhandlers: Table<earlybird::ErrHandler>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
     /// library buffers in memory of its own of the same size).
     attached: Option<(usize, c_int)>,
@@ -98,6 +99,7 @@ pub(crate) fn init() -> c_int {
                     ops: Table::new(),
                     infos: Table::new(),
                     keyvals: Table::new(),
+                    errhandlers: Table::new(),
                     attached: None,
                     env: earlybird::Info::new(),
                 })
@@ -183,7 +185,19 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
     STATE.with(|s| {
         let st = s.borrow();
         match comm_ref(&st, h) {
-            Ok(c) => f(c).or_else(|e| c.call_errhandler(e)),
+            Ok(c) => {
+                USER_HANDLER_RAN.with(|r| r.set(false));
+                f(c).or_else(|e| {
+                    // An error of the Rust API went through the handler there already; run a
+                    // user handler once only (a predefined one may run twice: it returns the
+                    // error, or ends the job the first time).
+                    if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+                        Err(e)
+                    } else {
+                        c.call_errhandler(e)
+                    }
+                })
+            }
             Err(e) => match comm_ref(&st, abi::COMM_WORLD) {
                 Ok(w) => w.call_errhandler(e),
                 Err(_) => {
@@ -1057,6 +1071,8 @@ pub(crate) fn start(h: Handle) -> Result<()> {
 }
 
 thread_local! {
+    /// Set when a user error handler of this library's making runs (see `with_comm`).
+    pub(crate) static USER_HANDLER_RAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The handle of the communicator MPI_Comm_free is freeing (its delete callbacks run
     /// after it left the table).
     static FREEING: std::cell::Cell<Handle> = const { std::cell::Cell::new(abi::COMM_NULL) };
@@ -1142,6 +1158,81 @@ pub(crate) fn take_keyval(h: c_int) -> Result<earlybird::Keyval<usize>> {
             Error::new(
                 ErrorClass::Keyval,
                 format!("keyval {h:#x} names no attribute key (never made, or freed)"),
+            )
+        },
+    )
+}
+
+/// The error handler a handle names: a predefined one, or one of the table.
+pub(crate) fn errhandler_of(h: Handle) -> Result<earlybird::ErrHandler> {
+    use earlybird::ErrHandler;
+    match h {
+        abi::ERRORS_ARE_FATAL => Ok(ErrHandler::Fatal),
+        abi::ERRORS_RETURN => Ok(ErrHandler::Return),
+        abi::ERRORS_ABORT => Ok(ErrHandler::Abort),
+        h => STATE.with(|s| {
+            let s = s.borrow();
+            let i = h.wrapping_sub(abi::ERRHANDLER_USER) as u32 as usize;
+            s.as_ref()
+                .and_then(|st| st.errhandlers.get(i).cloned())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Arg,
+                        format!(
+                            "error handler {h:#x} names no error handler (never made, or freed)"
+                        ),
+                    )
+                })
+        }),
+    }
+}
+
+/// The handle of an error handler: a predefined one's, or its entry in the table
+/// (MPI_ERRHANDLER_NULL for a handler this library did not make).
+pub(crate) fn errhandler_handle(e: &earlybird::ErrHandler) -> Handle {
+    use earlybird::ErrHandler;
+    match e {
+        ErrHandler::Fatal => abi::ERRORS_ARE_FATAL,
+        ErrHandler::Return => abi::ERRORS_RETURN,
+        ErrHandler::Abort => abi::ERRORS_ABORT,
+        e => STATE.with(|s| {
+            let s = s.borrow();
+            s.as_ref()
+                .and_then(|st| {
+                    st.errhandlers
+                        .slots
+                        .iter()
+                        .position(|x| x.as_ref() == Some(e))
+                })
+                .map_or(abi::ERRHANDLER_NULL, |i| {
+                    abi::ERRHANDLER_USER.wrapping_add(i as i32)
+                })
+        }),
+    }
+}
+
+/// Keep a user error handler; its handle.
+pub(crate) fn add_errhandler(e: earlybird::ErrHandler) -> Result<Handle> {
+    keep(|st| &mut st.errhandlers, abi::ERRHANDLER_USER, e)
+}
+
+/// The user error handler `h` names, out of the table (MPI_Errhandler_free).
+pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
+    if matches!(
+        h,
+        abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT
+    ) {
+        // Freeing a predefined handler does nothing (MPI 4.1 §9.3.4).
+        return errhandler_of(h);
+    }
+    release(
+        |st| &mut st.errhandlers,
+        abi::ERRHANDLER_USER,
+        h,
+        || {
+            Error::new(
+                ErrorClass::Arg,
+                format!("error handler {h:#x} names no error handler (never made, or freed)"),
             )
         },
     )

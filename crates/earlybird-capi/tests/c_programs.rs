@@ -147,6 +147,11 @@ fn attributes_with_c_callbacks_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn intercommunicators_and_user_error_handlers_at_several_sizes_and_alone() {
+    run_everywhere("intercomm");
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported");
 }

@@ -1,0 +1,83 @@
+/* Intercommunicators and user error handlers: the even and odd ranks joined by
+ * Intercomm_create, remote sizes and groups, a message across, Intercomm_merge with the odd
+ * side high; a user error handler told its communicator and the code, after which the call
+ * returns that code. Prints "intercomm: ok <rank>". */
+#include <mpi.h>
+#define NAME "intercomm"
+#include "check.h"
+
+static int handled = 0, handled_class = -1;
+static MPI_Comm handled_comm = MPI_COMM_NULL;
+static void handler(MPI_Comm *comm, int *code, ...) {
+    handled++;
+    handled_comm = *comm;
+    MPI_Error_class(*code, &handled_class);
+}
+
+int main(int argc, char **argv) {
+    int size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size >= 2) {
+        MPI_Comm half, inter, merged;
+        int color = rank % 2;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        /* Leaders: rank 0 of each half, world ranks 0 and 1. */
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? 0 : 1, 40, &inter);
+        int is_inter = 0, rsize = -1, lsize = -1;
+        MPI_Comm_test_inter(inter, &is_inter);
+        MPI_Comm_remote_size(inter, &rsize);
+        MPI_Comm_size(inter, &lsize);
+        int evens = (size + 1) / 2, odds = size / 2;
+        CHECK(is_inter == 1, "test_inter %d", is_inter);
+        CHECK(rsize == (color ? evens : odds) && lsize == (color ? odds : evens), "sizes local %d remote %d", lsize, rsize);
+        MPI_Group rg;
+        int rgs = -1;
+        MPI_Comm_remote_group(inter, &rg);
+        MPI_Group_size(rg, &rgs);
+        CHECK(rgs == rsize, "remote group of %d", rgs);
+        MPI_Group_free(&rg);
+        /* Local rank 0 of each side sends its world rank to the other side's rank 0. */
+        int hr;
+        MPI_Comm_rank(half, &hr);
+        if (hr == 0) {
+            int mine = rank, theirs = -1;
+            MPI_Sendrecv(&mine, 1, MPI_INT, 0, 41, &theirs, 1, MPI_INT, 0, 41, inter, MPI_STATUS_IGNORE);
+            CHECK(theirs == (color ? 0 : 1), "across the intercommunicator %d", theirs);
+        }
+        MPI_Intercomm_merge(inter, color, &merged);
+        int mr = -1, ms = -1;
+        MPI_Comm_rank(merged, &mr);
+        MPI_Comm_size(merged, &ms);
+        CHECK(ms == size, "merged size %d", ms);
+        CHECK(mr == (color ? evens + hr : hr), "merged rank %d (low side first)", mr);
+        MPI_Comm_free(&merged);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    /* A user error handler. */
+    MPI_Errhandler eh, got;
+    MPI_Comm d;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_create_errhandler(handler, &eh);
+    MPI_Comm_set_errhandler(d, eh);
+    MPI_Comm_get_errhandler(d, &got);
+    CHECK(got == eh, "get_errhandler gave %#x, set %#x", (unsigned)got, (unsigned)eh);
+    int x = 1, cls = -1;
+    int rc = MPI_Send(&x, 1, MPI_INT, size + 2, 0, d);
+    MPI_Error_class(rc, &cls);
+    CHECK(handled == 1 && handled_comm == d && handled_class == MPI_ERR_RANK, "handler: %d calls, comm %#x, class %d",
+          handled, (unsigned)handled_comm, handled_class);
+    CHECK(cls == MPI_ERR_RANK, "the call returned class %d", cls);
+    MPI_Comm_call_errhandler(d, MPI_ERR_OTHER);
+    CHECK(handled == 2 && handled_class == MPI_ERR_OTHER, "call_errhandler: %d calls, class %d", handled, handled_class);
+    MPI_Errhandler_free(&eh);
+    CHECK(eh == MPI_ERRHANDLER_NULL, "freed handler not nulled");
+    MPI_Comm_free(&d);
+    int bad = failures, anybad = 0;
+    MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (anybad == 0) printf("intercomm: ok %d\n", rank);
+    return anybad == 0 ? 0 : 1;
+}
