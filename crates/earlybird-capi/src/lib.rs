@@ -889,39 +889,152 @@ mpi! {
     }
 
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, req: *mut Handle) {
-        let r = with_comm(comm, |c| Ok(state::pending(c.ibarrier(state::scope()?)?, comm, state::Kept::Slice)));
-        // SAFETY: a handle to write.
-        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+        started(comm, req, |c, s| c.ibarrier(s))
     }
 
     fn MPI_Ibcast / PMPI_Ibcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        let r = with_comm(comm, |c| {
+        started(comm, req, |c, s| {
             // SAFETY: `buf` holds `count` elements of `dt`, left alone until the request
             // completes (MPI's contract).
             let b = unsafe { buf_out(buf, count, dt) }?;
-            Ok(state::pending(c.ibcast(state::scope()?, b, abi::rank_in(root))?, comm, state::Kept::Slice))
-        });
-        // SAFETY: a handle to write.
-        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+            c.ibcast(s, b, abi::rank_in(root))
+        })
     }
 
     fn MPI_Iallreduce / PMPI_Iallreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle, req: *mut Handle) {
-        let r = with_comm(comm, |c| {
+        started(comm, req, |c, s| {
             let op = state::op_of(op)?;
-            let s = state::scope()?;
             // SAFETY: the buffers as MPI's contract says, left alone until the request
             // completes.
             let rb = unsafe { buf_out(rbuf, count, dt) }?;
-            let q = if sbuf as usize == abi::IN_PLACE {
-                c.iallreduce(s, earlybird::IN_PLACE, rb, &op)?
+            if sbuf as usize == abi::IN_PLACE {
+                c.iallreduce(s, earlybird::IN_PLACE, rb, &op)
             } else {
                 // SAFETY: as above.
-                c.iallreduce(s, unsafe { buf_in(sbuf, count, dt) }?, rb, &op)?
-            };
-            Ok(state::pending(q, comm, state::Kept::Slice))
-        });
-        // SAFETY: a handle to write.
-        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+                c.iallreduce(s, unsafe { buf_in(sbuf, count, dt) }?, rb, &op)
+            }
+        })
+    }
+
+    fn MPI_Ireduce / PMPI_Ireduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            let op = state::op_of(op)?;
+            let at_root = c.rank() == root;
+            // SAFETY: as above (the receive buffer at the root only).
+            let r = unsafe { buf_out(rbuf, if at_root { count } else { 0 }, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.ireduce(s, earlybird::IN_PLACE, r, &op, abi::rank_in(root))
+            } else {
+                // SAFETY: as above.
+                c.ireduce(s, unsafe { buf_in(sbuf, count, dt) }?, r, &op, abi::rank_in(root))
+            }
+        })
+    }
+
+    fn MPI_Igather / PMPI_Igather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            let n = if c.rank() == root { rcount.saturating_mul(c.size()) } else { 0 };
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, n, rdt)?) };
+            c.igather(s, sb, rb, abi::rank_in(root))
+        })
+    }
+
+    fn MPI_Igatherv / PMPI_Igatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            // SAFETY: as above (the arrays at the root only).
+            let (counts, displs) = if c.rank() == root { unsafe { vspec(c, rcounts, displs) }? } else { (vec![], vec![]) };
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, reach(&counts, &displs)?, rdt)?) };
+            c.igatherv(s, sb, rb, &counts, &displs, abi::rank_in(root))
+        })
+    }
+
+    fn MPI_Iscatter / PMPI_Iscatter(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            let n = if c.rank() == root { scount.saturating_mul(c.size()) } else { 0 };
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, n, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            c.iscatter(s, sb, rb, abi::rank_in(root))
+        })
+    }
+
+    fn MPI_Iscatterv / PMPI_Iscatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            // SAFETY: as above (the arrays at the root only).
+            let (counts, displs) = if c.rank() == root { unsafe { vspec(c, scounts, displs) }? } else { (vec![], vec![]) };
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, reach(&counts, &displs)?, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            c.iscatterv(s, sb, &counts, &displs, rb, abi::rank_in(root))
+        })
+    }
+
+    fn MPI_Iallgather / PMPI_Iallgather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            // SAFETY: as above.
+            let rb = unsafe { buf_out(rbuf, rcount.saturating_mul(c.size()), rdt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.iallgather(s, earlybird::IN_PLACE, rb)
+            } else {
+                // SAFETY: as above.
+                c.iallgather(s, unsafe { buf_in(sbuf, scount, sdt) }?, rb)
+            }
+        })
+    }
+
+    fn MPI_Iallgatherv / PMPI_Iallgatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            // SAFETY: as above.
+            let (counts, displs) = unsafe { vspec(c, rcounts, displs) }?;
+            // SAFETY: as above.
+            let rb = unsafe { buf_out(rbuf, reach(&counts, &displs)?, rdt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.iallgatherv(s, earlybird::IN_PLACE, rb, &counts, &displs)
+            } else {
+                // SAFETY: as above.
+                c.iallgatherv(s, unsafe { buf_in(sbuf, scount, sdt) }?, rb, &counts, &displs)
+            }
+        })
+    }
+
+    fn MPI_Ialltoall / PMPI_Ialltoall(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            let p = c.size();
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, scount.saturating_mul(p), sdt)?, buf_out(rbuf, rcount.saturating_mul(p), rdt)?) };
+            c.ialltoall(s, sb, rb)
+        })
+    }
+
+    fn MPI_Ialltoallv / PMPI_Ialltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            // SAFETY: as above.
+            let (sc, sd) = unsafe { vspec(c, scounts, sdispls) }?;
+            // SAFETY: as above.
+            let (rc, rd) = unsafe { vspec(c, rcounts, rdispls) }?;
+            // SAFETY: as above.
+            let (sb, rb) = unsafe { (buf_in(sbuf, reach(&sc, &sd)?, sdt)?, buf_out(rbuf, reach(&rc, &rd)?, rdt)?) };
+            c.ialltoallv(s, sb, &sc, &sd, rb, &rc, &rd)
+        })
+    }
+
+    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle, comm: Handle, req: *mut Handle) {
+        started(comm, req, |c, s| {
+            let op = state::op_of(op)?;
+            // SAFETY: one count per rank.
+            let counts = lens(unsafe { array(rcounts, c.size()) }?)?;
+            let total: usize = counts.iter().sum();
+            let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
+            // SAFETY: as above.
+            let rb = unsafe { buf_out(rbuf, mine as c_int, dt) }?;
+            if sbuf as usize == abi::IN_PLACE {
+                c.ireduce_scatter(s, earlybird::IN_PLACE, rb, &counts, &op)
+            } else {
+                // SAFETY: as above.
+                let sb = unsafe { buf_in(sbuf, c_int::try_from(total).unwrap_or(c_int::MAX), dt) }?;
+                c.ireduce_scatter(s, sb, rb, &counts, &op)
+            }
+        })
     }
 
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: Handle, key: c_int, value: *mut c_void, flag: *mut c_int) {
@@ -1537,6 +1650,28 @@ mpi! {
         // SAFETY: a handle to write.
         unsafe { made(new, r) }
     }
+}
+
+/// A nonblocking collective: `f` starts it on the communicator behind `comm` in the endless
+/// scope; its request's handle into `*req`, which the C caller passes as null or a handle to
+/// write (MPI's contract).
+fn started(
+    comm: Handle,
+    req: *mut Handle,
+    f: impl FnOnce(
+        &earlybird::Comm,
+        &'static earlybird::Scope<'static, 'static>,
+    ) -> earlybird::Result<earlybird::Request<'static>>,
+) -> c_int {
+    let r = with_comm(comm, |c| {
+        Ok(state::pending(
+            f(c, state::scope()?)?,
+            comm,
+            state::Kept::Slice,
+        ))
+    });
+    // SAFETY: the caller's contract (see above), checked for null.
+    ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
 }
 
 /// MPI_Testany's pass: `(true, i)` when request `i` completed now (its status into

@@ -196,6 +196,52 @@ int main(int argc, char **argv) {
     MPI_Op_free(&mm);
     CHECK(usum == MPI_OP_NULL, "freed op not nulled");
 
+    /* The nonblocking forms of the others, all in flight at once, then one Waitall. */
+    {
+        int nroot = size - 1;
+        long nsum = -1, nin = rank + 1;
+        int *ng = malloc(sizeof(int) * size * 2), *nag = malloc(sizeof(int) * size), *na2a = malloc(sizeof(int) * size),
+            *nto = malloc(sizeof(int) * size), *nagv = malloc(sizeof(int) * (total + 1)), *ngv = malloc(sizeof(int) * (total + 1));
+        int nsc[2] = {0}, nmine = rank * 7, nscv[64] = {0}, nrs[64] = {0};
+        int *nsrc = malloc(sizeof(int) * size * 2), *nrsin = malloc(sizeof(int) * (size * (size + 1) / 2 + 1));
+        for (int q = 0; q < size; q++) nto[q] = rank * 100 + q, nsrc[2 * q] = q, nsrc[2 * q + 1] = -q;
+        for (int i = 0, k = 0; i < size; i++)
+            for (int j = 0; j <= i; j++, k++) nrsin[k] = 1;
+        long *nsb = malloc(sizeof(long) * st), *nrb = malloc(sizeof(long) * rt);
+        for (int q = 0; q < size; q++)
+            for (int i = 0; i < sc[q]; i++) nsb[sd[q] + i] = rank * 1000 + q * 10 + i;
+        MPI_Request nr[10];
+        MPI_Ireduce(&nin, &nsum, 1, MPI_LONG, MPI_SUM, nroot, MPI_COMM_WORLD, &nr[0]);
+        MPI_Igather(&nmine, 1, MPI_INT, ng, 1, MPI_INT, nroot, MPI_COMM_WORLD, &nr[1]);
+        MPI_Iscatter(nsrc, 2, MPI_INT, nsc, 2, MPI_INT, nroot, MPI_COMM_WORLD, &nr[2]);
+        MPI_Iallgather(&nmine, 1, MPI_INT, nag, 1, MPI_INT, MPI_COMM_WORLD, &nr[3]);
+        MPI_Ialltoall(nto, 1, MPI_INT, na2a, 1, MPI_INT, MPI_COMM_WORLD, &nr[4]);
+        MPI_Iallgatherv(mine, rank + 1, MPI_INT, nagv, counts, displs, MPI_INT, MPI_COMM_WORLD, &nr[5]);
+        MPI_Igatherv(mine, rank + 1, MPI_INT, ngv, counts, displs, MPI_INT, nroot, MPI_COMM_WORLD, &nr[6]);
+        MPI_Iscatterv(all, counts, displs, MPI_INT, nscv, rank + 1, MPI_INT, nroot, MPI_COMM_WORLD, &nr[7]);
+        MPI_Ialltoallv(nsb, sc, sd, MPI_LONG, nrb, rc, rd, MPI_LONG, MPI_COMM_WORLD, &nr[8]);
+        MPI_Ireduce_scatter(nrsin, nrs, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &nr[9]);
+        MPI_Waitall(10, nr, MPI_STATUSES_IGNORE);
+        if (rank == nroot) {
+            CHECK(nsum == (long)size * (size + 1) / 2, "ireduce %ld", nsum);
+            for (int q = 0; q < size; q++) CHECK(ng[q] == q * 7, "igather %d: %d", q, ng[q]);
+            for (int q = 0; q < size; q++)
+                for (int i = 0; i < counts[q]; i++) CHECK(ngv[displs[q] + i] == q * 100 + i, "igatherv %d.%d", q, i);
+        }
+        CHECK(nsc[0] == rank && nsc[1] == -rank, "iscatter %d %d", nsc[0], nsc[1]);
+        for (int q = 0; q < size; q++) {
+            CHECK(nag[q] == q * 7, "iallgather %d: %d", q, nag[q]);
+            CHECK(na2a[q] == q * 100 + rank, "ialltoall %d: %d", q, na2a[q]);
+            for (int i = 0; i < counts[q]; i++) CHECK(nagv[displs[q] + i] == q * 100 + i, "iallgatherv %d.%d", q, i);
+            for (int i = 0; i < rc[q]; i++) CHECK(nrb[rd[q] + i] == q * 1000 + rank * 10 + i, "ialltoallv %d.%d", q, i);
+        }
+        for (int i = 0; i <= rank; i++) {
+            CHECK(nscv[i] == rank * 100 + i, "iscatterv %d: %d", i, nscv[i]);
+            CHECK(nrs[i] == size, "ireduce_scatter %d: %d", i, nrs[i]);
+        }
+        free(ng), free(nag), free(na2a), free(nto), free(nagv), free(ngv), free(nsrc), free(nrsin), free(nsb), free(nrb);
+    }
+
     /* The tag upper bound. */
     int *ub = NULL;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
