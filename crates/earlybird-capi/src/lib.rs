@@ -368,42 +368,23 @@ mpi! {
     // ---- point to point ----------------------------------------------------------------------
 
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let dest = abi::rank_in(dest);
-            by_elem!(dt, T => {
-                // SAFETY: `buf` holds `count` elements of `dt`, here `T`s (MPI's contract).
-                if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
-                    return c.send(b, dest, tag);
-                }
-            });
-            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
-            let b = unsafe { buf_in(buf, count, dt) }?;
-            c.send(&b, dest, tag)
-        }))
+        // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
+        unsafe { send(buf, count, dt, dest, tag, comm, Blocking::Standard) }
     }
 
     fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
-            let b = unsafe { buf_in(buf, count, dt) }?;
-            c.ssend(&b, abi::rank_in(dest), tag)
-        }))
+        // SAFETY: as for MPI_Send.
+        unsafe { send(buf, count, dt, dest, tag, comm, Blocking::Synchronous) }
     }
 
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
-            let b = unsafe { buf_in(buf, count, dt) }?;
-            c.rsend(&b, abi::rank_in(dest), tag)
-        }))
+        // SAFETY: as for MPI_Send.
+        unsafe { send(buf, count, dt, dest, tag, comm, Blocking::Ready) }
     }
 
     fn MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
-            let b = unsafe { buf_in(buf, count, dt) }?;
-            c.bsend(&b, abi::rank_in(dest), tag)
-        }))
+        // SAFETY: as for MPI_Send.
+        unsafe { send(buf, count, dt, dest, tag, comm, Blocking::Buffered) }
     }
 
     fn MPI_Buffer_attach / PMPI_Buffer_attach(buf: *mut c_void, size: c_int) {
@@ -1650,6 +1631,53 @@ mpi! {
         // SAFETY: a handle to write.
         unsafe { made(new, r) }
     }
+}
+
+/// The modes of the blocking sends.
+#[derive(Clone, Copy)]
+enum Blocking {
+    Standard,
+    Synchronous,
+    Ready,
+    Buffered,
+}
+
+/// A blocking send of `mode`: the common predefined types as plain slices, others as typed
+/// views.
+///
+/// # Safety
+/// `buf` holds `count` elements of `dt`.
+unsafe fn send(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    mode: Blocking,
+) -> c_int {
+    macro_rules! in_mode {
+        ($c:expr, $b:expr, $dest:expr) => {
+            match mode {
+                Blocking::Standard => $c.send($b, $dest, tag),
+                Blocking::Synchronous => $c.ssend($b, $dest, tag),
+                Blocking::Ready => $c.rsend($b, $dest, tag),
+                Blocking::Buffered => $c.bsend($b, $dest, tag),
+            }
+        };
+    }
+    ok_or_code(with_comm(comm, |c| {
+        let dest = abi::rank_in(dest);
+        by_elem!(dt, T => {
+            // SAFETY: the function's contract, here `T`s.
+            if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
+                return in_mode!(c, b, dest);
+            }
+        });
+        // SAFETY: the function's contract.
+        let b = unsafe { buf_in(buf, count, dt) }?;
+        in_mode!(c, &b, dest)
+    }))
 }
 
 /// A nonblocking collective: `f` starts it on the communicator behind `comm` in the endless

@@ -162,18 +162,7 @@ fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
             ErrorClass::Comm,
             "MPI_COMM_NULL is not a communicator to use",
         )),
-        h => {
-            let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
-            match st.comms.get(i) {
-                Some(c) => Ok(c),
-                _ => Err(Error::new(
-                    ErrorClass::Comm,
-                    format!(
-                        "communicator handle {h:#x} is not a communicator (never made, or freed)"
-                    ),
-                )),
-            }
-        }
+        h => st.comms.get(COMMS.index(h)).ok_or_else(|| COMMS.gone(h)),
     }
 }
 
@@ -242,6 +231,11 @@ impl<T> Table<T> {
         }
     }
 
+    /// The index the next [`insert`](Self::insert) will use.
+    fn next_index(&self) -> usize {
+        self.free.last().copied().unwrap_or(self.slots.len())
+    }
+
     /// Keep `x`; its index.
     fn insert(&mut self, x: T) -> usize {
         match self.free.pop() {
@@ -256,8 +250,17 @@ impl<T> Table<T> {
         }
     }
 
+    /// The index of the first object for which `p` holds.
+    fn position(&self, p: impl Fn(&T) -> bool) -> Option<usize> {
+        self.slots.iter().position(|x| x.as_ref().is_some_and(&p))
+    }
+
     fn get(&self, i: usize) -> Option<&T> {
         self.slots.get(i).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.slots.get_mut(i).and_then(Option::as_mut)
     }
 
     /// The object at `i`, out of the table (its entry becomes free).
@@ -280,33 +283,109 @@ impl<T> Table<T> {
     }
 }
 
-/// Keep `x` in the table `pick` chooses; its handle (`base` plus its index).
-fn keep<T>(pick: fn(&mut State) -> &mut Table<T>, base: Handle, x: T) -> Result<Handle> {
+/// One kind of object behind the handles this library makes: the handle of entry `i` of its
+/// table is `base + i`, and a handle that names none is an error of `class`.
+struct Kind {
+    base: Handle,
+    class: ErrorClass,
+    noun: &'static str,
+}
+
+const COMMS: Kind = Kind {
+    base: abi::COMM_USER,
+    class: ErrorClass::Comm,
+    noun: "communicator",
+};
+const REQUESTS: Kind = Kind {
+    base: abi::REQUEST_USER,
+    class: ErrorClass::Request,
+    noun: "request",
+};
+const TYPES: Kind = Kind {
+    base: abi::TYPE_USER,
+    class: ErrorClass::Type,
+    noun: "datatype",
+};
+const GROUPS: Kind = Kind {
+    base: abi::GROUP_USER,
+    class: ErrorClass::Group,
+    noun: "group",
+};
+const OPS: Kind = Kind {
+    base: abi::OP_USER,
+    class: ErrorClass::Op,
+    noun: "user operation",
+};
+const INFOS: Kind = Kind {
+    base: abi::INFO_USER,
+    class: ErrorClass::Info,
+    noun: "info object",
+};
+const KEYVALS: Kind = Kind {
+    base: abi::KEYVAL_USER,
+    class: ErrorClass::Keyval,
+    noun: "attribute key",
+};
+const ERRHANDLERS: Kind = Kind {
+    base: abi::ERRHANDLER_USER,
+    class: ErrorClass::Arg,
+    noun: "error handler",
+};
+
+impl Kind {
+    /// The table entry `h` would be.
+    fn index(&self, h: Handle) -> usize {
+        h.wrapping_sub(self.base) as u32 as usize
+    }
+
+    /// The handle of table entry `i`.
+    fn handle(&self, i: usize) -> Handle {
+        self.base.wrapping_add(i as i32)
+    }
+
+    /// The error for a handle that names no object of this kind.
+    fn gone(&self, h: Handle) -> Error {
+        Error::new(
+            self.class,
+            format!(
+                "handle {h:#x} names no {} (never made, or freed)",
+                self.noun
+            ),
+        )
+    }
+}
+
+/// Keep `x` in the table `pick` chooses; its handle.
+fn keep<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, x: T) -> Result<Handle> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a call that makes an object"))?;
-        Ok(base.wrapping_add(pick(st).insert(x) as i32))
+        Ok(kind.handle(pick(st).insert(x)))
     })
 }
 
-/// The object handle `h` names in the table `pick` chooses, out of it (a free call); `none`
-/// the error when it names none.
-fn release<T>(
-    pick: fn(&mut State) -> &mut Table<T>,
-    base: Handle,
-    h: Handle,
-    none: impl FnOnce() -> Error,
-) -> Result<T> {
+/// The object handle `h` names in the table `pick` chooses, out of it (a free call).
+fn release<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, h: Handle) -> Result<T> {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a call that frees an object"))?;
+        pick(st).take(kind.index(h)).ok_or_else(|| kind.gone(h))
+    })
+}
+
+/// A clone of the object handle `h` names in the table `pick` chooses.
+fn lookup<T: Clone>(pick: fn(&State) -> &Table<T>, kind: &Kind, h: Handle) -> Result<T> {
+    STATE.with(|s| {
+        let s = s.borrow();
+        let st = s.as_ref().ok_or_else(|| not_initialized("an MPI call"))?;
         pick(st)
-            .take(h.wrapping_sub(base) as u32 as usize)
-            .ok_or_else(none)
+            .get(kind.index(h))
+            .cloned()
+            .ok_or_else(|| kind.gone(h))
     })
 }
 
@@ -315,7 +394,7 @@ pub(crate) fn add_comm(c: Comm) -> Handle {
         let st = s
             .as_mut()
             .expect("a communicator made while MPI is initialized");
-        abi::COMM_USER.wrapping_add(st.comms.insert(c) as i32)
+        COMMS.handle(st.comms.insert(c))
     })
 }
 
@@ -327,16 +406,7 @@ pub(crate) fn take_comm(h: Handle) -> Result<Comm> {
             "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
         ));
     }
-    with_state(|s| {
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Comm_free"))?;
-        let i = h.wrapping_sub(abi::COMM_USER) as u32 as usize;
-        st.comms.take(i).ok_or_else(|| {
-            Error::new(
-                ErrorClass::Comm,
-                format!("communicator handle {h:#x} is not a communicator (never made, or freed)"),
-            )
-        })
-    })
+    release(|st| &mut st.comms, &COMMS, h)
 }
 
 pub(crate) fn bad_type(dt: Handle) -> Error {
@@ -355,14 +425,8 @@ pub(crate) fn handle_of(dt: &Datatype) -> Handle {
     STATE.with(|s| {
         let s = s.borrow();
         s.as_ref()
-            .and_then(|st| {
-                st.types
-                    .slots
-                    .iter()
-                    .position(|t| t.as_ref() == Some(dt))
-                    .map(|i| abi::TYPE_USER.wrapping_add(i as i32))
-            })
-            .unwrap_or(abi::DATATYPE_NULL)
+            .and_then(|st| st.types.position(|t| t == dt))
+            .map_or(abi::DATATYPE_NULL, |i| TYPES.handle(i))
     })
 }
 
@@ -378,59 +442,36 @@ pub(crate) fn with_info<R>(
             let mut copy = st.env.dup();
             return f(&mut copy);
         }
-        let i = h.wrapping_sub(abi::INFO_USER) as u32 as usize;
-        match st.infos.slots.get_mut(i).and_then(Option::as_mut) {
+        match st.infos.get_mut(INFOS.index(h)) {
             Some(info) => f(info),
-            None => Err(Error::new(
-                ErrorClass::Info,
-                format!("info handle {h:#x} names no info object (never made, or freed)"),
-            )),
+            None => Err(INFOS.gone(h)),
         }
     })
 }
 
 /// Keep an info object; its handle.
 pub(crate) fn add_info(info: earlybird::Info) -> Result<Handle> {
-    keep(|st| &mut st.infos, abi::INFO_USER, info)
+    keep(|st| &mut st.infos, &INFOS, info)
 }
 
 /// The info object `h` names, out of the table (MPI_Info_free).
 pub(crate) fn take_info(h: Handle) -> Result<earlybird::Info> {
-    release(
-        |st| &mut st.infos,
-        abi::INFO_USER,
-        h,
-        || {
-            Error::new(
-                ErrorClass::Info,
-                format!("info handle {h:#x} names no info object (never made, or freed)"),
-            )
-        },
-    )
+    release(|st| &mut st.infos, &INFOS, h)
 }
 
 /// Keep a user operation; its handle.
 pub(crate) fn add_op(op: earlybird::Op) -> Result<Handle> {
-    keep(|st| &mut st.ops, abi::OP_USER, op)
+    keep(|st| &mut st.ops, &OPS, op)
 }
 
 /// The user operation `h` names, out of the table (MPI_Op_free).
 pub(crate) fn take_op(h: Handle) -> Result<earlybird::Op> {
-    release(
-        |st| &mut st.ops,
-        abi::OP_USER,
-        h,
-        || {
-            Error::new(ErrorClass::Op, format!("operation handle {h:#x} is not a user operation (predefined, never made, or freed)"))
-        },
-    )
+    release(|st| &mut st.ops, &OPS, h)
 }
 
 pub(crate) fn op_of(h: Handle) -> Result<earlybird::Op> {
     if h as u32 & 0xfc00_0000 == abi::OP_USER as u32 {
-        let i = h.wrapping_sub(abi::OP_USER) as u32 as usize;
-        let user = STATE.with(|s| s.borrow().as_ref().and_then(|st| st.ops.get(i).cloned()));
-        if let Some(op) = user {
+        if let Ok(op) = lookup(|st| &st.ops, &OPS, h) {
             return Ok(op);
         }
     }
@@ -447,9 +488,8 @@ fn datatype(st: &Option<State>, dt: Handle) -> Result<Datatype> {
     if let Some(b) = abi::basic_type(dt) {
         return Ok(Datatype::basic(b));
     }
-    let i = dt.wrapping_sub(abi::TYPE_USER) as u32 as usize;
     st.as_ref()
-        .and_then(|st| st.types.get(i))
+        .and_then(|st| st.types.get(TYPES.index(dt)))
         .cloned()
         .ok_or_else(|| bad_type(dt))
 }
@@ -620,19 +660,16 @@ pub(crate) fn group_of(h: Handle) -> Result<earlybird::Group> {
         if h == abi::GROUP_EMPTY {
             return Ok(st.uni.world().group().empty_like());
         }
-        let i = h.wrapping_sub(abi::GROUP_USER) as u32 as usize;
-        st.groups.get(i).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorClass::Group,
-                format!("group handle {h:#x} names no group (never made, or freed)"),
-            )
-        })
+        st.groups
+            .get(GROUPS.index(h))
+            .cloned()
+            .ok_or_else(|| GROUPS.gone(h))
     })
 }
 
 /// Keep `g` in the table; its handle.
 pub(crate) fn add_group(g: earlybird::Group) -> Result<Handle> {
-    keep(|st| &mut st.groups, abi::GROUP_USER, g)
+    keep(|st| &mut st.groups, &GROUPS, g)
 }
 
 /// The group `h` names, out of the table (MPI_Group_free).
@@ -643,22 +680,12 @@ pub(crate) fn take_group(h: Handle) -> Result<earlybird::Group> {
             "MPI_GROUP_EMPTY cannot be freed",
         ));
     }
-    release(
-        |st| &mut st.groups,
-        abi::GROUP_USER,
-        h,
-        || {
-            Error::new(
-                ErrorClass::Group,
-                format!("group handle {h:#x} names no group (never made, or freed)"),
-            )
-        },
-    )
+    release(|st| &mut st.groups, &GROUPS, h)
 }
 
 /// Keep `d` in the table; its handle.
 pub(crate) fn add_type(d: Datatype) -> Result<Handle> {
-    keep(|st| &mut st.types, abi::TYPE_USER, d)
+    keep(|st| &mut st.types, &TYPES, d)
 }
 
 /// The datatype `h` names, out of the table (MPI_Type_free).
@@ -669,7 +696,7 @@ pub(crate) fn take_type(h: Handle) -> Result<Datatype> {
             format!("datatype {h:#x} is predefined and cannot be freed"),
         ));
     }
-    release(|st| &mut st.types, abi::TYPE_USER, h, || bad_type(h))
+    release(|st| &mut st.types, &TYPES, h).map_err(|_| bad_type(h))
 }
 
 /// Run `$fast` with `$T` the Rust element type of a common predefined datatype `$dt` (one of
@@ -843,7 +870,7 @@ pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
 pub(crate) fn add_request(p: Box<Pending>) -> Handle {
     with_state(|s| {
         let st = s.as_mut().expect("a request made while MPI is initialized");
-        abi::REQUEST_USER.wrapping_add(st.reqs.insert(p) as i32)
+        REQUESTS.handle(st.reqs.insert(p))
     })
 }
 
@@ -978,21 +1005,16 @@ fn take_request(h: Handle) -> Result<Box<Pending>> {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a request call"))?;
-        let i = h.wrapping_sub(abi::REQUEST_USER) as u32 as usize;
-        st.reqs.take(i).ok_or_else(|| {
-            Error::new(
-                ErrorClass::Request,
-                format!("request handle {h:#x} is not a request (never made, or completed)"),
-            )
-        })
+        st.reqs
+            .take(REQUESTS.index(h))
+            .ok_or_else(|| REQUESTS.gone(h))
     })
 }
 
 fn put_back(h: Handle, p: Box<Pending>) {
     with_state(|s| {
         if let Some(st) = s.as_mut() {
-            let i = h.wrapping_sub(abi::REQUEST_USER) as u32 as usize;
-            st.reqs.put_back(i, p);
+            st.reqs.put_back(REQUESTS.index(h), p);
         }
     })
 }
@@ -1094,13 +1116,8 @@ pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
             return abi::COMM_SELF;
         }
         st.comms
-            .slots
-            .iter()
-            .position(|x| x.as_ref().is_some_and(|x| c.compare(x) == Ident))
-            .map_or_else(
-                || FREEING.with(|f| f.get()),
-                |i| abi::COMM_USER.wrapping_add(i as i32),
-            )
+            .position(|x| c.compare(x) == Ident)
+            .map_or_else(|| FREEING.with(|f| f.get()), |i| COMMS.handle(i))
     })
 }
 
@@ -1119,13 +1136,8 @@ pub(crate) fn add_keyval(make: impl FnOnce(c_int) -> earlybird::Keyval<usize>) -
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("MPI_Comm_create_keyval"))?;
-        let next = st
-            .keyvals
-            .free
-            .last()
-            .copied()
-            .unwrap_or(st.keyvals.slots.len());
-        let h = abi::KEYVAL_USER.wrapping_add(next as i32);
+        let next = st.keyvals.next_index();
+        let h = KEYVALS.handle(next);
         let i = st.keyvals.insert(make(h));
         debug_assert_eq!(i, next);
         Ok(h)
@@ -1134,33 +1146,12 @@ pub(crate) fn add_keyval(make: impl FnOnce(c_int) -> earlybird::Keyval<usize>) -
 
 /// The attribute key `h` names (a user one).
 pub(crate) fn keyval_of(h: c_int) -> Result<earlybird::Keyval<usize>> {
-    STATE.with(|s| {
-        let s = s.borrow();
-        let i = h.wrapping_sub(abi::KEYVAL_USER) as u32 as usize;
-        s.as_ref()
-            .and_then(|st| st.keyvals.get(i).cloned())
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Keyval,
-                    format!("keyval {h:#x} names no attribute key (never made, or freed)"),
-                )
-            })
-    })
+    lookup(|st| &st.keyvals, &KEYVALS, h)
 }
 
 /// The attribute key `h` names, out of the table (MPI_Comm_free_keyval).
 pub(crate) fn take_keyval(h: c_int) -> Result<earlybird::Keyval<usize>> {
-    release(
-        |st| &mut st.keyvals,
-        abi::KEYVAL_USER,
-        h,
-        || {
-            Error::new(
-                ErrorClass::Keyval,
-                format!("keyval {h:#x} names no attribute key (never made, or freed)"),
-            )
-        },
-    )
+    release(|st| &mut st.keyvals, &KEYVALS, h)
 }
 
 /// The error handler a handle names: a predefined one, or one of the table.
@@ -1170,20 +1161,7 @@ pub(crate) fn errhandler_of(h: Handle) -> Result<earlybird::ErrHandler> {
         abi::ERRORS_ARE_FATAL => Ok(ErrHandler::Fatal),
         abi::ERRORS_RETURN => Ok(ErrHandler::Return),
         abi::ERRORS_ABORT => Ok(ErrHandler::Abort),
-        h => STATE.with(|s| {
-            let s = s.borrow();
-            let i = h.wrapping_sub(abi::ERRHANDLER_USER) as u32 as usize;
-            s.as_ref()
-                .and_then(|st| st.errhandlers.get(i).cloned())
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorClass::Arg,
-                        format!(
-                            "error handler {h:#x} names no error handler (never made, or freed)"
-                        ),
-                    )
-                })
-        }),
+        h => lookup(|st| &st.errhandlers, &ERRHANDLERS, h),
     }
 }
 
@@ -1198,22 +1176,15 @@ pub(crate) fn errhandler_handle(e: &earlybird::ErrHandler) -> Handle {
         e => STATE.with(|s| {
             let s = s.borrow();
             s.as_ref()
-                .and_then(|st| {
-                    st.errhandlers
-                        .slots
-                        .iter()
-                        .position(|x| x.as_ref() == Some(e))
-                })
-                .map_or(abi::ERRHANDLER_NULL, |i| {
-                    abi::ERRHANDLER_USER.wrapping_add(i as i32)
-                })
+                .and_then(|st| st.errhandlers.position(|x| x == e))
+                .map_or(abi::ERRHANDLER_NULL, |i| ERRHANDLERS.handle(i))
         }),
     }
 }
 
 /// Keep a user error handler; its handle.
 pub(crate) fn add_errhandler(e: earlybird::ErrHandler) -> Result<Handle> {
-    keep(|st| &mut st.errhandlers, abi::ERRHANDLER_USER, e)
+    keep(|st| &mut st.errhandlers, &ERRHANDLERS, e)
 }
 
 /// The user error handler `h` names, out of the table (MPI_Errhandler_free).
@@ -1225,17 +1196,7 @@ pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
         // Freeing a predefined handler does nothing (MPI 4.1 §9.3.4).
         return errhandler_of(h);
     }
-    release(
-        |st| &mut st.errhandlers,
-        abi::ERRHANDLER_USER,
-        h,
-        || {
-            Error::new(
-                ErrorClass::Arg,
-                format!("error handler {h:#x} names no error handler (never made, or freed)"),
-            )
-        },
-    )
+    release(|st| &mut st.errhandlers, &ERRHANDLERS, h)
 }
 
 /// MPI_Buffer_attach: `size` bytes for buffered sends.
