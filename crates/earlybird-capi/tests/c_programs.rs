@@ -16,11 +16,13 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// A directory holding this library under MPICH's two names.
+/// A directory holding this library under MPICH's two names. The library is the one cargo
+/// built for this test (it is a dependency of the test through its rlib, and cargo leaves the
+/// cdylib beside it in `deps/` without copying it up to `target/<profile>/`).
 fn lib_dir(work: &Path) -> PathBuf {
     let lib = work.join("lib");
     std::fs::create_dir_all(&lib).expect("lib dir");
-    let so = profile_dir().join("libmpi.so");
+    let so = profile_dir().join("deps").join("libmpi.so");
     assert!(so.exists(), "{} is not built", so.display());
     for name in ["libmpi.so.12", "libmpich.so.12"] {
         let link = lib.join(name);
