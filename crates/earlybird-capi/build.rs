@@ -1,5 +1,294 @@
-//! The shared library answers to MPICH's soname, so that binaries linked against MPICH
-//! (`NEEDED libmpi.so.12` or Debian's `libmpich.so.12`) load it.
+//! Two jobs:
+//!
+//! 1. The shared library answers to MPICH's soname, so that binaries linked against MPICH
+//!    (`NEEDED libmpi.so.12` or Debian's `libmpich.so.12`) load it.
+//! 2. Everything of the C interface that is a fact rather than code is made from one
+//!    description, `api/mpi.api` (its head explains the lines): `mpi.h`; the ABI's constants
+//!    for the Rust side (`abi::c`); the entry points of the calls earlybird does not
+//!    implement; and, for each call it implements, a compile-time check that the Rust
+//!    function takes the parameters the description gives (int, 64-bit integer, pointer or
+//!    double, in order) and returns what it says.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The calling-convention class of a C type: what the check compares.
+fn class_of(ty: &str, types: &HashMap<String, &'static str>) -> &'static str {
+    let ty = ty.trim();
+    if ty == "..." {
+        return "Var";
+    }
+    if ty.contains('*') || ty.contains('[') {
+        return "Ptr";
+    }
+    let base = ty
+        .trim_start_matches("const ")
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
+    match base {
+        "int" => "Int",
+        "long" => "Long",
+        "double" => "Double",
+        "void" => "Void",
+        t => types
+            .get(t)
+            .copied()
+            .unwrap_or_else(|| panic!("api/mpi.api: unknown type {t}")),
+    }
+}
+
+/// `RET NAME(PARAMS)` as (return type, name, parameters).
+fn prototype(s: &str) -> (String, String, Vec<String>) {
+    let open = s.find('(').expect("prototype has (");
+    let close = s.rfind(')').expect("prototype has )");
+    let (ret, name) = s[..open]
+        .trim()
+        .rsplit_once(' ')
+        .expect("prototype has a return type");
+    let params: Vec<String> = s[open + 1..close]
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty() && p != "void")
+        .collect();
+    (ret.trim().to_string(), name.to_string(), params)
+}
+
+/// The type part of a parameter (its name dropped, array brackets kept as a pointer).
+fn param_type(p: &str) -> String {
+    if p == "..." {
+        return p.to_string();
+    }
+    let arrays = p.matches('[').count();
+    let p = p.split('[').next().unwrap_or(p).trim();
+    let cut = p
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let mut t = p[..cut].trim().to_string();
+    for _ in 0..arrays {
+        t.push('*');
+    }
+    t
+}
+
+/// A value of the description as a Rust `i32` expression.
+fn rust_int(v: &str) -> String {
+    match v.strip_prefix("0x") {
+        Some(hex) => format!("0x{hex}_u32 as i32"),
+        None => v.to_string(),
+    }
+}
+
+struct Missing {
+    why: &'static str,
+    how: &'static str,
+    names: Vec<String>,
+}
+
 fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
+    println!("cargo:rerun-if-changed=api/mpi.api");
+    println!("cargo:rerun-if-changed=build.rs");
+    let text = std::fs::read_to_string("api/mpi.api").expect("api/mpi.api");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+
+    let mut types: HashMap<String, &'static str> = HashMap::new();
+    let mut rust_types: HashMap<String, &'static str> = HashMap::new();
+    let mut h = String::new();
+    let mut consts = String::new();
+    let mut checks = String::new();
+    let mut missing = [
+        Missing {
+            why: "io",
+            how: "file_call(\"MPI-IO\")",
+            names: vec![],
+        },
+        Missing {
+            why: "dpm",
+            how: "raised(\"dynamic process management\")",
+            names: vec![],
+        },
+        Missing {
+            why: "session",
+            how: "raised(\"the sessions model\")",
+            names: vec![],
+        },
+        Missing {
+            why: "later",
+            how: "raised(\"this call\")",
+            names: vec![],
+        },
+    ];
+
+    h.push_str(
+        "/* mpi.h: earlybird's C interface, with MPICH's ABI (handles are ints with MPICH 4's\n \
+         * values, MPICH's MPI_Status), so that programs built with it run on earlybird's\n \
+         * libmpi.so.12 and programs built against MPICH do too.\n \
+         * Made by crates/earlybird-capi/build.rs from api/mpi.api: edit that, not this. */\n\
+         #ifndef MPI_INCLUDED\n#define MPI_INCLUDED\n\n#define EARLYBIRD 1\n\n\
+         #if defined(__cplusplus)\nextern \"C\" {\n#endif\n",
+    );
+    for (no, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix("# ---- ") {
+            let _ = write!(h, "\n/* {c} */\n");
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        match kind {
+            "type" => {
+                let (name, ty) = (words[0], words[1..].join(" "));
+                if let Some(class) = ["int", "long"].iter().position(|t| *t == ty) {
+                    types.insert(name.to_string(), ["Int", "Long"][class]);
+                    rust_types.insert(name.to_string(), ["i32", "i64"][class]);
+                }
+                let _ = writeln!(h, "typedef {ty} {name};");
+            }
+            "opaque" => {
+                types.insert(words[0].to_string(), "Ptr");
+                let _ = writeln!(h, "typedef struct {0}_opaque *{0};", words[0]);
+            }
+            "struct" => {
+                let _ = writeln!(h, "typedef struct {} {{", words[0]);
+                for f in &words[1..] {
+                    let _ = writeln!(h, "    int {f};");
+                }
+                let _ = writeln!(h, "}} {};", words[0]);
+            }
+            "callback" => {
+                let (ret, name, params) = prototype(rest);
+                let _ = writeln!(h, "typedef {ret} ({name})({});", params.join(", "));
+            }
+            "const" => {
+                let n = words.len();
+                let (ty, name, value) = (words[..n - 2].join(" "), words[n - 2], words[n - 1]);
+                if ty == "int" {
+                    let _ = writeln!(h, "#define {name} ({value})");
+                } else {
+                    let _ = writeln!(h, "#define {name} (({ty}){value})");
+                }
+                if ty == "int" || rust_types.get(&ty) == Some(&"i32") {
+                    rust_types.insert(name.to_string(), "i32");
+                    let _ = writeln!(
+                        consts,
+                        "pub(crate) const {name}: i32 = {};",
+                        rust_int(value)
+                    );
+                } else if ty.contains('*') {
+                    rust_types.insert(name.to_string(), "usize");
+                    let _ = writeln!(
+                        consts,
+                        "pub(crate) const {name}: usize = ({value}_isize) as usize;"
+                    );
+                }
+            }
+            "alias" => {
+                let (name, other) = (words[0], words[1]);
+                let _ = writeln!(h, "#define {name} {other}");
+                if let Some(&t) = rust_types.get(other) {
+                    rust_types.insert(name.to_string(), t);
+                    let _ = writeln!(consts, "pub(crate) const {name}: {t} = {other};");
+                }
+            }
+            "macro" => {
+                let _ = writeln!(h, "#define {rest}");
+            }
+            "extern" => {
+                let _ = writeln!(h, "extern {rest};");
+            }
+            "fn" => {
+                let (status, proto) = (words[0], rest[words[0].len()..].trim());
+                let (ret, name, params) = prototype(proto);
+                let pname = name.strip_prefix("MPI_").map(|n| format!("PMPI_{n}"));
+                let names: Vec<&str> = std::iter::once(name.as_str())
+                    .chain(pname.as_deref())
+                    .collect();
+                if status == "macro" {
+                    assert_eq!(
+                        params.len(),
+                        1,
+                        "line {}: a macro call takes one handle",
+                        no + 1
+                    );
+                    let arg = params[0].rsplit(' ').next().unwrap_or("x");
+                    for n in &names {
+                        let _ = writeln!(h, "#define {n}({arg}) (({ret})({arg}))");
+                    }
+                    continue;
+                }
+                for n in &names {
+                    let _ = writeln!(
+                        h,
+                        "{ret} {n}({});",
+                        if params.is_empty() {
+                            "void".to_string()
+                        } else {
+                            params.join(", ")
+                        }
+                    );
+                }
+                if status == "impl" {
+                    let classes: Vec<&str> = params
+                        .iter()
+                        .map(|p| class_of(&param_type(p), &types))
+                        .collect();
+                    let blanks = vec!["_"; params.len()].join(", ");
+                    for n in &names {
+                        let _ = writeln!(
+                            checks,
+                            "const _: () = check::<_, ({}), {}>({n} as unsafe extern \"C\" fn({blanks}) -> _);",
+                            classes.iter().map(|c| format!("{c},")).collect::<String>(),
+                            class_of(&ret, &types),
+                        );
+                    }
+                    continue;
+                }
+                assert_eq!(
+                    ret,
+                    "int",
+                    "line {}: {name} returns {ret}: it must be implemented",
+                    no + 1
+                );
+                let m = missing
+                    .iter_mut()
+                    .find(|m| m.why == status)
+                    .unwrap_or_else(|| panic!("line {}: unknown status {status}", no + 1));
+                m.names.push(name);
+            }
+            k => panic!("api/mpi.api line {}: unknown kind {k}", no + 1),
+        }
+    }
+    h.push_str("\n#if defined(__cplusplus)\n}\n#endif\n#endif\n");
+
+    let mut stubs = String::new();
+    for m in &missing {
+        let _ = writeln!(stubs, "unsupported! {{ {}:", m.how);
+        for n in &m.names {
+            let _ = writeln!(stubs, "    {n} / P{n},");
+        }
+        stubs.push_str("}\n");
+    }
+    let mut list = String::new();
+    for m in &missing {
+        for n in &m.names {
+            let _ = writeln!(list, "{} {n}", m.why);
+        }
+    }
+    for (file, body) in [
+        ("mpi.h", &h),
+        ("consts.rs", &consts),
+        ("checks.rs", &checks),
+        ("stubs.rs", &stubs),
+        ("missing.txt", &list),
+    ] {
+        std::fs::write(out.join(file), body).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
 }

@@ -35,6 +35,7 @@
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
 mod abi;
+mod signature_check;
 mod state;
 pub mod unsupported;
 
@@ -44,17 +45,19 @@ use state::{buf_in, buf_out, by_elem, fail, ok_or_code, slice_in, slice_out, wit
 use std::ffi::{c_char, c_double, c_int, c_void};
 
 /// C's `MPI_User_function`.
-type UserFunction = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+pub(crate) type UserFunction =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
 /// C's `MPI_Comm_errhandler_function` (variadic in C; called with the two arguments MPI
 /// defines).
-type ErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
+pub(crate) type ErrhandlerFunction = unsafe extern "C" fn(*mut Handle, *mut c_int, ...);
 
 /// C's `MPI_Comm_copy_attr_function`.
-type CopyFunction =
+pub(crate) type CopyFunction =
     unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// C's `MPI_Comm_delete_attr_function`.
-type DeleteFunction = unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
+pub(crate) type DeleteFunction =
+    unsafe extern "C" fn(Handle, c_int, *mut c_void, *mut c_void) -> c_int;
 
 /// MPI_COMM_DUP_FN (MPICH's header names it `MPIR_Dup_fn`): the copy carries the value.
 ///
@@ -1937,26 +1940,70 @@ unsafe fn made(new: *mut Handle, r: earlybird::Result<Datatype>) -> c_int {
     self_ok(r)
 }
 
-/// MPI_Wtime.
-#[no_mangle]
-pub extern "C" fn PMPI_Wtime() -> c_double {
-    earlybird::wtime()
+/// The calls that return something other than an error code, as `PMPI_name` and `MPI_name`.
+macro_rules! plain {
+    ($($(#[$doc:meta])* fn $name:ident / $pname:ident ($($a:ident : $t:ty),*) -> $r:ty $body:block)*) => {$(
+        $(#[$doc])*
+        #[no_mangle]
+        pub extern "C" fn $pname($($a: $t),*) -> $r $body
+
+        $(#[$doc])*
+        #[no_mangle]
+        pub extern "C" fn $name($($a: $t),*) -> $r {
+            $pname($($a),*)
+        }
+    )*};
 }
 
-/// MPI_Wtime.
-#[no_mangle]
-pub extern "C" fn MPI_Wtime() -> c_double {
-    PMPI_Wtime()
+plain! {
+    /// MPI_Wtime.
+    fn MPI_Wtime / PMPI_Wtime() -> c_double {
+        earlybird::wtime()
+    }
+
+    /// MPI_Wtick: the resolution of MPI_Wtime (a nanosecond clock).
+    fn MPI_Wtick / PMPI_Wtick() -> c_double {
+        1e-9
+    }
+
+    /// MPI_Aint_add: an address plus a displacement (addresses are plain integers here).
+    fn MPI_Aint_add / PMPI_Aint_add(base: isize, disp: isize) -> isize {
+        base.wrapping_add(disp)
+    }
+
+    /// MPI_Aint_diff: the displacement between two addresses.
+    fn MPI_Aint_diff / PMPI_Aint_diff(a: isize, b: isize) -> isize {
+        a.wrapping_sub(b)
+    }
+
+    /// MPI_File_c2f: no file can exist (MPI-IO is not implemented), so every handle is
+    /// MPI_FILE_NULL's Fortran value.
+    fn MPI_File_c2f / PMPI_File_c2f(_file: *mut c_void) -> c_int {
+        0
+    }
+
+    /// MPI_File_f2c: MPI_FILE_NULL, for the same reason.
+    fn MPI_File_f2c / PMPI_File_f2c(_file: c_int) -> *mut c_void {
+        std::ptr::null_mut()
+    }
 }
 
-/// MPI_Wtick: the resolution of MPI_Wtime (a nanosecond clock).
-#[no_mangle]
-pub extern "C" fn PMPI_Wtick() -> c_double {
-    1e-9
-}
+/// An address the library exports as data, for C to compare pointers with
+/// (`MPI_UNWEIGHTED`, `MPI_WEIGHTS_EMPTY`); nothing is ever read or written through it.
+#[repr(transparent)]
+pub struct Sentinel(*const c_int);
 
-/// MPI_Wtick.
+// SAFETY: the pointer is only an address to compare with: no thread reads or writes through
+// it, so sharing it between threads cannot race.
+unsafe impl Sync for Sentinel {}
+
+static UNWEIGHTED_TARGET: c_int = 0;
+static WEIGHTS_EMPTY_TARGET: c_int = 0;
+
+/// MPI_UNWEIGHTED: a distributed graph without weights.
 #[no_mangle]
-pub extern "C" fn MPI_Wtick() -> c_double {
-    PMPI_Wtick()
-}
+pub static MPI_UNWEIGHTED: Sentinel = Sentinel(&UNWEIGHTED_TARGET);
+
+/// MPI_WEIGHTS_EMPTY: weights given for no edges.
+#[no_mangle]
+pub static MPI_WEIGHTS_EMPTY: Sentinel = Sentinel(&WEIGHTS_EMPTY_TARGET);

@@ -1,36 +1,11 @@
-//! C programs compiled with MPICH's own `mpicc` (Debian's `mpicc.mpich`, MPICH's `mpi.h`)
-//! and run, unmodified, on earlybird's `libmpi.so.12` (found first through
-//! `LD_LIBRARY_PATH`), under `ebrun` at several sizes and alone as a singleton.
+//! C programs compiled with earlybird's installed `mpicc` and `mpi.h`, and some also with
+//! MPICH's own (Debian's `mpicc.mpich`), run on earlybird's `libmpi.so.12` (through the rpath,
+//! or for MPICH's binaries `LD_LIBRARY_PATH`) under `ebrun` at several sizes and alone as a
+//! singleton.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-/// `target/<profile>`, where cargo put this test's binary (in `deps/`), `libmpi.so` and
-/// `ebrun`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in target/<profile>/deps")
-        .to_path_buf()
-}
-
-/// A directory holding this library under MPICH's two names. The library is the one cargo
-/// built for this test (it is a dependency of the test through its rlib, and cargo leaves the
-/// cdylib beside it in `deps/` without copying it up to `target/<profile>/`).
-fn lib_dir(work: &Path) -> PathBuf {
-    let lib = work.join("lib");
-    std::fs::create_dir_all(&lib).expect("lib dir");
-    let so = profile_dir().join("deps").join("libmpi.so");
-    assert!(so.exists(), "{} is not built", so.display());
-    for name in ["libmpi.so.12", "libmpich.so.12"] {
-        let link = lib.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&so, &link).expect("symlink");
-    }
-    lib
-}
 
 fn work_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("earlybird-capi-{name}-{}", std::process::id()));
@@ -38,20 +13,51 @@ fn work_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Compile `tests/c/<name>.c` with MPICH's mpicc.
-fn compile(name: &str, work: &Path) -> PathBuf {
+/// earlybird installed in `work/prefix` by its own installer (from this build): the library
+/// under its four names, `mpi.h`, `mpicc`, and `ebrun` as `mpiexec`.
+fn install(work: &Path) -> PathBuf {
+    let prefix = work.join("prefix");
+    let out = Command::new(env!("CARGO_BIN_EXE_earlybird-install"))
+        .arg(&prefix)
+        .output()
+        .expect("earlybird-install runs");
+    assert!(
+        out.status.success() && prefix.join("bin/mpiexec").exists(),
+        "earlybird-install {}: {}",
+        prefix.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    prefix
+}
+
+/// Which `mpi.h` a test program is compiled with.
+#[derive(Clone, Copy, Debug)]
+enum Header {
+    /// earlybird's, through the installed `mpicc`.
+    Earlybird,
+    /// MPICH's, through Debian's `mpicc.mpich`: the binary is MPICH's and must run unmodified.
+    Mpich,
+}
+
+/// Compile `tests/c/<name>.c`.
+fn compile(name: &str, work: &Path, prefix: &Path, header: Header) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let exe = work.join(name);
-    let out = Command::new("mpicc.mpich")
+    let exe = work.join(format!("{name}-{header:?}"));
+    let cc = match header {
+        Header::Earlybird => prefix.join("bin/mpicc"),
+        Header::Mpich => PathBuf::from("mpicc.mpich"),
+    };
+    let out = Command::new(&cc)
         // MPICH's header declares status arrays so that gcc warns about MPI_STATUSES_IGNORE.
-        .args(["-O1", "-Wall", "-Wno-stringop-overflow", "-o"])
+        .args(["-O1", "-Wall", "-Werror", "-Wno-stringop-overflow", "-o"])
         .arg(&exe)
         .arg(&src)
         .output()
-        .expect("mpicc.mpich (Debian's libmpich-dev) compiles the C tests");
+        .unwrap_or_else(|e| panic!("{} compiles the C tests: {e}", cc.display()));
     assert!(
         out.status.success(),
-        "mpicc.mpich {}: {}",
+        "{} {}: {}",
+        cc.display(),
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -79,20 +85,28 @@ fn run(mut cmd: Command, lib: &Path) -> Output {
     }
 }
 
-fn ebrun(n: usize, exe: &Path) -> Command {
-    let mut c = Command::new(profile_dir().join("ebrun"));
+fn ebrun(prefix: &Path, n: usize, exe: &Path) -> Command {
+    let mut c = Command::new(prefix.join("bin/mpiexec"));
     c.args(["-n", &n.to_string(), "--timeout", "100"]).arg(exe);
     c
 }
 
-/// Compile `tests/c/<name>.c`, run it at 1 to 4 ranks and alone: every rank must print
-/// "<name>: ok <rank>" and the job must succeed.
-fn run_everywhere(name: &str) {
+/// Compile `tests/c/<name>.c` with each header, run it at 1 to 4 ranks and alone: every rank
+/// must print "<name>: ok <rank>" and the job must succeed.
+fn run_everywhere(name: &str, headers: &[Header]) {
     let work = work_dir(name);
-    let lib = lib_dir(&work);
-    let exe = compile(name, &work);
+    let prefix = install(&work);
+    let lib = prefix.join("lib");
+    for &header in headers {
+        let exe = compile(name, &work, &prefix, header);
+        run_built(name, &exe, &prefix, &lib);
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+fn run_built(name: &str, exe: &Path, prefix: &Path, lib: &Path) {
     for n in [1, 2, 3, 4] {
-        let out = run(ebrun(n, &exe), &lib);
+        let out = run(ebrun(prefix, n, exe), lib);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
@@ -107,7 +121,7 @@ fn run_everywhere(name: &str) {
             );
         }
     }
-    let out = run(Command::new(&exe), &lib);
+    let out = run(Command::new(exe), lib);
     assert!(
         out.status.success()
             && String::from_utf8_lossy(&out.stdout).contains(&format!("{name}: ok 0")),
@@ -115,55 +129,58 @@ fn run_everywhere(name: &str) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    let _ = std::fs::remove_dir_all(&work);
 }
+
+/// Both headers: the programs most of MPI's users write, compiled as MPICH's binaries too.
+const BOTH: &[Header] = &[Header::Earlybird, Header::Mpich];
+const OURS: &[Header] = &[Header::Earlybird];
 
 #[test]
 fn basic_program_at_several_sizes_and_alone() {
-    run_everywhere("basic");
+    run_everywhere("basic", BOTH);
 }
 
 #[test]
 fn derived_datatypes_at_several_sizes_and_alone() {
-    run_everywhere("datatypes");
+    run_everywhere("datatypes", BOTH);
 }
 
 #[test]
 fn v_collectives_scans_and_nonblocking_collectives_at_several_sizes_and_alone() {
-    run_everywhere("collectives");
+    run_everywhere("collectives", BOTH);
 }
 
 #[test]
 fn cartesian_topologies_and_split_type_at_several_sizes_and_alone() {
-    run_everywhere("topology");
+    run_everywhere("topology", OURS);
 }
 
 #[test]
 fn persistent_point_to_point_at_several_sizes_and_alone() {
-    run_everywhere("persistent");
+    run_everywhere("persistent", OURS);
 }
 
 #[test]
 fn attributes_with_c_callbacks_at_several_sizes_and_alone() {
-    run_everywhere("attributes");
+    run_everywhere("attributes", OURS);
 }
 
 #[test]
 fn intercommunicators_and_user_error_handlers_at_several_sizes_and_alone() {
-    run_everywhere("intercomm");
+    run_everywhere("intercomm", OURS);
 }
 
 #[test]
 fn unimplemented_calls_exist_and_say_so() {
-    run_everywhere("unsupported");
+    run_everywhere("unsupported", OURS);
 }
 
 #[test]
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
-    let lib = lib_dir(&work);
-    let exe = compile("fatal", &work);
-    let out = run(ebrun(2, &exe), &lib);
+    let prefix = install(&work);
+    let exe = compile("fatal", &work, &prefix, Header::Earlybird);
+    let out = run(ebrun(&prefix, 2, &exe), &prefix.join("lib"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -225,6 +225,16 @@ int main(int argc, char **argv) {
     MPI_Error_string(rc, msg, &len);
     CHECK(len > 0, "error string of %d chars", len);
 
+    /* The data sentinels are exported, distinct, and not null. */
+    CHECK(MPI_UNWEIGHTED != NULL && MPI_WEIGHTS_EMPTY != NULL && (void *)MPI_UNWEIGHTED != (void *)MPI_WEIGHTS_EMPTY,
+          "MPI_UNWEIGHTED %p, MPI_WEIGHTS_EMPTY %p", (void *)MPI_UNWEIGHTED, (void *)MPI_WEIGHTS_EMPTY);
+    /* Address arithmetic. */
+    MPI_Aint a0, a1;
+    MPI_Get_address(&to[0], &a0);
+    MPI_Get_address(&to[1], &a1);
+    CHECK(MPI_Aint_diff(a1, a0) == (MPI_Aint)sizeof(to[0]) && MPI_Aint_add(a0, sizeof(to[0])) == a1,
+          "MPI_Aint_diff %ld, MPI_Aint_add %ld vs %ld", (long)MPI_Aint_diff(a1, a0), (long)MPI_Aint_add(a0, sizeof(to[0])), (long)a1);
+
     free(all);
     free(to);
     free(from);
