@@ -2007,3 +2007,66 @@ pub static MPI_UNWEIGHTED: Sentinel = Sentinel(&UNWEIGHTED_TARGET);
 /// MPI_WEIGHTS_EMPTY: weights given for no edges.
 #[no_mangle]
 pub static MPI_WEIGHTS_EMPTY: Sentinel = Sentinel(&WEIGHTS_EMPTY_TARGET);
+
+mpi! {
+    // ---- MPI-1 calls removed in MPI 3.0, kept because MPICH keeps them and programs
+    // (MPICH's own test suite among them) still call them: each is its successor.
+
+    fn MPI_Address / PMPI_Address(location: *const c_void, address: *mut isize) {
+        // SAFETY: the same contract as MPI_Get_address.
+        unsafe { PMPI_Get_address(location, address) }
+    }
+
+    fn MPI_Type_hvector / PMPI_Type_hvector(count: c_int, blocklen: c_int, stride: isize, old: Handle, new: *mut Handle) {
+        // SAFETY: the same contract as MPI_Type_create_hvector.
+        unsafe { PMPI_Type_create_hvector(count, blocklen, stride, old, new) }
+    }
+
+    fn MPI_Type_hindexed / PMPI_Type_hindexed(count: c_int, blocklens: *const c_int, disps: *const isize, old: Handle, new: *mut Handle) {
+        // SAFETY: the same contract as MPI_Type_create_hindexed.
+        unsafe { PMPI_Type_create_hindexed(count, blocklens, disps, old, new) }
+    }
+
+    fn MPI_Type_struct / PMPI_Type_struct(count: c_int, blocklens: *const c_int, disps: *const isize, types: *const Handle, new: *mut Handle) {
+        // SAFETY: the same contract as MPI_Type_create_struct.
+        unsafe { PMPI_Type_create_struct(count, blocklens, disps, types, new) }
+    }
+
+    fn MPI_Type_extent / PMPI_Type_extent(dt: Handle, extent: *mut isize) {
+        let mut lb = 0isize;
+        // SAFETY: `extent` is the caller's to write (checked for null there); `lb` is ours.
+        unsafe { PMPI_Type_get_extent(dt, &mut lb, extent) }
+    }
+
+    fn MPI_Type_lb / PMPI_Type_lb(dt: Handle, displacement: *mut isize) {
+        let mut extent = 0isize;
+        // SAFETY: as in MPI_Type_extent.
+        unsafe { PMPI_Type_get_extent(dt, displacement, &mut extent) }
+    }
+
+    fn MPI_Type_ub / PMPI_Type_ub(dt: Handle, displacement: *mut isize) {
+        let (mut lb, mut extent) = (0isize, 0isize);
+        // SAFETY: both ours.
+        let rc = unsafe { PMPI_Type_get_extent(dt, &mut lb, &mut extent) };
+        if rc == MPI_SUCCESS {
+            // SAFETY: an MPI_Aint to write, checked for null.
+            unsafe { write(displacement, lb + extent) };
+        }
+        rc
+    }
+
+    fn MPI_Errhandler_create / PMPI_Errhandler_create(f: Option<ErrhandlerFunction>, out: *mut Handle) {
+        // SAFETY: the same contract as MPI_Comm_create_errhandler.
+        unsafe { PMPI_Comm_create_errhandler(f, out) }
+    }
+
+    fn MPI_Errhandler_set / PMPI_Errhandler_set(comm: Handle, eh: Handle) {
+        // SAFETY: the same contract as MPI_Comm_set_errhandler.
+        unsafe { PMPI_Comm_set_errhandler(comm, eh) }
+    }
+
+    fn MPI_Errhandler_get / PMPI_Errhandler_get(comm: Handle, out: *mut Handle) {
+        // SAFETY: the same contract as MPI_Comm_get_errhandler.
+        unsafe { PMPI_Comm_get_errhandler(comm, out) }
+    }
+}

@@ -41,6 +41,8 @@ FAILURES:
 
 ENVIRONMENT:
     EARLYBIRD_SHM_DIR      directory (a tmpfs) for the job segment; default /dev/shm
+    MPIEXEC_TIMEOUT        SECONDS, as --timeout when that is not given (the variable
+                           Hydra's mpiexec and MPICH's test runner use)
     Each rank gets EARLYBIRD_RANK, EARLYBIRD_SIZE, EARLYBIRD_SEGMENT_FD and
     EARLYBIRD_LAUNCHER_PID. Standard input goes to rank 0; the others read /dev/null.
 
@@ -145,6 +147,17 @@ pub(crate) fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command
         program,
         args: it.collect(),
     }))
+}
+
+/// `MPIEXEC_TIMEOUT` as the timeout when the command line gave none.
+pub(crate) fn timeout_from_env(opts: &mut Options) -> Result<(), String> {
+    if opts.timeout.is_none() {
+        if let Some(v) = std::env::var_os("MPIEXEC_TIMEOUT") {
+            let v = v.to_string_lossy();
+            opts.timeout = Some(parse_timeout(&v).map_err(|e| format!("MPIEXEC_TIMEOUT: {e}"))?);
+        }
+    }
+    Ok(())
 }
 
 fn parse_nranks(opt: &str, v: &str) -> Result<u32, String> {

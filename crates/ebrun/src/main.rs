@@ -48,7 +48,13 @@ fn main() {
             println!("ebrun {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        Ok(cli::Command::Run(opts)) => launcher::run(&opts),
+        Ok(cli::Command::Run(mut opts)) => match cli::timeout_from_env(&mut opts) {
+            Ok(()) => launcher::run(&opts),
+            Err(e) => {
+                eprintln!("ebrun: {e}");
+                1
+            }
+        },
         Err(msg) => {
             eprintln!("ebrun: {msg}");
             1

@@ -667,6 +667,23 @@ fn timeout_reports_what_each_rank_was_blocked_in() {
 }
 
 #[test]
+fn mpiexec_timeout_from_the_environment_when_no_option_gives_one() {
+    let _g = serial();
+    let dir = TempDir::new("envtimeout");
+    let e = run(
+        &["-n", "2"],
+        "deadlock",
+        &[(PIDDIR, &dir.0), ("MPIEXEC_TIMEOUT", Path::new("1"))],
+        Duration::from_secs(30),
+    );
+    let pids = [dir.pid_of(0), dir.pid_of(1)];
+    assert_code(&e, 124);
+    assert!(e.stderr.contains("ebrun: timeout after 1 s"), "{e:#?}");
+    wait_gone(&pids, Duration::from_secs(1));
+    assert_no_segment(e.pid);
+}
+
+#[test]
 fn program_that_cannot_start() {
     let _g = serial();
     let out = Command::new(env!("CARGO_BIN_EXE_ebrun"))

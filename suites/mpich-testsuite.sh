@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# MPICH 4.0.2's own test suite (test/mpi of Debian's source package) on earlybird, by its own
+# runner (runtests) with ebrun as mpiexec.
+#
+#   suites/mpich-testsuite.sh [DIR...]     default: pt2pt coll comm group datatype attr info
+#                                          init errhan topo
+#
+# Builds earlybird (release), installs it into target/suites/earlybird with earlybird-install,
+# configures the suite against that prefix (once), builds the given directories and runs each
+# with runtests at up to MAXNP ranks (default 4). Results: target/suites/results/DIR.{tap,txt};
+# a summary line per directory on stdout. TIMEOUT_MULTIPLIER scales each test's time limit
+# (default 0.5: 90 s for most tests).
+#
+# With MPICH=1 the same runs happen on Debian's MPICH (mpicc.mpich, mpiexec.mpich) in a
+# configuration of its own, for the counts beside earlybird's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+dirs=("$@")
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt coll comm group datatype attr info init errhan topo)
+maxnp=${MAXNP:-4}
+src=$(suites/fetch-mpich-source.sh) || exit 1
+
+if [ "${MPICH:-0}" = 1 ]; then
+    name=mpich
+    prefix=$root/target/suites/mpich-prefix
+    mkdir -p "$prefix/bin"
+    ln -sf "$(command -v mpicc.mpich)" "$prefix/bin/mpicc"
+    ln -sf "$(command -v mpiexec.mpich)" "$prefix/bin/mpiexec"
+else
+    name=earlybird
+    prefix=$root/target/suites/earlybird
+    cargo build --release --workspace -q || exit 1
+    target/release/earlybird-install "$prefix" >/dev/null || exit 1
+fi
+
+# A copy of the suite per implementation, configured once against its prefix.
+build=$root/target/suites/build-$name
+if [ ! -f "$build/config.status" ]; then
+    rm -rf "$build" && mkdir -p "$build" && cp -a "$src"/. "$build"/
+    (cd "$build" && ./configure --with-mpi="$prefix" --enable-strictmpi --disable-fortran \
+        --disable-cxx --disable-romio --disable-spawn --disable-ft-tests --disable-perftest \
+        >configure.log 2>&1) || { echo "configure failed: $build/configure.log"; exit 1; }
+    make -C "$build/util" -j2 >/dev/null 2>&1 && make -C "$build/dtpools" -j2 >/dev/null 2>&1 \
+        || { echo "util/dtpools did not build"; exit 1; }
+fi
+
+out=$root/target/suites/results/$name
+mkdir -p "$out"
+for d in "${dirs[@]}"; do
+    # Build what builds (a test that does not compile or link fails in runtests as such).
+    make -C "$build/$d" -k -j2 >"$out/$d.make.log" 2>&1
+    (cd "$build/$d" && MPITEST_TIMEOUT_MULTIPLIER=${TIMEOUT_MULTIPLIER:-0.5} \
+        "$build/runtests" -srcdir=. -tests=testlist -mpiexec="$prefix/bin/mpiexec" \
+        -maxnp="$maxnp" -tapfile="$out/$d.tap" >"$out/$d.txt" 2>&1)
+    total=$(grep -c '^\(not \)\?ok ' "$out/$d.tap" 2>/dev/null || echo 0)
+    failed=$(grep -c '^not ok ' "$out/$d.tap" 2>/dev/null || echo 0)
+    echo "$name $d: $((total - failed)) of $total passed (details: $out/$d.tap)"
+done
