@@ -26,12 +26,14 @@ if [ "${MPICH:-0}" = 1 ]; then
     prefix=$root/target/suites/mpich-prefix
     mkdir -p "$prefix/bin"
     ln -sf "$(command -v mpicc.mpich)" "$prefix/bin/mpicc"
-    ln -sf "$(command -v mpiexec.mpich)" "$prefix/bin/mpiexec"
+    # Hydra finds its proxy beside the mpiexec it was started as: start it by its own path.
+    launcher=$(readlink -f "$(command -v mpiexec.mpich)")
 else
     name=earlybird
     prefix=$root/target/suites/earlybird
     cargo build --release --workspace -q || exit 1
     target/release/earlybird-install "$prefix" >/dev/null || exit 1
+    launcher=$prefix/bin/mpiexec
 fi
 
 # A copy of the suite per implementation, configured once against its prefix.
@@ -51,7 +53,7 @@ for d in "${dirs[@]}"; do
     # Build what builds (a test that does not compile or link fails in runtests as such).
     make -C "$build/$d" -k -j2 >"$out/$d.make.log" 2>&1
     (cd "$build/$d" && MPITEST_TIMEOUT_MULTIPLIER=${TIMEOUT_MULTIPLIER:-0.5} \
-        "$build/runtests" -srcdir=. -tests=testlist -mpiexec="$prefix/bin/mpiexec" \
+        "$build/runtests" -srcdir=. -tests=testlist -mpiexec="$launcher" \
         -maxnp="$maxnp" -tapfile="$out/$d.tap" >"$out/$d.txt" 2>&1)
     total=$(grep -c '^\(not \)\?ok ' "$out/$d.tap" 2>/dev/null || echo 0)
     failed=$(grep -c '^not ok ' "$out/$d.tap" 2>/dev/null || echo 0)

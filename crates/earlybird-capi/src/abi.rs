@@ -199,6 +199,9 @@ pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
     ALL.iter().copied().find(|&h| basic_type(h) == Some(b))
 }
 
+/// Messages MPI_Mprobe matched: this pattern plus an index.
+pub(crate) const MESSAGE_USER: Handle = 0xec00_0000_u32 as i32;
+
 /// Operations this library makes: this pattern plus an index.
 pub(crate) const OP_USER: Handle = 0x9800_0000_u32 as i32;
 pub(crate) const OP_NULL: Handle = c::MPI_OP_NULL;

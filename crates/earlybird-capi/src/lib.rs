@@ -44,6 +44,12 @@ use earlybird::{Datatype, Error, ErrorClass, Status};
 use state::{buf_in, buf_out, by_elem, fail, ok_or_code, slice_in, slice_out, with_comm, write};
 use std::ffi::{c_char, c_double, c_int, c_void};
 
+thread_local! {
+    /// The C function behind each operation MPI_Op_create made, by handle.
+    static USER_FUNCTIONS: std::cell::RefCell<std::collections::HashMap<Handle, UserFunction>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// C's `MPI_User_function`.
 pub(crate) type UserFunction =
     unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
@@ -93,6 +99,11 @@ macro_rules! mpi {
         }
     )*};
 }
+
+pub mod collectives;
+pub mod comms;
+pub mod datatypes;
+pub mod pt2pt;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
     if s.is_null() || s as usize == abi::STATUS_IGNORE {
@@ -474,20 +485,15 @@ mpi! {
     }
 
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
-        // SAFETY: `buf` holds `count` elements of `dt` and is left alone until the request
-        // completes (MPI's contract).
-        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::Standard) }.map(|h| {
-            // SAFETY: a handle to write, checked for null.
-            unsafe { write(req, h) }
-        }))
+        // SAFETY: MPI's contract for the call (the buffer left alone until the request
+        // completes, or for a persistent request for its whole life).
+        unsafe { pt2pt::send_request(buf, count, dt, dest, tag, comm, req, state::Mode::Standard) }
     }
 
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
-        // SAFETY: as for MPI_Isend.
-        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::Synchronous) }.map(|h| {
-            // SAFETY: a handle to write, checked for null.
-            unsafe { write(req, h) }
-        }))
+        // SAFETY: MPI's contract for the call (the buffer left alone until the request
+        // completes, or for a persistent request for its whole life).
+        unsafe { pt2pt::send_request(buf, count, dt, dest, tag, comm, req, state::Mode::Synchronous) }
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
@@ -500,20 +506,15 @@ mpi! {
     }
 
     fn MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
-        // SAFETY: `buf` holds `count` elements of `dt` for as long as the request lives, read
-        // at each start (MPI's contract).
-        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::StandardInit) }.map(|h| {
-            // SAFETY: a handle to write, checked for null.
-            unsafe { write(req, h) }
-        }))
+        // SAFETY: MPI's contract for the call (the buffer left alone until the request
+        // completes, or for a persistent request for its whole life).
+        unsafe { pt2pt::send_request(buf, count, dt, dest, tag, comm, req, state::Mode::StandardInit) }
     }
 
     fn MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
-        // SAFETY: as for MPI_Send_init.
-        ok_or_code(unsafe { state::start_send(buf, count, dt, dest, tag, comm, state::Mode::SynchronousInit) }.map(|h| {
-            // SAFETY: a handle to write, checked for null.
-            unsafe { write(req, h) }
-        }))
+        // SAFETY: MPI's contract for the call (the buffer left alone until the request
+        // completes, or for a persistent request for its whole life).
+        unsafe { pt2pt::send_request(buf, count, dt, dest, tag, comm, req, state::Mode::SynchronousInit) }
     }
 
     fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
@@ -717,310 +718,6 @@ mpi! {
         MPI_SUCCESS
     }
 
-    // ---- collectives ---------------------------------------------------------------------------
-
-    fn MPI_Barrier / PMPI_Barrier(comm: Handle) {
-        ok_or_code(with_comm(comm, |c| c.barrier()))
-    }
-
-    fn MPI_Bcast / PMPI_Bcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
-            let b = unsafe { buf_out(buf, count, dt) }?;
-            c.bcast(b, abi::rank_in(root))
-        }))
-    }
-
-    fn MPI_Reduce / PMPI_Reduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let op = state::op_of(op)?;
-            let at_root = c.rank() == root;
-            // SAFETY: the buffers as MPI's contract says (the receive buffer only at the root).
-            let r = unsafe { buf_out(rbuf, if at_root { count } else { 0 }, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.reduce(earlybird::IN_PLACE, r, &op, abi::rank_in(root))
-            } else {
-                // SAFETY: as above.
-                let s = unsafe { buf_in(sbuf, count, dt) }?;
-                c.reduce(s, r, &op, abi::rank_in(root))
-            }
-        }))
-    }
-
-    fn MPI_Allreduce / PMPI_Allreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let op = state::op_of(op)?;
-            // SAFETY: the buffers as MPI's contract says.
-            let r = unsafe { buf_out(rbuf, count, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.allreduce(earlybird::IN_PLACE, r, &op)
-            } else {
-                // SAFETY: as above.
-                let s = unsafe { buf_in(sbuf, count, dt) }?;
-                c.allreduce(s, r, &op)
-            }
-        }))
-    }
-
-    fn MPI_Gather / PMPI_Gather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let n = if c.rank() == root { rcount.saturating_mul(c.size()) } else { 0 };
-            // SAFETY: the buffers as MPI's contract says (the receive buffer only at the root).
-            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, n, rdt)?) };
-            c.gather(s, r, abi::rank_in(root))
-        }))
-    }
-
-    fn MPI_Scatter / PMPI_Scatter(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let n = if c.rank() == root { scount.saturating_mul(c.size()) } else { 0 };
-            // SAFETY: the buffers as MPI's contract says (the send buffer only at the root).
-            let (s, r) = unsafe { (buf_in(sbuf, n, sdt)?, buf_out(rbuf, rcount, rdt)?) };
-            c.scatter(s, r, abi::rank_in(root))
-        }))
-    }
-
-    fn MPI_Allgather / PMPI_Allgather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: the buffers as MPI's contract says.
-            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, rcount.saturating_mul(c.size()), rdt)?) };
-            c.allgather(s, r)
-        }))
-    }
-
-    fn MPI_Alltoall / PMPI_Alltoall(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let p = c.size();
-            // SAFETY: the buffers as MPI's contract says.
-            let (s, r) = unsafe { (buf_in(sbuf, scount.saturating_mul(p), sdt)?, buf_out(rbuf, rcount.saturating_mul(p), rdt)?) };
-            c.alltoall(s, r)
-        }))
-    }
-
-    fn MPI_Gatherv / PMPI_Gatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let at_root = c.rank() == root;
-            // SAFETY: at the root, `rcounts` and `displs` hold one entry per rank (MPI's contract).
-            let (counts, displs) = if at_root { unsafe { vspec(c, rcounts, displs) }? } else { (vec![], vec![]) };
-            // SAFETY: the buffers as MPI's contract says (the receive one at the root only).
-            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, reach(&counts, &displs)?, rdt)?) };
-            c.gatherv(s, r, &counts, &displs, abi::rank_in(root))
-        }))
-    }
-
-    fn MPI_Scatterv / PMPI_Scatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let at_root = c.rank() == root;
-            // SAFETY: at the root, one entry per rank (MPI's contract).
-            let (counts, displs) = if at_root { unsafe { vspec(c, scounts, displs) }? } else { (vec![], vec![]) };
-            // SAFETY: the buffers as MPI's contract says (the send one at the root only).
-            let (s, r) = unsafe { (buf_in(sbuf, reach(&counts, &displs)?, sdt)?, buf_out(rbuf, rcount, rdt)?) };
-            c.scatterv(s, &counts, &displs, r, abi::rank_in(root))
-        }))
-    }
-
-    fn MPI_Allgatherv / PMPI_Allgatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: one entry per rank (MPI's contract).
-            let (counts, displs) = unsafe { vspec(c, rcounts, displs) }?;
-            // SAFETY: the buffers as MPI's contract says.
-            let r = unsafe { buf_out(rbuf, reach(&counts, &displs)?, rdt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.allgatherv(earlybird::IN_PLACE, r, &counts, &displs)
-            } else {
-                // SAFETY: as above.
-                let s = unsafe { buf_in(sbuf, scount, sdt) }?;
-                c.allgatherv(s, r, &counts, &displs)
-            }
-        }))
-    }
-
-    fn MPI_Alltoallv / PMPI_Alltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            // SAFETY: one entry per rank in each array (MPI's contract).
-            let (sc, sd) = unsafe { vspec(c, scounts, sdispls) }?;
-            // SAFETY: as above.
-            let (rc, rd) = unsafe { vspec(c, rcounts, rdispls) }?;
-            // SAFETY: the buffers as MPI's contract says.
-            let (s, r) = unsafe { (buf_in(sbuf, reach(&sc, &sd)?, sdt)?, buf_out(rbuf, reach(&rc, &rd)?, rdt)?) };
-            c.alltoallv(s, &sc, &sd, r, &rc, &rd)
-        }))
-    }
-
-    fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let op = state::op_of(op)?;
-            // SAFETY: the buffers as MPI's contract says (the send one holds a block per rank).
-            let r = unsafe { buf_out(rbuf, count, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.reduce_scatter_block(earlybird::IN_PLACE, r, &op)
-            } else {
-                // SAFETY: as above.
-                let s = unsafe { buf_in(sbuf, count.saturating_mul(c.size()), dt) }?;
-                c.reduce_scatter_block(s, r, &op)
-            }
-        }))
-    }
-
-    fn MPI_Scan / PMPI_Scan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
-        // SAFETY: the buffers as MPI's contract says.
-        unsafe { scan(sbuf, rbuf, count, dt, op, comm, false) }
-    }
-
-    fn MPI_Exscan / PMPI_Exscan(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle) {
-        // SAFETY: the buffers as MPI's contract says.
-        unsafe { scan(sbuf, rbuf, count, dt, op, comm, true) }
-    }
-
-    fn MPI_Ibarrier / PMPI_Ibarrier(comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| c.ibarrier(s))
-    }
-
-    fn MPI_Ibcast / PMPI_Ibcast(buf: *mut c_void, count: c_int, dt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: `buf` holds `count` elements of `dt`, left alone until the request
-            // completes (MPI's contract).
-            let b = unsafe { buf_out(buf, count, dt) }?;
-            c.ibcast(s, b, abi::rank_in(root))
-        })
-    }
-
-    fn MPI_Iallreduce / PMPI_Iallreduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let op = state::op_of(op)?;
-            // SAFETY: the buffers as MPI's contract says, left alone until the request
-            // completes.
-            let rb = unsafe { buf_out(rbuf, count, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.iallreduce(s, earlybird::IN_PLACE, rb, &op)
-            } else {
-                // SAFETY: as above.
-                c.iallreduce(s, unsafe { buf_in(sbuf, count, dt) }?, rb, &op)
-            }
-        })
-    }
-
-    fn MPI_Ireduce / PMPI_Ireduce(sbuf: *const c_void, rbuf: *mut c_void, count: c_int, dt: Handle, op: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let op = state::op_of(op)?;
-            let at_root = c.rank() == root;
-            // SAFETY: as above (the receive buffer at the root only).
-            let r = unsafe { buf_out(rbuf, if at_root { count } else { 0 }, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.ireduce(s, earlybird::IN_PLACE, r, &op, abi::rank_in(root))
-            } else {
-                // SAFETY: as above.
-                c.ireduce(s, unsafe { buf_in(sbuf, count, dt) }?, r, &op, abi::rank_in(root))
-            }
-        })
-    }
-
-    fn MPI_Igather / PMPI_Igather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let n = if c.rank() == root { rcount.saturating_mul(c.size()) } else { 0 };
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, n, rdt)?) };
-            c.igather(s, sb, rb, abi::rank_in(root))
-        })
-    }
-
-    fn MPI_Igatherv / PMPI_Igatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: as above (the arrays at the root only).
-            let (counts, displs) = if c.rank() == root { unsafe { vspec(c, rcounts, displs) }? } else { (vec![], vec![]) };
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, reach(&counts, &displs)?, rdt)?) };
-            c.igatherv(s, sb, rb, &counts, &displs, abi::rank_in(root))
-        })
-    }
-
-    fn MPI_Iscatter / PMPI_Iscatter(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let n = if c.rank() == root { scount.saturating_mul(c.size()) } else { 0 };
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, n, sdt)?, buf_out(rbuf, rcount, rdt)?) };
-            c.iscatter(s, sb, rb, abi::rank_in(root))
-        })
-    }
-
-    fn MPI_Iscatterv / PMPI_Iscatterv(sbuf: *const c_void, scounts: *const c_int, displs: *const c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, root: c_int, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: as above (the arrays at the root only).
-            let (counts, displs) = if c.rank() == root { unsafe { vspec(c, scounts, displs) }? } else { (vec![], vec![]) };
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, reach(&counts, &displs)?, sdt)?, buf_out(rbuf, rcount, rdt)?) };
-            c.iscatterv(s, sb, &counts, &displs, rb, abi::rank_in(root))
-        })
-    }
-
-    fn MPI_Iallgather / PMPI_Iallgather(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: as above.
-            let rb = unsafe { buf_out(rbuf, rcount.saturating_mul(c.size()), rdt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.iallgather(s, earlybird::IN_PLACE, rb)
-            } else {
-                // SAFETY: as above.
-                c.iallgather(s, unsafe { buf_in(sbuf, scount, sdt) }?, rb)
-            }
-        })
-    }
-
-    fn MPI_Iallgatherv / PMPI_Iallgatherv(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, displs: *const c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: as above.
-            let (counts, displs) = unsafe { vspec(c, rcounts, displs) }?;
-            // SAFETY: as above.
-            let rb = unsafe { buf_out(rbuf, reach(&counts, &displs)?, rdt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.iallgatherv(s, earlybird::IN_PLACE, rb, &counts, &displs)
-            } else {
-                // SAFETY: as above.
-                c.iallgatherv(s, unsafe { buf_in(sbuf, scount, sdt) }?, rb, &counts, &displs)
-            }
-        })
-    }
-
-    fn MPI_Ialltoall / PMPI_Ialltoall(sbuf: *const c_void, scount: c_int, sdt: Handle, rbuf: *mut c_void, rcount: c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let p = c.size();
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, scount.saturating_mul(p), sdt)?, buf_out(rbuf, rcount.saturating_mul(p), rdt)?) };
-            c.ialltoall(s, sb, rb)
-        })
-    }
-
-    fn MPI_Ialltoallv / PMPI_Ialltoallv(sbuf: *const c_void, scounts: *const c_int, sdispls: *const c_int, sdt: Handle, rbuf: *mut c_void, rcounts: *const c_int, rdispls: *const c_int, rdt: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            // SAFETY: as above.
-            let (sc, sd) = unsafe { vspec(c, scounts, sdispls) }?;
-            // SAFETY: as above.
-            let (rc, rd) = unsafe { vspec(c, rcounts, rdispls) }?;
-            // SAFETY: as above.
-            let (sb, rb) = unsafe { (buf_in(sbuf, reach(&sc, &sd)?, sdt)?, buf_out(rbuf, reach(&rc, &rd)?, rdt)?) };
-            c.ialltoallv(s, sb, &sc, &sd, rb, &rc, &rd)
-        })
-    }
-
-    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle, comm: Handle, req: *mut Handle) {
-        started(comm, req, |c, s| {
-            let op = state::op_of(op)?;
-            // SAFETY: one count per rank.
-            let counts = lens(unsafe { array(rcounts, c.size()) }?)?;
-            let total: usize = counts.iter().sum();
-            let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
-            // SAFETY: as above.
-            let rb = unsafe { buf_out(rbuf, mine as c_int, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.ireduce_scatter(s, earlybird::IN_PLACE, rb, &counts, &op)
-            } else {
-                // SAFETY: as above.
-                let sb = unsafe { buf_in(sbuf, c_int::try_from(total).unwrap_or(c_int::MAX), dt) }?;
-                c.ireduce_scatter(s, sb, rb, &counts, &op)
-            }
-        })
-    }
-
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: Handle, key: c_int, value: *mut c_void, flag: *mut c_int) {
         if key as u32 & 0xfc00_0000 == abi::KEYVAL_USER as u32 {
             return ok_or_code(with_comm(comm, |c| {
@@ -1042,6 +739,9 @@ mpi! {
                 abi::TAG_UB => Some(&abi::TAG_UB_VALUE),
                 abi::WTIME_IS_GLOBAL => Some(&abi::ZERO),
                 abi::HOST | abi::IO => Some(&abi::PROC_NULL_VALUE),
+                abi::c::MPI_APPNUM => Some(&abi::ZERO),
+                abi::c::MPI_UNIVERSE_SIZE => Some(state::world_size_value()),
+                abi::c::MPI_LASTUSEDCODE => Some(state::last_used_code_value()),
                 _ => None,
             };
             // SAFETY: `value` is where MPI's C binding stores a pointer (a `void **` passed as
@@ -1056,26 +756,19 @@ mpi! {
         }))
     }
 
-    fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle, comm: Handle) {
-        ok_or_code(with_comm(comm, |c| {
-            let op = state::op_of(op)?;
-            // SAFETY: one count per rank (MPI's contract).
-            let counts = lens(unsafe { array(rcounts, c.size()) }?)?;
-            let total: usize = counts.iter().sum();
-            let mine = counts.get(c.rank() as usize).copied().unwrap_or(0);
-            // SAFETY: the buffers as MPI's contract says (the send one holds every block).
-            let r = unsafe { buf_out(rbuf, mine as c_int, dt) }?;
-            if sbuf as usize == abi::IN_PLACE {
-                c.reduce_scatter(earlybird::IN_PLACE, r, &counts, &op)
-            } else {
-                // SAFETY: as above.
-                let s = unsafe { buf_in(sbuf, c_int::try_from(total).unwrap_or(c_int::MAX), dt) }?;
-                c.reduce_scatter(s, r, &counts, &op)
-            }
-        }))
-    }
-
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, dt: Handle, op: Handle) {
+        if let Some(f) = USER_FUNCTIONS.with(|m| m.borrow().get(&op).copied()) {
+            // A C operation: called on the buffers as they are, with the program's own
+            // datatype handle (any datatype, derived ones too), as MPI_Reduce_local says.
+            let (mut n, mut h) = (count, dt);
+            if let Err(e) = state::type_of(dt) {
+                return self_ok(Err::<(), _>(e));
+            }
+            // SAFETY: both buffers hold `count` elements of `dt` (MPI's contract); the
+            // function reads the first and writes the second.
+            unsafe { f(inbuf.cast_mut(), inoutbuf, &mut n, &mut h) };
+            return MPI_SUCCESS;
+        }
         self_ok((|| {
             let op = state::op_of(op)?;
             let b = abi::basic_type(dt).ok_or_else(|| state::bad_type(dt))?;
@@ -1149,14 +842,17 @@ mpi! {
             // operation); the function reads `a` and writes `b` as MPI says it may.
             unsafe { f(a.as_ptr() as *mut c_void, b.as_mut_ptr().cast(), &mut len, &mut h) }
         });
-        let r = state::add_op(user);
+        let r = state::add_op(user).inspect(|&h| USER_FUNCTIONS.with(|m| { m.borrow_mut().insert(h, f); }));
         // SAFETY: a handle to write, checked for null.
         self_ok(r.map(|h| unsafe { write(op, h) }))
     }
 
     fn MPI_Op_free / PMPI_Op_free(op: *mut Handle) {
         // SAFETY: an operation handle to read (MPI's contract).
-        let r = unsafe { read_handle(op) }.and_then(state::take_op);
+        let r = unsafe { read_handle(op) }.and_then(|h| {
+            USER_FUNCTIONS.with(|m| m.borrow_mut().remove(&h));
+            state::take_op(h)
+        });
         if r.is_ok() {
             // SAFETY: as above, checked for null by `read_handle`.
             unsafe { op.write(abi::OP_NULL) };
@@ -1683,28 +1379,6 @@ unsafe fn send(
     }))
 }
 
-/// A nonblocking collective: `f` starts it on the communicator behind `comm` in the endless
-/// scope; its request's handle into `*req`, which the C caller passes as null or a handle to
-/// write (MPI's contract).
-fn started(
-    comm: Handle,
-    req: *mut Handle,
-    f: impl FnOnce(
-        &earlybird::Comm,
-        &'static earlybird::Scope<'static, 'static>,
-    ) -> earlybird::Result<earlybird::Request<'static>>,
-) -> c_int {
-    let r = with_comm(comm, |c| {
-        Ok(state::pending(
-            f(c, state::scope()?)?,
-            comm,
-            state::Kept::Slice,
-        ))
-    });
-    // SAFETY: the caller's contract (see above), checked for null.
-    ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
-}
-
 /// MPI_Testany's pass: `(true, i)` when request `i` completed now (its status into
 /// `status`), `(true, MPI_UNDEFINED)` when every request is null, `(false, MPI_UNDEFINED)`
 /// otherwise. `Err` holds the code to return.
@@ -1769,72 +1443,6 @@ unsafe fn some(
     // SAFETY: an int to write, checked for null.
     unsafe { write(outcount, if live { done as c_int } else { abi::UNDEFINED }) };
     Ok(if live { done } else { 1 })
-}
-
-/// MPI_Scan, or MPI_Exscan when `exclusive`.
-///
-/// # Safety
-/// `sbuf` (unless MPI_IN_PLACE) and `rbuf` hold `count` elements of `dt`.
-unsafe fn scan(
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    count: c_int,
-    dt: Handle,
-    op: Handle,
-    comm: Handle,
-    exclusive: bool,
-) -> c_int {
-    ok_or_code(with_comm(comm, |c| {
-        let op = state::op_of(op)?;
-        // SAFETY: the function's contract.
-        let r = unsafe { buf_out(rbuf, count, dt) }?;
-        let s: earlybird::Src<'static> = if sbuf as usize == abi::IN_PLACE {
-            earlybird::IN_PLACE.into()
-        } else {
-            // SAFETY: the function's contract.
-            unsafe { buf_in(sbuf, count, dt) }?.into()
-        };
-        if exclusive {
-            c.exscan(s, r, &op)
-        } else {
-            c.scan(s, r, &op)
-        }
-    }))
-}
-
-/// The counts and displacements of a v-collective, one per rank of `c` (MPI_ERR_COUNT for a
-/// negative count, MPI_ERR_ARG for a negative displacement or a null array).
-///
-/// # Safety
-/// `counts` and `displs` each point to `c.size()` ints.
-unsafe fn vspec(
-    c: &earlybird::Comm,
-    counts: *const c_int,
-    displs: *const c_int,
-) -> earlybird::Result<(Vec<usize>, Vec<usize>)> {
-    let n = c.size();
-    // SAFETY: the function's contract.
-    let (cs, ds) = unsafe { (array(counts, n)?, array(displs, n)?) };
-    let d = ds
-        .iter()
-        .map(|&x| {
-            usize::try_from(x)
-                .map_err(|_| Error::new(ErrorClass::Arg, format!("displacement {x} is negative")))
-        })
-        .collect::<earlybird::Result<Vec<_>>>()?;
-    Ok((lens(cs)?, d))
-}
-
-/// Elements a v-collective's buffer reaches: the largest displacement plus its count.
-fn reach(counts: &[usize], displs: &[usize]) -> earlybird::Result<c_int> {
-    let n = counts
-        .iter()
-        .zip(displs)
-        .map(|(c, d)| c + d)
-        .max()
-        .unwrap_or(0);
-    c_int::try_from(n)
-        .map_err(|_| Error::new(ErrorClass::Count, format!("a buffer of {n} elements")))
 }
 
 /// MPI_SUCCESS, or an error of a call tied to no communicator, raised on MPI_COMM_SELF (MPI

@@ -68,4 +68,5 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 }
 
 use crate::*;
+use crate::{collectives::*, comms::*, datatypes::*, pt2pt::*};
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

@@ -23,6 +23,7 @@ struct State {
     infos: Table<earlybird::Info>,
     keyvals: Table<earlybird::Keyval<usize>>,
     errhandlers: Table<earlybird::ErrHandler>,
+    messages: Table<earlybird::Message>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
     /// library buffers in memory of its own of the same size).
     attached: Option<(usize, c_int)>,
@@ -40,6 +41,8 @@ pub(crate) enum Kept {
     Slice,
     Send(*mut Typed<'static>),
     Recv(*mut TypedMut<'static>),
+    /// MPI_Isendrecv's two views.
+    Both(*mut Typed<'static>, *mut TypedMut<'static>),
 }
 
 /// A nonblocking operation: its request, the communicator it reports errors on, and the view
@@ -50,6 +53,16 @@ pub(crate) struct Pending {
     /// if it was freed meanwhile).
     comm: Handle,
     kept: Kept,
+    /// What the call that made the request leaves to its completion (MPI_Comm_idup writes
+    /// the new communicator's handle then).
+    then: Option<Box<dyn FnOnce()>>,
+}
+
+impl Pending {
+    /// Run `f` when the request completes (by wait or test).
+    pub(crate) fn then(&mut self, f: Box<dyn FnOnce()>) {
+        self.then = Some(f);
+    }
 }
 
 impl Drop for Pending {
@@ -63,6 +76,11 @@ impl Drop for Pending {
             Kept::Send(p) => drop(unsafe { Box::from_raw(p) }),
             // SAFETY: as above, from `start_recv`.
             Kept::Recv(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above, from `kept_pair`.
+            Kept::Both(s, r) => unsafe {
+                drop(Box::from_raw(s));
+                drop(Box::from_raw(r));
+            },
         }
     }
 }
@@ -100,6 +118,7 @@ pub(crate) fn init() -> c_int {
                     infos: Table::new(),
                     keyvals: Table::new(),
                     errhandlers: Table::new(),
+                    messages: Table::new(),
                     attached: None,
                     env: earlybird::Info::new(),
                 })
@@ -325,6 +344,11 @@ const KEYVALS: Kind = Kind {
     base: abi::KEYVAL_USER,
     class: ErrorClass::Keyval,
     noun: "attribute key",
+};
+const MESSAGES: Kind = Kind {
+    base: abi::MESSAGE_USER,
+    class: ErrorClass::Request,
+    noun: "message",
 };
 const ERRHANDLERS: Kind = Kind {
     base: abi::ERRHANDLER_USER,
@@ -852,10 +876,32 @@ pub(crate) unsafe fn write_str(out: *mut c_char, max: usize, text: &str, len: *m
 pub(crate) enum Mode {
     Standard,
     Synchronous,
+    Ready,
+    Buffered,
     /// MPI_Send_init: a persistent standard send, started by MPI_Start.
     StandardInit,
     /// MPI_Ssend_init.
     SynchronousInit,
+    /// MPI_Rsend_init.
+    ReadyInit,
+    /// MPI_Bsend_init.
+    BufferedInit,
+}
+
+/// The send of `mode` on `c` in scope `s`: `c.isend(s, b, dest, tag)` and its kin.
+macro_rules! send_in_mode {
+    ($mode:expr, $c:expr, $s:expr, $b:expr, $dest:expr, $tag:expr) => {
+        match $mode {
+            Mode::Standard => $c.isend($s, $b, $dest, $tag),
+            Mode::Synchronous => $c.issend($s, $b, $dest, $tag),
+            Mode::Ready => $c.irsend($s, $b, $dest, $tag),
+            Mode::Buffered => $c.ibsend($s, $b, $dest, $tag),
+            Mode::StandardInit => $c.send_init($s, $b, $dest, $tag),
+            Mode::SynchronousInit => $c.ssend_init($s, $b, $dest, $tag),
+            Mode::ReadyInit => $c.rsend_init($s, $b, $dest, $tag),
+            Mode::BufferedInit => $c.bsend_init($s, $b, $dest, $tag),
+        }
+    };
 }
 
 pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
@@ -892,21 +938,10 @@ pub(crate) unsafe fn start_send(
     let dest = abi::rank_in(dest);
     let p = with_comm(comm, |c| {
         let s = scope()?;
-        let start = |b: &'static _| match mode {
-            Mode::Standard => c.isend(s, b, dest, tag),
-            Mode::Synchronous => c.issend(s, b, dest, tag),
-            Mode::StandardInit => c.send_init(s, b, dest, tag),
-            Mode::SynchronousInit => c.ssend_init(s, b, dest, tag),
-        };
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
-                let req = match mode {
-                    Mode::Standard => c.isend(s, b, dest, tag),
-                    Mode::Synchronous => c.issend(s, b, dest, tag),
-                    Mode::StandardInit => c.send_init(s, b, dest, tag),
-                    Mode::SynchronousInit => c.ssend_init(s, b, dest, tag),
-                }?;
+                let req = send_in_mode!(mode, c, s, b, dest, tag)?;
                 return Ok(pending(req, comm, Kept::Slice));
             }
         });
@@ -915,7 +950,7 @@ pub(crate) unsafe fn start_send(
         let kept = Box::into_raw(Box::new(b));
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first.
         let view: &'static Typed<'static> = unsafe { &*kept };
-        match start(view) {
+        match send_in_mode!(mode, c, s, view, dest, tag) {
             Ok(req) => Ok(pending(req, comm, Kept::Send(kept))),
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -933,6 +968,7 @@ pub(crate) fn pending(req: Request<'static>, comm: Handle, kept: Kept) -> Box<Pe
         req: Some(req),
         comm,
         kept,
+        then: None,
     })
 }
 
@@ -1054,6 +1090,9 @@ pub(crate) unsafe fn complete(
     match r {
         Ok(Some(st)) => {
             crate::status_out(status, &st);
+            if let Some(f) = p.then.take() {
+                f();
+            }
             if p.req.as_ref().is_some_and(Request::is_persistent) {
                 // Inactive now; the handle stays for the next MPI_Start.
                 put_back(h, p);
@@ -1273,4 +1312,83 @@ pub(crate) unsafe fn free_request(req: *mut Handle) -> c_int {
     // SAFETY: the function's contract.
     unsafe { req.write(abi::REQUEST_NULL) };
     ok_or_code(r)
+}
+
+/// Keep the message MPI_Mprobe or MPI_Improbe matched; its handle (MPI_MESSAGE_NO_PROC for
+/// a probe of MPI_PROC_NULL, whose status says so).
+pub(crate) fn add_message(m: earlybird::Message, st: &earlybird::Status) -> Result<Handle> {
+    if st.source() == earlybird::PROC_NULL {
+        return Ok(abi::c::MPI_MESSAGE_NO_PROC);
+    }
+    keep(|st| &mut st.messages, &MESSAGES, m)
+}
+
+/// The message `h` names, out of the table (MPI_Mrecv receives it once); `None` for
+/// MPI_MESSAGE_NO_PROC.
+pub(crate) fn take_message(h: Handle) -> Result<Option<earlybird::Message>> {
+    match h {
+        abi::c::MPI_MESSAGE_NO_PROC => Ok(None),
+        abi::c::MPI_MESSAGE_NULL => Err(Error::new(
+            ErrorClass::Request,
+            "MPI_MESSAGE_NULL is no message to receive",
+        )),
+        h => release(|st| &mut st.messages, &MESSAGES, h).map(Some),
+    }
+}
+
+/// Box the two views of an MPI_Isendrecv for as long as its request lives.
+pub(crate) fn kept_pair(
+    s: Typed<'static>,
+    r: TypedMut<'static>,
+) -> (
+    Kept,
+    &'static Typed<'static>,
+    &'static mut TypedMut<'static>,
+) {
+    let (sp, rp) = (Box::into_raw(Box::new(s)), Box::into_raw(Box::new(r)));
+    // SAFETY: both are alive until `Pending::drop` frees them, after the request that borrows
+    // them; nothing else uses them meanwhile.
+    let (sv, rv) = unsafe { (&*sp, &mut *rp) };
+    (Kept::Both(sp, rp), sv, rv)
+}
+
+/// Box the view of an MPI_Isendrecv_replace (or any one receive view).
+pub(crate) fn kept_recv(r: TypedMut<'static>) -> (Kept, &'static mut TypedMut<'static>) {
+    let rp = Box::into_raw(Box::new(r));
+    // SAFETY: as in `kept_pair`.
+    (Kept::Recv(rp), unsafe { &mut *rp })
+}
+
+/// MPI_Request_get_status: whether `h` has completed, with its status, leaving it to a later
+/// wait or test.
+pub(crate) fn request_status(h: Handle) -> Result<Option<earlybird::Status>> {
+    if h == abi::REQUEST_NULL {
+        return Ok(Some(earlybird::Status::empty()));
+    }
+    let mut p = take_request(h)?;
+    let r = match p.req.as_mut() {
+        Some(q) => q.get_status(),
+        None => Ok(None),
+    };
+    put_back(h, p);
+    r
+}
+
+/// MPI_UNIVERSE_SIZE's value (the job's size: earlybird starts no processes later), kept where
+/// the attribute's pointer can point.
+pub(crate) fn world_size_value() -> &'static c_int {
+    static SIZE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+    let n = STATE.with(|s| s.borrow().as_ref().map_or(0, |st| st.uni.world().size()));
+    SIZE.store(n, Ordering::Relaxed);
+    // SAFETY: an AtomicI32 has the layout of an i32; the value is only written here, by the
+    // MPI thread, before the pointer is handed out.
+    unsafe { &*SIZE.as_ptr() }
+}
+
+/// MPI_LASTUSEDCODE's value (the largest error code or class added so far), as above.
+pub(crate) fn last_used_code_value() -> &'static c_int {
+    static LAST: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+    LAST.store(earlybird::last_used_code(), Ordering::Relaxed);
+    // SAFETY: as in `world_size_value`.
+    unsafe { &*LAST.as_ptr() }
 }

@@ -176,6 +176,21 @@ fn unimplemented_calls_exist_and_say_so() {
 }
 
 #[test]
+fn topologies_neighbourhood_and_persistent_collectives_at_several_sizes_and_alone() {
+    run_everywhere("neighbors", OURS);
+}
+
+#[test]
+fn matched_probes_isendrecv_and_status_accessors_at_several_sizes_and_alone() {
+    run_everywhere("matched", OURS);
+}
+
+#[test]
+fn group_operations_idup_attributes_and_decoders_at_several_sizes_and_alone() {
+    run_everywhere("groups", OURS);
+}
+
+#[test]
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
     let prefix = install(&work);

@@ -5,7 +5,7 @@
 
 mod common;
 use earlybird::{
-    scope, start_all, test_any, wait_all, Comm, Comparison, ErrHandler, ErrorClass, Info,
+    scope, start_all, test_any, wait_all, Comm, Comparison, ErrHandler, ErrorClass, Info, Op,
     PendingComm, Request, Result, Scope, SplitType, Universe, ANY_SOURCE, ANY_TAG, UNDEFINED,
 };
 
@@ -605,12 +605,10 @@ fn misuse(u: &Universe) -> Result<()> {
         );
         let e = ic.recv(&mut [0u8], -7, 0).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Rank);
+        // A group with a process outside the local group.
+        let e = ic.create(&ic.remote_group()?).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Group, "{e}");
         // Calls earlybird makes on intracommunicators only.
-        assert_eq!(ic.split(0, 0).unwrap_err().class(), ErrorClass::Comm);
-        assert_eq!(
-            ic.create(&ic.group()).unwrap_err().class(),
-            ErrorClass::Comm
-        );
         assert_eq!(
             ic.split_type(SplitType::Shared, 0, &Info::new())
                 .unwrap_err()
@@ -640,7 +638,92 @@ fn misuse(u: &Universe) -> Result<()> {
     selfc.free()
 }
 
+/// split and create on an intercommunicator: per color an intercommunicator between the two
+/// halves' processes of that color, ordered by key; `None` for UNDEFINED and for a color the
+/// other half lacks; create with subgroups given in reverse rank order.
+fn split_and_create_across(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    let (local, ic) = halves(w)?;
+    let r = ic.rank();
+    // Colors by local rank: 0 and 1 alternate; the last rank of a half of 3 or more opts out.
+    let color = if r == ic.size() - 1 && ic.size() >= 3 {
+        UNDEFINED
+    } else {
+        r % 2
+    };
+    let key = -r;
+    let sub = ic.split(color, key)?;
+    // Which local ranks of a half of size `s` got color `c`, in the new order (by key, so
+    // descending rank).
+    let picked = |s: i32, c: i32| -> Vec<i32> {
+        let mut v: Vec<i32> = (0..s)
+            .filter(|&q| !(q == s - 1 && s >= 3) && q % 2 == c)
+            .collect();
+        v.reverse();
+        v
+    };
+    let (lsize, rsize) = (ic.size(), ic.remote_size()?);
+    match sub {
+        None => assert!(
+            color == UNDEFINED || picked(rsize, color).is_empty(),
+            "rank {me}: no communicator for color {color}"
+        ),
+        Some(sc) => {
+            let mine = picked(lsize, color);
+            let theirs = picked(rsize, color);
+            assert!(sc.is_inter());
+            assert_eq!(sc.size() as usize, mine.len());
+            assert_eq!(sc.remote_size()? as usize, theirs.len());
+            assert_eq!(sc.rank(), mine.iter().position(|&q| q == r).unwrap() as i32);
+            // Every process sends its world rank to remote rank 0 of its color; rank 0 of
+            // each side checks it hears from the other side's members, in their order.
+            sc.send(&[me], 0, 7)?;
+            if sc.rank() == 0 {
+                let remote_world: Vec<i32> = theirs.iter().map(|&q| 2 * q + (1 - me % 2)).collect();
+                for (i, want) in remote_world.iter().enumerate() {
+                    let mut x = [0i32];
+                    sc.recv(&mut x, i as i32, 7)?;
+                    assert_eq!(x[0], *want, "from remote rank {i}");
+                }
+            }
+            sc.barrier()?;
+            sc.free()?;
+        }
+    }
+    // create: each half picks its even local ranks, listed in reverse.
+    let evens: Vec<i32> = (0..lsize).filter(|q| q % 2 == 0).rev().collect();
+    let g = ic.group().incl(&evens)?;
+    let made = ic.create(&g)?;
+    match made {
+        None => assert!(
+            r % 2 == 1,
+            "rank {me}: even local rank {r} got no communicator"
+        ),
+        Some(cc) => {
+            assert_eq!(
+                cc.rank(),
+                evens.iter().position(|&q| q == r).unwrap() as i32
+            );
+            assert_eq!(cc.remote_size()?, (rsize + 1) / 2);
+            // An intercommunicator allreduce: the sum over the other half's members.
+            let mut x = [0i32];
+            cc.allreduce(&[me], &mut x, &Op::SUM)?;
+            let want: i32 = (0..rsize)
+                .filter(|q| q % 2 == 0)
+                .map(|q| 2 * q + (1 - me % 2))
+                .sum();
+            assert_eq!(x[0], want);
+            cc.free()?;
+        }
+    }
+    let _ = n;
+    ic.free()?;
+    local.free()
+}
+
 scenarios! {
+    split_and_create_across [2, 3, 4, 8];
     info_hints [1, 2, 3, 4, 8];
     split_type_by_host [1, 2, 3, 4, 8];
     create_group_members_only [1, 2, 3, 4, 8];

@@ -437,16 +437,21 @@ impl Comm {
 
     /// MPI_Comm_split: ranks that give the same `color` form a communicator, ordered by
     /// `key` (then by rank here). A rank giving [`UNDEFINED`] gets `None`. Collective; the
-    /// context is agreed among the processes of each color only.
+    /// context is agreed among the processes of each color only. On an intercommunicator
+    /// the result is an intercommunicator per color between the two groups' processes of
+    /// that color (`None` where the other group has none).
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
         let r = (|| {
             self.check_live()?;
-            self.check_intra("comm_split")?;
+
             if color < 0 && color != UNDEFINED {
                 return Err(Error::new(
                     ErrorClass::Arg,
                     format!("comm_split: color {color} is negative (use UNDEFINED to opt out)"),
                 ));
+            }
+            if self.is_inter() {
+                return self.inter_split(color, key);
             }
             let mut mine = color.to_le_bytes().to_vec();
             mine.extend_from_slice(&key.to_le_bytes());
@@ -563,7 +568,9 @@ impl Comm {
     pub fn create(&self, group: &Group) -> Result<Option<Comm>> {
         let r = (|| {
             self.check_live()?;
-            self.check_intra("comm_create")?;
+            if self.is_inter() {
+                return self.inter_create(group);
+            }
             let members = self.subgroup("comm_create", group)?;
             let (parts, offers) = self.offers(&[])?;
             let Some(_) = group.rank() else {

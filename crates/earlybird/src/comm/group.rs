@@ -62,6 +62,11 @@ impl Group {
         Group::empty(self.me)
     }
 
+    /// The members' job ranks, in group order.
+    pub(crate) fn member_list(&self) -> &[u32] {
+        &self.members
+    }
+
     /// MPI_Group_size.
     pub fn size(&self) -> i32 {
         self.members.len() as i32

@@ -13,7 +13,7 @@
 use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, MASK_BYTES};
 use super::context::Mask;
 use super::create::Shape;
-use super::group::Group;
+use super::group::{Group, UNDEFINED};
 use super::Comm;
 use crate::error::{Error, ErrorClass, Result};
 use crate::info::Info;
@@ -311,4 +311,110 @@ impl Comm {
         })();
         self.ret("intercomm_merge", r)
     }
+
+    /// MPI_Comm_split on an intercommunicator: in each group the processes that give the
+    /// same `color` (ordered by `key`, then by rank) form the local group of a new
+    /// intercommunicator whose remote group is the other group's processes of that color.
+    /// A process giving [`UNDEFINED`], or whose color the other group does
+    /// not give, gets `None`. Collective over both groups.
+    pub(crate) fn inter_split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
+        let mut mine = color.to_le_bytes().to_vec();
+        mine.extend_from_slice(&key.to_le_bytes());
+        let (parts, offers) = self.offers(&mine)?;
+        if color == UNDEFINED {
+            return Ok(None);
+        }
+        let at = |m: &u32| &offers[parts.binary_search(m).expect("member")].1;
+        // The members of `group` (in rank order) that gave `color`, ordered by key then rank.
+        let pick = |group: &[u32]| -> Vec<u32> {
+            let mut v: Vec<(i32, usize, u32)> = group
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| i32_at(at(m), 0) == color)
+                .map(|(r, m)| (i32_at(at(m), 4), r, *m))
+                .collect();
+            v.sort_unstable();
+            v.into_iter().map(|(_, _, m)| m).collect()
+        };
+        let Shape { local, remote } = self.shape();
+        self.inter_made(
+            "comm_split",
+            &parts,
+            &offers,
+            pick(&local),
+            pick(&remote.expect("intercomm")),
+        )
+    }
+
+    /// MPI_Comm_create on an intercommunicator: each group gives a subgroup of itself (the
+    /// same on all its processes); the result joins the two subgroups, each in its group's
+    /// order. A process outside its group's subgroup, or whose other group gives an empty
+    /// one, gets `None`. Collective over both groups.
+    pub(crate) fn inter_create(&self, group: &Group) -> Result<Option<Comm>> {
+        let Shape { local, remote } = self.shape();
+        let members = group.member_list();
+        if let Some(m) = members.iter().find(|m| !local.contains(m)) {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("comm_create: process {m} of the group is not in the local group of the intercommunicator"),
+            ));
+        }
+        // Each process tells where it stands in its group's subgroup (-1: not in it).
+        let me = self.eng.borrow().rank();
+        let index = members
+            .iter()
+            .position(|&m| m == me)
+            .map_or(-1, |i| i as i32);
+        let (parts, offers) = self.offers(&index.to_le_bytes())?;
+        let at = |m: &u32| i32_at(&offers[parts.binary_search(m).expect("member")].1, 0);
+        let pick = |group: &[u32]| -> Vec<u32> {
+            let mut v: Vec<(i32, u32)> = group
+                .iter()
+                .map(|m| (at(m), *m))
+                .filter(|(i, _)| *i >= 0)
+                .collect();
+            v.sort_unstable();
+            v.into_iter().map(|(_, m)| m).collect()
+        };
+        if index < 0 {
+            return Ok(None);
+        }
+        self.inter_made(
+            "comm_create",
+            &parts,
+            &offers,
+            pick(&local),
+            pick(&remote.expect("intercomm")),
+        )
+    }
+
+    /// The intercommunicator between `local` and `remote` (both non-empty, else `None`), on
+    /// the lowest context pair free on all of their processes.
+    fn inter_made(
+        &self,
+        what: &str,
+        parts: &[u32],
+        offers: &[super::agree::Offer],
+        local: Vec<u32>,
+        remote: Vec<u32>,
+    ) -> Result<Option<Comm>> {
+        if local.is_empty() || remote.is_empty() {
+            return Ok(None);
+        }
+        let masks = local
+            .iter()
+            .chain(&remote)
+            .map(|m| &offers[parts.binary_search(m).expect("member")].0);
+        let pair = lowest_common(masks).ok_or_else(|| no_pair(what, local.len() + remote.len()))?;
+        let shape = Shape {
+            local,
+            remote: Some(remote),
+        };
+        Ok(Some(self.make(pair, shape, Info::new())))
+    }
+}
+
+/// The little-endian i32 at `at` of `b`.
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }

@@ -1,0 +1,308 @@
+//! Datatype calls beyond the first part's: the subarray, distributed-array and
+//! hindexed-block constructors, the decoders (MPI_Type_get_envelope, MPI_Type_get_contents),
+//! element counts, the `_x` queries, MPI_Type_match_size, and the external32 packing calls.
+
+use crate::abi::{self, c, Handle, MpiStatus, MPI_SUCCESS};
+use crate::state::{self, write};
+use crate::{array, c_str, len, made, read_handle, self_ok};
+use earlybird::{
+    Combiner, CombinerKind, Contents, Datatype, Distribution, Error, ErrorClass, Order,
+};
+use std::ffi::{c_char, c_int, c_void};
+
+fn order(o: c_int) -> earlybird::Result<Order> {
+    match o {
+        c::MPI_ORDER_C => Ok(Order::C),
+        c::MPI_ORDER_FORTRAN => Ok(Order::Fortran),
+        o => Err(Error::new(
+            ErrorClass::Arg,
+            format!("order {o} is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN"),
+        )),
+    }
+}
+
+fn distribution(d: c_int, darg: c_int) -> earlybird::Result<Distribution> {
+    let arg = if darg == c::MPI_DISTRIBUTE_DFLT_DARG {
+        None
+    } else {
+        Some(len(darg)?)
+    };
+    match d {
+        c::MPI_DISTRIBUTE_BLOCK => Ok(Distribution::Block(arg)),
+        c::MPI_DISTRIBUTE_CYCLIC => Ok(Distribution::Cyclic(arg)),
+        c::MPI_DISTRIBUTE_NONE => Ok(Distribution::Undistributed),
+        d => Err(Error::new(
+            ErrorClass::Arg,
+            format!("distribution {d} is not one MPI defines"),
+        )),
+    }
+}
+
+fn combiner(k: CombinerKind) -> c_int {
+    match k {
+        CombinerKind::Named => c::MPI_COMBINER_NAMED,
+        CombinerKind::Dup => c::MPI_COMBINER_DUP,
+        CombinerKind::Contiguous => c::MPI_COMBINER_CONTIGUOUS,
+        CombinerKind::Vector => c::MPI_COMBINER_VECTOR,
+        CombinerKind::Hvector => c::MPI_COMBINER_HVECTOR,
+        CombinerKind::Indexed => c::MPI_COMBINER_INDEXED,
+        CombinerKind::Hindexed => c::MPI_COMBINER_HINDEXED,
+        CombinerKind::IndexedBlock => c::MPI_COMBINER_INDEXED_BLOCK,
+        CombinerKind::HindexedBlock => c::MPI_COMBINER_HINDEXED_BLOCK,
+        CombinerKind::Struct => c::MPI_COMBINER_STRUCT,
+        CombinerKind::Subarray => c::MPI_COMBINER_SUBARRAY,
+        CombinerKind::Darray => c::MPI_COMBINER_DARRAY,
+        CombinerKind::Resized => c::MPI_COMBINER_RESIZED,
+    }
+}
+
+/// The integers of MPI_Type_get_contents in C's terms: the orders and distributions that
+/// earlybird encodes in its own numbers get the ABI's constants.
+fn c_integers(c: &Combiner, mut v: Vec<i64>) -> Vec<i64> {
+    let order_of = |x: i64| {
+        i64::from(if x == Contents::ORDER_FORTRAN {
+            c::MPI_ORDER_FORTRAN
+        } else {
+            c::MPI_ORDER_C
+        })
+    };
+    match c {
+        Combiner::Subarray { .. } => {
+            if let Some(last) = v.last_mut() {
+                *last = order_of(*last);
+            }
+        }
+        Combiner::Darray { .. } => {
+            // size, rank, ndims, gsizes[ndims], distribs[ndims], dargs[ndims], psizes[ndims], order
+            let nd = v.get(2).copied().unwrap_or(0) as usize;
+            for x in v.iter_mut().skip(3 + nd).take(nd) {
+                *x = i64::from(match *x {
+                    Contents::DISTRIBUTE_BLOCK => c::MPI_DISTRIBUTE_BLOCK,
+                    Contents::DISTRIBUTE_CYCLIC => c::MPI_DISTRIBUTE_CYCLIC,
+                    _ => c::MPI_DISTRIBUTE_NONE,
+                });
+            }
+            for x in v.iter_mut().skip(3 + 2 * nd).take(nd) {
+                if *x == Contents::DFLT_DARG {
+                    *x = i64::from(c::MPI_DISTRIBUTE_DFLT_DARG);
+                }
+            }
+            if let Some(last) = v.last_mut() {
+                *last = order_of(*last);
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// A status's byte count.
+///
+/// # Safety
+/// `status` points to an MPI_Status.
+unsafe fn status_bytes(what: &str, status: *const MpiStatus) -> earlybird::Result<u64> {
+    if status.is_null() || status as usize == abi::STATUS_IGNORE {
+        return Err(Error::new(ErrorClass::Arg, format!("{what}: no status")));
+    }
+    // SAFETY: the function's contract, checked above.
+    let s = unsafe { status.read() };
+    Ok((s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32))
+}
+
+/// The elements of `dt` a status counts (MPI_UNDEFINED when not a whole number of them).
+///
+/// # Safety
+/// As [`status_bytes`].
+unsafe fn elements(what: &str, status: *const MpiStatus, dt: Handle) -> earlybird::Result<i64> {
+    // SAFETY: the function's contract.
+    let bytes = unsafe { status_bytes(what, status) }?;
+    let d = state::type_of(dt)?;
+    Ok(d.elements_in(bytes as usize)
+        .map_or(i64::from(abi::UNDEFINED), |n| n as i64))
+}
+
+mpi! {
+    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(count: c_int, blocklen: c_int, disps: *const isize, old: Handle, new: *mut Handle) {
+        // SAFETY: `count` displacements (MPI's contract).
+        let r = unsafe { array(disps, count) }.and_then(|d| Datatype::hindexed_block(len(blocklen)?, d, &state::type_of(old)?));
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_subarray / PMPI_Type_create_subarray(ndims: c_int, sizes: *const c_int, subsizes: *const c_int, starts: *const c_int, ord: c_int, old: Handle, new: *mut Handle) {
+        let r = (|| {
+            // SAFETY: `ndims` ints in each array (MPI's contract).
+            let (a, b, s) = unsafe { (array(sizes, ndims)?, array(subsizes, ndims)?, array(starts, ndims)?) };
+            let lens = |v: &[c_int]| v.iter().map(|&x| len(x)).collect::<earlybird::Result<Vec<_>>>();
+            Datatype::create_subarray(&lens(a)?, &lens(b)?, &lens(s)?, order(ord)?, &state::type_of(old)?)
+        })();
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_create_darray / PMPI_Type_create_darray(
+        size: c_int, rank: c_int, ndims: c_int, gsizes: *const c_int, distribs: *const c_int,
+        dargs: *const c_int, psizes: *const c_int, ord: c_int, old: Handle, new: *mut Handle,
+    ) {
+        let r = (|| {
+            // SAFETY: `ndims` ints in each array (MPI's contract).
+            let (g, d, a, p) = unsafe { (array(gsizes, ndims)?, array(distribs, ndims)?, array(dargs, ndims)?, array(psizes, ndims)?) };
+            let lens = |v: &[c_int]| v.iter().map(|&x| len(x)).collect::<earlybird::Result<Vec<_>>>();
+            let ds = d.iter().zip(a).map(|(&d, &a)| distribution(d, a)).collect::<earlybird::Result<Vec<_>>>()?;
+            Datatype::create_darray(len(size)?, len(rank)?, &lens(g)?, &ds, &lens(p)?, order(ord)?, &state::type_of(old)?)
+        })();
+        // SAFETY: a handle to write.
+        unsafe { made(new, r) }
+    }
+
+    fn MPI_Type_get_envelope / PMPI_Type_get_envelope(dt: Handle, ni: *mut c_int, na: *mut c_int, nd: *mut c_int, comb: *mut c_int) {
+        self_ok(state::type_of(dt).map(|d| {
+            let e = d.envelope();
+            // SAFETY: ints to write, checked for null.
+            unsafe {
+                write(ni, e.integers as c_int);
+                write(na, e.addresses as c_int);
+                write(nd, e.datatypes as c_int);
+                write(comb, combiner(e.combiner));
+            }
+        }))
+    }
+
+    fn MPI_Type_get_contents / PMPI_Type_get_contents(dt: Handle, maxi: c_int, maxa: c_int, maxd: c_int, ints: *mut c_int, addrs: *mut isize, types: *mut Handle) {
+        self_ok((|| {
+            let d = state::type_of(dt)?;
+            let comb = d.contents()?;
+            let parts = Contents::from(&comb);
+            let integers = c_integers(&comb, parts.integers);
+            if integers.len() > len(maxi)? || parts.addresses.len() > len(maxa)? || parts.datatypes.len() > len(maxd)? {
+                return Err(Error::new(ErrorClass::Arg, format!(
+                    "MPI_Type_get_contents: the type has {} integers, {} addresses and {} datatypes; room was given for {maxi}, {maxa} and {maxd}",
+                    integers.len(), parts.addresses.len(), parts.datatypes.len())));
+            }
+            for (i, x) in integers.iter().enumerate() {
+                // SAFETY: room for `maxi` ints (MPI's contract), fewer written.
+                unsafe { write(ints.wrapping_add(i), *x as c_int) };
+            }
+            for (i, x) in parts.addresses.iter().enumerate() {
+                // SAFETY: room for `maxa` addresses.
+                unsafe { write(addrs.wrapping_add(i), *x) };
+            }
+            for (i, t) in parts.datatypes.iter().enumerate() {
+                // A predefined type is its handle; a derived one a new handle the program
+                // frees, as MPI says.
+                let h = match t.combiner() {
+                    Combiner::Named(b) => abi::basic_handle(b).ok_or_else(|| state::bad_type(dt))?,
+                    _ => state::add_type(t.clone())?,
+                };
+                // SAFETY: room for `maxd` handles.
+                unsafe { write(types.wrapping_add(i), h) };
+            }
+            Ok(())
+        })())
+    }
+
+    fn MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, dt: Handle, count: *mut c_int) {
+        // SAFETY: a status to read (MPI's contract).
+        let r = unsafe { elements("MPI_Get_elements", status, dt) };
+        // SAFETY: an int to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(count, c_int::try_from(n).unwrap_or(abi::UNDEFINED)) }))
+    }
+
+    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const MpiStatus, dt: Handle, count: *mut i64) {
+        // SAFETY: a status to read (MPI's contract).
+        let r = unsafe { elements("MPI_Get_elements_x", status, dt) };
+        // SAFETY: an MPI_Count to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(count, n) }))
+    }
+
+    fn MPI_Type_size_x / PMPI_Type_size_x(dt: Handle, size: *mut i64) {
+        // SAFETY: an MPI_Count to write, checked for null.
+        self_ok(state::type_of(dt).map(|d| unsafe { write(size, d.size() as i64) }))
+    }
+
+    fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(dt: Handle, lb: *mut i64, extent: *mut i64) {
+        self_ok(state::type_of(dt).map(|d| {
+            let (l, e) = d.get_extent();
+            // SAFETY: MPI_Counts to write, checked for null.
+            unsafe {
+                write(lb, l as i64);
+                write(extent, e as i64);
+            }
+        }))
+    }
+
+    fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(dt: Handle, lb: *mut i64, extent: *mut i64) {
+        self_ok(state::type_of(dt).map(|d| {
+            let (l, e) = d.get_true_extent();
+            // SAFETY: MPI_Counts to write, checked for null.
+            unsafe {
+                write(lb, l as i64);
+                write(extent, e as i64);
+            }
+        }))
+    }
+
+    fn MPI_Type_match_size / PMPI_Type_match_size(class: c_int, size: c_int, dt: *mut Handle) {
+        let h = match (class, size) {
+            (c::MPI_TYPECLASS_REAL, 4) => Some(c::MPI_FLOAT),
+            (c::MPI_TYPECLASS_REAL, 8) => Some(c::MPI_DOUBLE),
+            (c::MPI_TYPECLASS_REAL, 16) => Some(c::MPI_LONG_DOUBLE),
+            (c::MPI_TYPECLASS_INTEGER, 1) => Some(c::MPI_INT8_T),
+            (c::MPI_TYPECLASS_INTEGER, 2) => Some(c::MPI_INT16_T),
+            (c::MPI_TYPECLASS_INTEGER, 4) => Some(c::MPI_INT32_T),
+            (c::MPI_TYPECLASS_INTEGER, 8) => Some(c::MPI_INT64_T),
+            (c::MPI_TYPECLASS_COMPLEX, 8) => Some(c::MPI_C_FLOAT_COMPLEX),
+            (c::MPI_TYPECLASS_COMPLEX, 16) => Some(c::MPI_C_DOUBLE_COMPLEX),
+            _ => None,
+        };
+        match h {
+            Some(h) => {
+                // SAFETY: a handle to write, checked for null.
+                unsafe { write(dt, h) };
+                MPI_SUCCESS
+            }
+            None => self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, format!("MPI_Type_match_size: no predefined type of class {class} has {size} bytes")))),
+        }
+    }
+
+    fn MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, count: c_int, dt: Handle, size: *mut isize) {
+        // SAFETY: a NUL-terminated string (MPI's contract).
+        let r = unsafe { c_str(datarep) }.and_then(|rep| state::type_of(dt)?.pack_external_size(&rep, len(count)?));
+        // SAFETY: an MPI_Aint to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(size, n as isize) }))
+    }
+
+    fn MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, count: c_int, dt: Handle, outbuf: *mut c_void, outsize: isize, position: *mut isize) {
+        self_ok((|| {
+            // SAFETY: a NUL-terminated string.
+            let rep = unsafe { c_str(datarep) }?;
+            let (d, n, bytes) = state::plain_span(count, dt)?;
+            let outsize = c_int::try_from(outsize).map_err(|_| Error::new(ErrorClass::Count, format!("outsize {outsize}")))?;
+            // SAFETY: `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` an
+            // MPI_Aint (MPI's contract).
+            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, crate::array_mut(outbuf.cast::<u8>(), outsize)?, read_handle(position.cast::<c_int>()).map(|_| position.read())?) };
+            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            d.pack_external(&rep, src, n, dst, &mut at)?;
+            // SAFETY: as above.
+            unsafe { position.write(at as isize) };
+            Ok(())
+        })())
+    }
+
+    fn MPI_Unpack_external / PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: isize, position: *mut isize, outbuf: *mut c_void, count: c_int, dt: Handle) {
+        self_ok((|| {
+            // SAFETY: a NUL-terminated string.
+            let rep = unsafe { c_str(datarep) }?;
+            let (d, n, bytes) = state::plain_span(count, dt)?;
+            let insize = c_int::try_from(insize).map_err(|_| Error::new(ErrorClass::Count, format!("insize {insize}")))?;
+            // SAFETY: `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position`
+            // an MPI_Aint (MPI's contract).
+            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), insize)?, crate::array_mut(outbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, read_handle(position.cast::<c_int>()).map(|_| position.read())?) };
+            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            d.unpack_external(&rep, src, &mut at, dst, n)?;
+            // SAFETY: as above.
+            unsafe { position.write(at as isize) };
+            Ok(())
+        })())
+    }
+}

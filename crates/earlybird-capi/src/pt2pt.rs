@@ -1,0 +1,274 @@
+//! Point-to-point calls beyond the first part's: the nonblocking and persistent ready and
+//! buffered sends, MPI_Isendrecv(_replace), matched probes and receives (MPI_Mprobe,
+//! MPI_Improbe, MPI_Mrecv, MPI_Imrecv), MPI_Request_get_status, and the status accessors
+//! MPI 4.1 defines (MPI_Status_get/set_*).
+
+use crate::abi::{self, Handle, MpiStatus, MPI_SUCCESS};
+use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm, write, Mode};
+use crate::{self_ok, status_out};
+use earlybird::{Error, ErrorClass};
+use std::ffi::{c_int, c_void};
+
+/// A nonblocking or persistent send of `mode`; its request's handle into `*req`.
+///
+/// # Safety
+/// MPI_Isend's contract (`buf` holds `count` elements of `dt`, left alone until the request
+/// completes; `req` is null or a handle to write).
+#[allow(clippy::too_many_arguments)] // MPI_Isend's, and the mode
+pub(crate) unsafe fn send_request(
+    buf: *const c_void,
+    count: c_int,
+    dt: Handle,
+    dest: c_int,
+    tag: c_int,
+    comm: Handle,
+    req: *mut Handle,
+    mode: Mode,
+) -> c_int {
+    // SAFETY: the function's contract.
+    ok_or_code(
+        unsafe { state::start_send(buf, count, dt, dest, tag, comm, mode) }.map(|h| {
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(req, h) }
+        }),
+    )
+}
+
+/// A status the caller passes to be read or written: null is an error of MPI_ERR_ARG.
+fn status_ptr<T>(what: &str, s: *const T) -> earlybird::Result<()> {
+    if s.is_null() || s as usize == abi::STATUS_IGNORE {
+        Err(Error::new(
+            ErrorClass::Arg,
+            format!("{what}: no status (null or MPI_STATUS_IGNORE)"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Read a field of a status, or write one: `f` gets the status (checked) to act on.
+///
+/// # Safety
+/// `s` is null, MPI_STATUS_IGNORE or points to an MPI_Status.
+unsafe fn on_status(what: &str, s: *mut MpiStatus, f: impl FnOnce(&mut MpiStatus)) -> c_int {
+    self_ok(status_ptr(what, s).map(|()| {
+        // SAFETY: the function's contract; checked above.
+        f(unsafe { &mut *s })
+    }))
+}
+
+/// The status of a receive from MPI_PROC_NULL: source MPI_PROC_NULL, tag MPI_ANY_TAG, no
+/// data.
+fn proc_null_status(status: *mut MpiStatus) {
+    if status.is_null() || status as usize == abi::STATUS_IGNORE {
+        return;
+    }
+    let v = MpiStatus {
+        source: abi::PROC_NULL,
+        tag: abi::c::MPI_ANY_TAG,
+        ..MpiStatus::default()
+    };
+    // SAFETY: a status to write (MPI's contract), checked for null and the ignore sentinel.
+    unsafe { status.write(v) }
+}
+
+mpi! {
+    fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI_Isend's contract.
+        unsafe { send_request(buf, count, dt, dest, tag, comm, req, Mode::Ready) }
+    }
+
+    fn MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI_Isend's contract.
+        unsafe { send_request(buf, count, dt, dest, tag, comm, req, Mode::Buffered) }
+    }
+
+    fn MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI_Send_init's contract.
+        unsafe { send_request(buf, count, dt, dest, tag, comm, req, Mode::ReadyInit) }
+    }
+
+    fn MPI_Bsend_init / PMPI_Bsend_init(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI_Send_init's contract.
+        unsafe { send_request(buf, count, dt, dest, tag, comm, req, Mode::BufferedInit) }
+    }
+
+    fn MPI_Isendrecv / PMPI_Isendrecv(
+        sbuf: *const c_void, scount: c_int, sdt: Handle, dest: c_int, stag: c_int,
+        rbuf: *mut c_void, rcount: c_int, rdt: Handle, src: c_int, rtag: c_int,
+        comm: Handle, req: *mut Handle,
+    ) {
+        let r = with_comm(comm, |c| {
+            // SAFETY: the two buffers as MPI's contract says, left alone until the request
+            // completes.
+            let (s, r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, rcount, rdt)?) };
+            let (kept, s, r) = state::kept_pair(s, r);
+            let q = c.isendrecv(state::scope()?, s, abi::rank_in(dest), stag, r, abi::rank_in(src), rtag)?;
+            Ok(state::pending(q, comm, kept))
+        });
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    }
+
+    fn MPI_Isendrecv_replace / PMPI_Isendrecv_replace(buf: *mut c_void, count: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Handle, req: *mut Handle) {
+        let r = with_comm(comm, |c| {
+            // SAFETY: `buf` as MPI's contract says, left alone until the request completes.
+            let b = unsafe { buf_out(buf, count, dt) }?;
+            let (kept, b) = state::kept_recv(b);
+            let q = c.isendrecv_replace(state::scope()?, b, abi::rank_in(dest), stag, abi::rank_in(src), rtag)?;
+            Ok(state::pending(q, comm, kept))
+        });
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    }
+
+    fn MPI_Mprobe / PMPI_Mprobe(src: c_int, tag: c_int, comm: Handle, msg: *mut Handle, status: *mut MpiStatus) {
+        // The message is kept after the communicator is given back (both are the state's).
+        let r = with_comm(comm, |c| c.mprobe(abi::rank_in(src), tag)).and_then(|(m, st)| {
+            let h = state::add_message(m, &st)?;
+            // SAFETY: a handle to write, checked for null.
+            unsafe { write(msg, h) };
+            status_out(status, &st);
+            Ok(())
+        });
+        ok_or_code(r)
+    }
+
+    fn MPI_Improbe / PMPI_Improbe(src: c_int, tag: c_int, comm: Handle, flag: *mut c_int, msg: *mut Handle, status: *mut MpiStatus) {
+        let r = with_comm(comm, |c| c.improbe(abi::rank_in(src), tag)).and_then(|found| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(flag, c_int::from(found.is_some())) };
+            if let Some((m, st)) = found {
+                let h = state::add_message(m, &st)?;
+                // SAFETY: a handle to write, checked for null.
+                unsafe { write(msg, h) };
+                status_out(status, &st);
+            }
+            Ok(())
+        });
+        ok_or_code(r)
+    }
+
+    fn MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, dt: Handle, msg: *mut Handle, status: *mut MpiStatus) {
+        self_ok((|| {
+            // SAFETY: a message handle to read and write (MPI's contract).
+            let h = unsafe { crate::read_handle(msg) }?;
+            match state::take_message(h)? {
+                // Nothing to receive: the status of a receive from MPI_PROC_NULL.
+                None => proc_null_status(status),
+                Some(m) => {
+                    // SAFETY: `buf` has room for `count` elements of `dt` (MPI's contract).
+                    let mut b = unsafe { buf_out(buf, count, dt) }?;
+                    status_out(status, &m.recv(&mut b)?);
+                }
+            }
+            // SAFETY: as above.
+            unsafe { msg.write(abi::c::MPI_MESSAGE_NULL) };
+            Ok(())
+        })())
+    }
+
+    fn MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, dt: Handle, msg: *mut Handle, req: *mut Handle) {
+        self_ok((|| {
+            // SAFETY: a message handle to read and write (MPI's contract).
+            let h = unsafe { crate::read_handle(msg) }?;
+            let p = match state::take_message(h)? {
+                None => {
+                    // Nothing to receive: an empty receive from MPI_PROC_NULL.
+                    let q = with_comm(abi::COMM_SELF, |c| c.irecv(state::scope()?, Vec::<u8>::new().leak(), earlybird::PROC_NULL, 0))?;
+                    state::pending(q, abi::COMM_SELF, state::Kept::Slice)
+                }
+                Some(m) => {
+                    // SAFETY: `buf` as MPI's contract says, left alone until the request
+                    // completes.
+                    let b = unsafe { buf_out(buf, count, dt) }?;
+                    let (kept, b) = state::kept_recv(b);
+                    state::pending(m.irecv(state::scope()?, b)?, abi::COMM_WORLD, kept)
+                }
+            };
+            // SAFETY: handles to write, checked for null.
+            unsafe {
+                write(req, state::add_request(p));
+                msg.write(abi::c::MPI_MESSAGE_NULL);
+            }
+            Ok(())
+        })())
+    }
+
+    fn MPI_Request_get_status / PMPI_Request_get_status(req: Handle, flag: *mut c_int, status: *mut MpiStatus) {
+        self_ok(state::request_status(req).map(|st| {
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(flag, c_int::from(st.is_some())) };
+            if let Some(st) = st {
+                status_out(status, &st);
+            }
+        }))
+    }
+
+    fn MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MpiStatus, flag: c_int) {
+        // SAFETY: a status to change (MPI's contract).
+        unsafe {
+            on_status("MPI_Status_set_cancelled", status, |s| {
+                s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | c_int::from(flag != 0);
+            })
+        }
+    }
+
+    fn MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MpiStatus, dt: Handle, count: c_int) {
+        // SAFETY: as for the _x form.
+        unsafe { PMPI_Status_set_elements_x(status, dt, i64::from(count)) }
+    }
+
+    fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MpiStatus, dt: Handle, count: i64) {
+        let size = match state::type_of(dt) {
+            Ok(d) => d.size() as i64,
+            Err(e) => return self_ok(Err::<(), _>(e)),
+        };
+        let Some(bytes) = count.checked_mul(size).filter(|b| *b >= 0 && (*b as u64) < (1 << 62)) else {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Count, format!("MPI_Status_set_elements: count {count}"))));
+        };
+        // SAFETY: a status to change (MPI's contract).
+        unsafe {
+            on_status("MPI_Status_set_elements", status, |s| {
+                s.count_lo = bytes as u32 as i32;
+                s.count_hi_and_cancelled = (((bytes >> 32) as i32) << 1) | (s.count_hi_and_cancelled & 1);
+            })
+        }
+    }
+
+    fn MPI_Status_set_source / PMPI_Status_set_source(status: *mut MpiStatus, source: c_int) {
+        // SAFETY: a status to change (MPI's contract).
+        unsafe { on_status("MPI_Status_set_source", status, |s| s.source = source) }
+    }
+
+    fn MPI_Status_set_tag / PMPI_Status_set_tag(status: *mut MpiStatus, tag: c_int) {
+        // SAFETY: a status to change (MPI's contract).
+        unsafe { on_status("MPI_Status_set_tag", status, |s| s.tag = tag) }
+    }
+
+    fn MPI_Status_set_error / PMPI_Status_set_error(status: *mut MpiStatus, err: c_int) {
+        // SAFETY: a status to change (MPI's contract).
+        unsafe { on_status("MPI_Status_set_error", status, |s| s.error = err) }
+    }
+
+    fn MPI_Status_get_source / PMPI_Status_get_source(status: *const MpiStatus, source: *mut c_int) {
+        // SAFETY: a status to read (MPI's contract); an int to write, checked for null.
+        unsafe { on_status("MPI_Status_get_source", status.cast_mut(), |s| write(source, s.source)) }
+    }
+
+    fn MPI_Status_get_tag / PMPI_Status_get_tag(status: *const MpiStatus, tag: *mut c_int) {
+        // SAFETY: as above.
+        unsafe { on_status("MPI_Status_get_tag", status.cast_mut(), |s| write(tag, s.tag)) }
+    }
+
+    fn MPI_Status_get_error / PMPI_Status_get_error(status: *const MpiStatus, err: *mut c_int) {
+        // SAFETY: as above.
+        unsafe { on_status("MPI_Status_get_error", status.cast_mut(), |s| write(err, s.error)) }
+    }
+
+    fn MPI_Pcontrol / PMPI_Pcontrol(_level: c_int) {
+        // MPI: profiling control for a profiling library interposed on MPI_; with none, the
+        // call does nothing.
+        MPI_SUCCESS
+    }
+}
