@@ -80,6 +80,114 @@ fn rust_int(v: &str) -> String {
     }
 }
 
+/// The Rust type a parameter of `class` is passed as in a generated wrapper (pointers as
+/// `*mut c_void`: the wrapper only hands them on).
+fn rust_type(class: &str) -> &'static str {
+    match class {
+        "Int" => "c_int",
+        "Long" => "i64",
+        "Double" => "f64",
+        _ => "*mut c_void",
+    }
+}
+
+/// The wrappers of the large-count calls marked `narrow`: each converts its `MPI_Count`
+/// arguments to the `int` of the call without `_c` (MPI_ERR_COUNT, naming the value, when
+/// one does not fit), hands the others on, and widens an `int` it gets back through an
+/// `MPI_Count *`. Only these differences are allowed; anything else is a build error.
+fn narrowing(
+    narrowed: &[(String, Vec<String>)],
+    sigs: &HashMap<String, Vec<String>>,
+    types: &HashMap<String, &'static str>,
+) -> String {
+    let mut out = String::new();
+    for (name, params) in narrowed {
+        let base = name
+            .strip_suffix("_c")
+            .unwrap_or_else(|| panic!("{name}: narrow is for _c calls"));
+        let bparams = sigs
+            .get(base)
+            .unwrap_or_else(|| panic!("{name}: {base} is not implemented"));
+        assert_eq!(
+            params.len(),
+            bparams.len(),
+            "{name}: not the parameters of {base}"
+        );
+        let (mut args, mut pre, mut call, mut post, mut ftypes) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for (i, (p, b)) in params.iter().zip(bparams).enumerate() {
+            let (t, bt) = (
+                param_type(p).replace(' ', ""),
+                param_type(b).replace(' ', ""),
+            );
+            let (c, bc) = (class_of(&t, types), class_of(&bt, types));
+            let arg = format!("a{i}");
+            args.push(format!("{arg}: {}", rust_type(c)));
+            ftypes.push(rust_type(bc));
+            if t == bt
+                || (c == bc
+                    && (c == "Long"
+                        || t.ends_with('*')
+                            && [
+                                "MPI_Count*",
+                                "MPI_Aint*",
+                                "constMPI_Count*",
+                                "constMPI_Aint*",
+                            ]
+                            .contains(&t.as_str())
+                            && [
+                                "MPI_Count*",
+                                "MPI_Aint*",
+                                "constMPI_Count*",
+                                "constMPI_Aint*",
+                            ]
+                            .contains(&bt.as_str())))
+            {
+                call.push(arg);
+            } else if t == "MPI_Count" && bt == "int" {
+                pre.push(format!("let {arg} = match c_int::try_from({arg}) {{ Ok(v) => v, Err(_) => return large_count(\"{name}\", {arg}) }};"));
+                call.push(arg);
+            } else if t == "MPI_Count*" && bt == "int*" {
+                pre.push(format!("let mut n{i}: c_int = 0;"));
+                call.push(format!(
+                    "if {arg}.is_null() {{ {arg} }} else {{ (&raw mut n{i}).cast() }}"
+                ));
+                post.push(format!("if rc == MPI_SUCCESS && !{arg}.is_null() {{ {arg}.cast::<i64>().write(i64::from(n{i})); }}"));
+            } else {
+                panic!("{name}: parameter {i} is {t} where {base} has {bt}: not narrowable");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "/// {name}: [`P{base}`] on counts that fit in an `int`.\n\
+             #[no_mangle]\n\
+             pub unsafe extern \"C\" fn P{name}({args}) -> c_int {{\n    {pre}\n    \
+             // SAFETY: P{base} takes these parameters in these classes (the signature check\n    \
+             // proves it), so this is its own type with the pointers named alike.\n    \
+             let f: unsafe extern \"C\" fn({ftypes}) -> c_int = unsafe {{ std::mem::transmute(P{base} as *const ()) }};\n    \
+             // SAFETY: the caller's contract is {base}'s, as MPI defines it.\n    \
+             let rc = unsafe {{ f({call}) }};\n    \
+             {post}\n    rc\n}}\n\n\
+             /// {name}.\n\
+             #[no_mangle]\n\
+             pub unsafe extern \"C\" fn {name}({args}) -> c_int {{\n    \
+             // SAFETY: the same arguments, under the same contract.\n    \
+             unsafe {{ P{name}({names}) }}\n}}\n",
+            args = args.join(", "),
+            pre = pre.join("\n    "),
+            ftypes = ftypes.join(", "),
+            call = call.join(", "),
+            post = if post.is_empty() {
+                String::new()
+            } else {
+                format!("// SAFETY: a count to write where the caller asked for one.\n    unsafe {{ {} }}", post.join(" "))
+            },
+            names = (0..params.len()).map(|i| format!("a{i}")).collect::<Vec<_>>().join(", "),
+        );
+    }
+    out
+}
+
 struct Missing {
     why: &'static str,
     how: &'static str,
@@ -98,6 +206,10 @@ fn main() {
     let mut h = String::new();
     let mut consts = String::new();
     let mut checks = String::new();
+    // The calls implemented in Rust, with their parameters; and the large-count calls made
+    // by narrowing to them.
+    let mut sigs: HashMap<String, Vec<String>> = HashMap::new();
+    let mut narrowed: Vec<(String, Vec<String>)> = Vec::new();
     let mut missing = [
         Missing {
             why: "io",
@@ -235,7 +347,12 @@ fn main() {
                         }
                     );
                 }
+                if status == "narrow" {
+                    narrowed.push((name.clone(), params.clone()));
+                    continue;
+                }
                 if status == "impl" {
+                    sigs.insert(name.clone(), params.clone());
                     // A variadic call's fixed parameters are checked; what follows `...` is
                     // the caller's (the Rust side reads none of it).
                     let classes: Vec<&str> = params
@@ -279,6 +396,7 @@ fn main() {
         }
         stubs.push_str("}\n");
     }
+    let narrow = narrowing(&narrowed, &sigs, &types);
     let mut list = String::new();
     for m in &missing {
         for n in &m.names {
@@ -291,6 +409,7 @@ fn main() {
         ("checks.rs", &checks),
         ("stubs.rs", &stubs),
         ("missing.txt", &list),
+        ("narrow.rs", &narrow),
     ] {
         std::fs::write(out.join(file), body).unwrap_or_else(|e| panic!("{file}: {e}"));
     }

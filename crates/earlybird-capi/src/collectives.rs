@@ -58,6 +58,12 @@ fn blocks_of(c: &Comm, over: Over) -> R<(c_int, c_int)> {
     }
 }
 
+/// An argument the call does not use here: no elements of MPI_DATATYPE_NULL (a receive
+/// buffer off the root, for example, where programs pass the null datatype).
+fn unused(count: c_int, dt: Handle) -> bool {
+    count == 0 && dt == abi::DATATYPE_NULL
+}
+
 /// A send argument: MPI_IN_PLACE, or `count` elements of `dt` at `buf`.
 ///
 /// # Safety
@@ -66,6 +72,8 @@ fn blocks_of(c: &Comm, over: Over) -> R<(c_int, c_int)> {
 unsafe fn src(buf: *const c_void, count: c_int, dt: Handle) -> R<Src<'static>> {
     if in_place(buf) {
         Ok(earlybird::IN_PLACE.into())
+    } else if unused(count, dt) {
+        Ok(Src::from(&[][..] as &[u8]))
     } else {
         // SAFETY: the function's contract.
         Ok(unsafe { buf_in(buf, count, dt) }?.into())
@@ -77,6 +85,9 @@ unsafe fn src(buf: *const c_void, count: c_int, dt: Handle) -> R<Src<'static>> {
 /// # Safety
 /// `buf` has room for `count` elements of `dt` for as long as the operation runs.
 unsafe fn dst(buf: *mut c_void, count: c_int, dt: Handle) -> R<Dst<'static>> {
+    if unused(count, dt) {
+        return Ok(Dst::from(Vec::<u8>::new().leak()));
+    }
     // SAFETY: the function's contract.
     Ok(unsafe { buf_out(buf, count, dt) }?.into())
 }
@@ -604,7 +615,9 @@ unsafe fn reduce_scatter_block_args(
     op: Handle,
 ) -> R<(Src<'static>, Dst<'static>, Op)> {
     let op = state::op_of(op)?;
-    let whole = blocks(count, peers(c)?)?;
+    // `count` blocks per process of the local group (on an intercommunicator too: each block
+    // is the receive count of the remote process it goes to, which MPI makes the same).
+    let whole = blocks(count, c.size())?;
     // With MPI_IN_PLACE the receive buffer holds the whole vector.
     let rn = if in_place(sbuf) { whole } else { count };
     // SAFETY: the function's contract.

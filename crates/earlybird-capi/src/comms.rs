@@ -110,7 +110,8 @@ mpi! {
     }
 
     fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: Handle, info: Handle) {
-        ok_or_code(with_comm(comm, |c| c.set_info(&info_of(info)?)))
+        // The info object is read before the communicator is borrowed (both are the state's).
+        ok_or_code(info_of(info).and_then(|i| with_comm(comm, |c| c.set_info(&i))))
     }
 
     fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: Handle, out: *mut Handle) {
@@ -223,11 +224,12 @@ mpi! {
         outdegree: c_int, destinations: *const c_int, destweights: *const c_int,
         info: Handle, reorder: c_int, out: *mut Handle,
     ) {
+        let info = info_of(info);
         made_comm(out, with_comm(comm, |c| {
             // SAFETY: `indegree` sources and `outdegree` destinations, with weights unless a
             // sentinel (MPI's contract).
             let (s, sw, d, dw) = unsafe { (array(sources, indegree)?, weights(sourceweights, indegree)?, array(destinations, outdegree)?, weights(destweights, outdegree)?) };
-            c.dist_graph_create_adjacent(s, sw, d, dw, &info_of(info)?, reorder != 0).map(Some)
+            c.dist_graph_create_adjacent(s, sw, d, dw, info.as_ref().map_err(Clone::clone)?, reorder != 0).map(Some)
         }))
     }
 
@@ -235,6 +237,7 @@ mpi! {
         comm: Handle, n: c_int, sources: *const c_int, degrees: *const c_int,
         destinations: *const c_int, w: *const c_int, info: Handle, reorder: c_int, out: *mut Handle,
     ) {
+        let info = info_of(info);
         made_comm(out, with_comm(comm, |c| {
             // SAFETY: `n` sources and degrees, as many destinations (and weights) as the
             // degrees sum to (MPI's contract).
@@ -242,7 +245,7 @@ mpi! {
             let total: c_int = deg.iter().map(|&x| x.max(0)).sum();
             // SAFETY: as above.
             let (d, wt) = unsafe { (array(destinations, total)?, weights(w, total)?) };
-            c.dist_graph_create(s, deg, d, wt, &info_of(info)?, reorder != 0).map(Some)
+            c.dist_graph_create(s, deg, d, wt, info.as_ref().map_err(Clone::clone)?, reorder != 0).map(Some)
         }))
     }
 

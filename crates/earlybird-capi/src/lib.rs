@@ -103,6 +103,7 @@ macro_rules! mpi {
 pub mod collectives;
 pub mod comms;
 pub mod datatypes;
+pub mod large_count;
 pub mod pt2pt;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
@@ -110,16 +111,18 @@ fn status_out(s: *mut MpiStatus, st: &Status) {
         return;
     }
     let bytes = st.bytes() as u64;
-    let v = MpiStatus {
-        count_lo: bytes as u32 as i32,
-        count_hi_and_cancelled: (((bytes >> 32) as i32) << 1) | i32::from(st.is_cancelled()),
-        source: abi::rank_out(st.source()),
-        tag: st.tag(),
-        error: st.error().code(),
-    };
+    // MPI_ERROR is left as it is: MPI sets it only when a call that completes several
+    // requests returns MPI_ERR_IN_STATUS, which no call here does (each reports its first
+    // error as its result).
     // SAFETY: a status pointer that is not MPI_STATUS_IGNORE points to an MPI_Status (MPI's
-    // contract); null was checked.
-    unsafe { s.write(v) }
+    // contract); null was checked. The fields are written one by one, through the pointer.
+    unsafe {
+        (&raw mut (*s).count_lo).write(bytes as u32 as i32);
+        (&raw mut (*s).count_hi_and_cancelled)
+            .write((((bytes >> 32) as i32) << 1) | i32::from(st.is_cancelled()));
+        (&raw mut (*s).source).write(abi::rank_out(st.source()));
+        (&raw mut (*s).tag).write(st.tag());
+    }
 }
 
 mpi! {

@@ -58,18 +58,19 @@ unsafe fn on_status(what: &str, s: *mut MpiStatus, f: impl FnOnce(&mut MpiStatus
 }
 
 /// The status of a receive from MPI_PROC_NULL: source MPI_PROC_NULL, tag MPI_ANY_TAG, no
-/// data.
+/// data (MPI_ERROR untouched, as for any single completion).
 fn proc_null_status(status: *mut MpiStatus) {
     if status.is_null() || status as usize == abi::STATUS_IGNORE {
         return;
     }
-    let v = MpiStatus {
-        source: abi::PROC_NULL,
-        tag: abi::c::MPI_ANY_TAG,
-        ..MpiStatus::default()
-    };
-    // SAFETY: a status to write (MPI's contract), checked for null and the ignore sentinel.
-    unsafe { status.write(v) }
+    // SAFETY: a status to write (MPI's contract), checked for null and the ignore sentinel;
+    // the fields are written one by one through the pointer.
+    unsafe {
+        (&raw mut (*status).count_lo).write(0);
+        (&raw mut (*status).count_hi_and_cancelled).write(0);
+        (&raw mut (*status).source).write(abi::PROC_NULL);
+        (&raw mut (*status).tag).write(abi::c::MPI_ANY_TAG);
+    }
 }
 
 mpi! {

@@ -147,6 +147,13 @@ pub(crate) fn is_main_thread() -> bool {
 
 /// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes.
 pub(crate) fn finalize() -> c_int {
+    // MPI_COMM_SELF's attributes go first, while MPI is still initialized for their delete
+    // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them).
+    let attrs = STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .map(|st| st.uni.delete_self_attributes())
+    });
     let Some(st) = with_state(|s| s.take()) else {
         return not_initialized("MPI_Finalize").code();
     };
@@ -156,7 +163,7 @@ pub(crate) fn finalize() -> c_int {
     drop(reqs.drain().collect::<Vec<_>>());
     drop(comms.drain().collect::<Vec<_>>());
     FINALIZED.store(true, Ordering::Release);
-    match uni.finalize() {
+    match uni.finalize().and(attrs.unwrap_or(Ok(()))) {
         Ok(()) => MPI_SUCCESS,
         Err(e) => e.code(),
     }

@@ -133,6 +133,21 @@ int main(int argc, char **argv) {
     MPI_Op_free(&op);
     MPI_Type_free(&pair);
 
+    /* Large-count forms: counts that fit are handed on, a larger one is MPI_ERR_COUNT. */
+    MPI_Count cnt = -1, tsz = -1;
+    got = -1;
+    v = rank + 1000;
+    MPI_Isend_c(&v, 1, MPI_INT, right, 15, MPI_COMM_WORLD, &sreq);
+    MPI_Recv_c(&got, (MPI_Count)1, MPI_INT, left, 15, MPI_COMM_WORLD, &st);
+    MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+    MPI_Get_count_c(&st, MPI_INT, &cnt);
+    MPI_Type_size_c(MPI_DOUBLE, &tsz);
+    CHECK(got == left + 1000 && cnt == 1 && tsz == 8, "_c forms: %d %lld %lld", got, (long long)cnt, (long long)tsz);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    int rc = MPI_Send_c(&v, (MPI_Count)1 << 40, MPI_INT, right, 16, MPI_COMM_WORLD), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_COUNT, "a count of 2^40: class %d", cls);
+
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
