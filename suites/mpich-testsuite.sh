@@ -55,7 +55,8 @@ for d in "${dirs[@]}"; do
     (cd "$build/$d" && MPITEST_TIMEOUT_MULTIPLIER=${TIMEOUT_MULTIPLIER:-0.5} \
         "$build/runtests" -srcdir=. -tests=testlist -mpiexec="$launcher" \
         -maxnp="$maxnp" -tapfile="$out/$d.tap" >"$out/$d.txt" 2>&1)
-    total=$(grep -c '^\(not \)\?ok ' "$out/$d.tap" 2>/dev/null || echo 0)
-    failed=$(grep -c '^not ok ' "$out/$d.tap" 2>/dev/null || echo 0)
+    total=$(grep -c '^\(not \)\?ok ' "$out/$d.tap" 2>/dev/null)
+    failed=$(grep -c '^not ok ' "$out/$d.tap" 2>/dev/null)
+    total=${total:-0} failed=${failed:-0}
     echo "$name $d: $((total - failed)) of $total passed (details: $out/$d.tap)"
 done

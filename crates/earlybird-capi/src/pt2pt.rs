@@ -273,3 +273,80 @@ mpi! {
         MPI_SUCCESS
     }
 }
+
+/// C's `MPI_Grequest_query_function`.
+type QueryFunction = unsafe extern "C" fn(*mut c_void, *mut MpiStatus) -> c_int;
+/// C's `MPI_Grequest_free_function`.
+type FreeFunction = unsafe extern "C" fn(*mut c_void) -> c_int;
+/// C's `MPI_Grequest_cancel_function`.
+type CancelFunction = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+/// The completers of the generalized requests still active, by request handle: any thread
+/// may complete one (MPI_Grequest_complete names the request).
+static COMPLETERS: std::sync::Mutex<Vec<(Handle, earlybird::GrequestCompleter)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// A C callback's result as the Rust API's: its code's class, and the code in the message.
+fn callback_result(what: &str, rc: c_int) -> earlybird::Result<()> {
+    if rc == MPI_SUCCESS {
+        return Ok(());
+    }
+    let class = earlybird::error_class(rc).map_or(ErrorClass::Other, |c| c);
+    Err(Error::new(
+        class,
+        format!("the generalized request's {what} function returned {rc}"),
+    ))
+}
+
+mpi! {
+    fn MPI_Grequest_start / PMPI_Grequest_start(query: Option<QueryFunction>, free: Option<FreeFunction>, cancel: Option<CancelFunction>, extra: *mut c_void, req: *mut Handle) {
+        let (Some(query), Some(free), Some(cancel)) = (query, free, cancel) else {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Grequest_start: a null callback")));
+        };
+        // The program's state, handed back to each callback as MPI says (an address only).
+        let extra = extra as usize;
+        let r = with_comm(abi::COMM_WORLD, |c| {
+            c.grequest_start(
+                move |st: &mut earlybird::Status| {
+                    let mut s = MpiStatus::default();
+                    // SAFETY: the program's query function, called as MPI's C binding says,
+                    // with a status of ours to fill.
+                    let rc = unsafe { query(extra as *mut c_void, &mut s) };
+                    callback_result("query", rc)?;
+                    let bytes = (s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32);
+                    st.set_source(abi::rank_in(s.source));
+                    st.set_tag(s.tag);
+                    st.set_elements::<u8>(bytes as usize);
+                    st.set_cancelled(s.count_hi_and_cancelled & 1 != 0);
+                    Ok(())
+                },
+                move || {
+                    // SAFETY: the program's free function, called once, as MPI says.
+                    callback_result("free", unsafe { free(extra as *mut c_void) })
+                },
+                move |complete: bool| {
+                    // SAFETY: the program's cancel function, as MPI says.
+                    callback_result("cancel", unsafe { cancel(extra as *mut c_void, c_int::from(complete)) })
+                },
+            )
+        })
+        .map(|(q, completer)| {
+            let h = state::add_request(state::pending(q, abi::COMM_WORLD, state::Kept::Slice));
+            COMPLETERS.lock().unwrap_or_else(|e| e.into_inner()).push((h, completer));
+            h
+        });
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(r.map(|h| unsafe { write(req, h) }))
+    }
+
+    fn MPI_Grequest_complete / PMPI_Grequest_complete(req: Handle) {
+        let found = {
+            let mut all = COMPLETERS.lock().unwrap_or_else(|e| e.into_inner());
+            all.iter().position(|(h, _)| *h == req).map(|i| all.swap_remove(i).1)
+        };
+        match found {
+            Some(c) => self_ok(c.complete()),
+            None => self_ok(Err::<(), _>(Error::new(ErrorClass::Request, format!("MPI_Grequest_complete: request {req:#x} is no active generalized request")))),
+        }
+    }
+}

@@ -10,7 +10,7 @@
 #![forbid(unsafe_code)]
 #![allow(dead_code)]
 
-use crate::{CopyFunction, DeleteFunction, ErrhandlerFunction, UserFunction};
+use crate::ErrhandlerFunction;
 
 pub(crate) struct Int;
 pub(crate) struct Long;
@@ -25,10 +25,24 @@ impl Class<Long> for isize {}
 impl Class<Double> for f64 {}
 impl<T: ?Sized> Class<Ptr> for *const T {}
 impl<T: ?Sized> Class<Ptr> for *mut T {}
-impl Class<Ptr> for Option<UserFunction> {}
 impl Class<Ptr> for Option<ErrhandlerFunction> {}
-impl Class<Ptr> for Option<CopyFunction> {}
-impl Class<Ptr> for Option<DeleteFunction> {}
+
+/// C function pointers (a callback argument, null allowed), of any parameters.
+macro_rules! function_pointers {
+    ($(($($p:ident),*))*) => {$(
+        impl<Res, $($p),*> Class<Ptr> for Option<unsafe extern "C" fn($($p),*) -> Res> {}
+    )*};
+}
+
+function_pointers! {
+    ()
+    (A0)
+    (A0, A1)
+    (A0, A1, A2)
+    (A0, A1, A2, A3)
+    (A0, A1, A2, A3, A4)
+    (A0, A1, A2, A3, A4, A5)
+}
 
 /// A function whose parameters have the classes of the tuple `A` and whose result the class
 /// `R`.

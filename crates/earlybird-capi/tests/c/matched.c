@@ -8,6 +8,25 @@
 #define NAME "matched"
 #include "check.h"
 
+static int greq_freed = 0;
+static int greq_query(void *extra, MPI_Status *st) {
+    MPI_Status_set_source(st, *(int *)extra);
+    MPI_Status_set_tag(st, 21);
+    MPI_Status_set_elements(st, MPI_INT, 3);
+    MPI_Status_set_cancelled(st, 0);
+    return MPI_SUCCESS;
+}
+static int greq_free(void *extra) {
+    (void)extra;
+    greq_freed++;
+    return MPI_SUCCESS;
+}
+static int greq_cancel(void *extra, int complete) {
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
 static void add_pairs(void *in, void *inout, int *len, MPI_Datatype *dt) {
     int size;
     MPI_Type_size(*dt, &size);
@@ -132,6 +151,20 @@ int main(int argc, char **argv) {
     CHECK(b[0] == 11 && b[3] == 44, "reduce_local with a user op %d %d", b[0], b[3]);
     MPI_Op_free(&op);
     MPI_Type_free(&pair);
+
+    /* A generalized request: active until completed, then its query fills the status and
+     * its free function runs once. */
+    MPI_Request g;
+    int who = rank;
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &who, &g);
+    flag = 1;
+    MPI_Test(&g, &flag, MPI_STATUS_IGNORE);
+    CHECK(!flag, "a generalized request completed before MPI_Grequest_complete");
+    MPI_Grequest_complete(g);
+    MPI_Wait(&g, &st);
+    MPI_Get_count(&st, MPI_INT, &n);
+    CHECK(g == MPI_REQUEST_NULL && st.MPI_SOURCE == rank && st.MPI_TAG == 21 && n == 3 && greq_freed == 1,
+          "grequest: source %d tag %d count %d freed %d", st.MPI_SOURCE, st.MPI_TAG, n, greq_freed);
 
     /* Large-count forms: counts that fit are handed on, a larger one is MPI_ERR_COUNT. */
     MPI_Count cnt = -1, tsz = -1;
