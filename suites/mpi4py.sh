@@ -26,8 +26,8 @@ if [ ! -d "$src" ]; then
     mkdir -p "$root/target/suites"
     url=$(python3 -c "
 import json, urllib.request
-d = json.load(urllib.request.urlopen('https://pypi.org/pypi/mpi4py/$version/json', timeout=60))
-print(next(u['url'] for u in d['urls'] if u['packagetype'] == 'sdist'))")
+d = json.load(urllib.request.urlopen('https://pypi.org/pypi/mpi4py/json', timeout=60))
+print(next(u['url'] for u in d['releases']['$version'] if u['packagetype'] == 'sdist'))")
     curl -sSL "$url" | tar -C "$root/target/suites" -xz || exit 1
 fi
 

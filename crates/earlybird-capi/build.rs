@@ -148,7 +148,17 @@ fn narrowing(
                 pre.push(format!("let {arg} = match c_int::try_from({arg}) {{ Ok(v) => v, Err(_) => return large_count(\"{name}\", {arg}) }};"));
                 call.push(arg);
             } else if t == "MPI_Count*" && bt == "int*" {
-                pre.push(format!("let mut n{i}: c_int = 0;"));
+                // An out count, or MPI_Pack's in-out position (read first, then narrowed).
+                if p.ends_with(" position") || p.ends_with("*position") {
+                    pre.push(format!(
+                        "let mut n{i}: c_int = 0;\n    if !{arg}.is_null() {{\n        \
+                         // SAFETY: the caller's position, an MPI_Count to read (MPI's contract).\n        \
+                         let v = unsafe {{ {arg}.cast::<i64>().read() }};\n        \
+                         n{i} = match c_int::try_from(v) {{ Ok(v) => v, Err(_) => return large_count(\"{name}\", v) }};\n    }}"
+                    ));
+                } else {
+                    pre.push(format!("let mut n{i}: c_int = 0;"));
+                }
                 call.push(format!(
                     "if {arg}.is_null() {{ {arg} }} else {{ (&raw mut n{i}).cast() }}"
                 ));

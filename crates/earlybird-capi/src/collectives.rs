@@ -8,8 +8,8 @@
 //! says; the Rust API gets the same arguments.
 
 use crate::abi::{self, Handle};
+use crate::array;
 use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm, write};
-use crate::{array, lens};
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
 
@@ -111,26 +111,80 @@ fn blocks(n: c_int, count: c_int) -> R<c_int> {
         .ok_or_else(|| Error::new(ErrorClass::Count, format!("{count} blocks of {n} elements")))
 }
 
+/// An integer of the C interface: `int`, or the 64-bit `MPI_Count` and `MPI_Aint` of the
+/// large-count (`_c`) forms, which share the conversions below.
+pub(crate) trait CInt: Copy {
+    fn wide(self) -> i64;
+}
+impl CInt for c_int {
+    fn wide(self) -> i64 {
+        i64::from(self)
+    }
+}
+impl CInt for i64 {
+    fn wide(self) -> i64 {
+        self
+    }
+}
+impl CInt for isize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
+/// A count as the `int` the buffer conversions take: MPI_ERR_COUNT past `INT_MAX` (the most
+/// earlybird's C interface moves per buffer argument for now).
+fn count<N: CInt>(n: N) -> R<c_int> {
+    let n = n.wide();
+    c_int::try_from(n).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("count {n} is beyond INT_MAX, the most earlybird's C interface moves per buffer argument"),
+        )
+    })
+}
+
+/// `n` entries at `p` as lengths (MPI_ERR_COUNT if one is negative).
+///
+/// # Safety
+/// `p` points to `n` entries (or `n` is 0).
+unsafe fn lengths<N: CInt>(p: *const N, n: c_int) -> R<Vec<usize>> {
+    // SAFETY: the function's contract.
+    let v = unsafe { array(p, n) }?;
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x.wide()).map_err(|_| {
+                Error::new(ErrorClass::Count, format!("count {} is negative", x.wide()))
+            })
+        })
+        .collect()
+}
+
 /// The counts and displacements of a v-collective, `n` of each (MPI_ERR_COUNT for a negative
 /// count, MPI_ERR_ARG for a negative displacement or a null array).
 ///
 /// # Safety
-/// `counts` and `displs` each point to `n` ints.
-unsafe fn vspec(
+/// `counts` and `displs` each point to `n` entries.
+unsafe fn vspec<N: CInt, D: CInt>(
     n: c_int,
-    counts: *const c_int,
-    displs: *const c_int,
+    counts: *const N,
+    displs: *const D,
 ) -> R<(Vec<usize>, Vec<usize>)> {
     // SAFETY: the function's contract.
-    let (cs, ds) = unsafe { (array(counts, n)?, array(displs, n)?) };
+    let ds = unsafe { array(displs, n) }?;
     let d = ds
         .iter()
         .map(|&x| {
-            usize::try_from(x)
-                .map_err(|_| Error::new(ErrorClass::Arg, format!("displacement {x} is negative")))
+            usize::try_from(x.wide()).map_err(|_| {
+                Error::new(
+                    ErrorClass::Arg,
+                    format!("displacement {} is negative", x.wide()),
+                )
+            })
         })
         .collect::<R<Vec<_>>>()?;
-    Ok((lens(cs)?, d))
+    // SAFETY: as above.
+    Ok((unsafe { lengths(counts, n) }?, d))
 }
 
 /// Elements a v-collective's buffer reaches: the largest displacement plus its count.
@@ -150,19 +204,18 @@ fn reach(counts: &[usize], displs: &[usize]) -> R<c_int> {
 ///
 /// # Safety
 /// The three arrays each hold `n` entries.
-unsafe fn wspec<D: Copy + TryInto<i64>>(
+unsafe fn wspec<N: CInt, D: CInt>(
     n: c_int,
-    counts: *const c_int,
+    counts: *const N,
     displs: *const D,
     types: *const Handle,
 ) -> R<(Specs, usize)> {
     // SAFETY: the function's contract.
-    let (cs, ds, ts) = unsafe { (array(counts, n)?, array(displs, n)?, array(types, n)?) };
+    let (cs, ds, ts) = unsafe { (lengths(counts, n)?, array(displs, n)?, array(types, n)?) };
     let mut specs = Vec::with_capacity(cs.len());
     let mut reach = 0usize;
-    for ((&c, &d), &t) in cs.iter().zip(ds).zip(ts) {
-        let count = crate::len(c)?;
-        let d: i64 = d.try_into().unwrap_or(-1);
+    for ((&count, &d), &t) in cs.iter().zip(ds).zip(ts) {
+        let d: i64 = d.wide();
         let disp = usize::try_from(d)
             .map_err(|_| Error::new(ErrorClass::Arg, format!("displacement {d} is negative")))?;
         let dt = state::type_of(t)?;
@@ -367,14 +420,14 @@ unsafe fn gather_args(
 /// # Safety
 /// MPI_Gatherv's buffers and arrays.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn gatherv_args(
+unsafe fn gatherv_args<S: CInt, N: CInt, D: CInt>(
     c: &Comm,
     sbuf: *const c_void,
-    scount: c_int,
+    scount: S,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const N,
+    displs: *const D,
     rdt: Handle,
     root: c_int,
 ) -> R<(Src<'static>, Dst<'static>, Vec<usize>, Vec<usize>, i32)> {
@@ -387,7 +440,7 @@ unsafe fn gatherv_args(
     let sends = !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL));
     let s = if sends {
         // SAFETY: as above.
-        unsafe { src(sbuf, scount, sdt) }?
+        unsafe { src(sbuf, count(scount)?, sdt) }?
     } else {
         Src::from(&[][..] as &[u8])
     };
@@ -433,14 +486,14 @@ unsafe fn scatter_args(
 /// # Safety
 /// MPI_Scatterv's buffers and arrays.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn scatterv_args(
+unsafe fn scatterv_args<S: CInt, N: CInt, D: CInt>(
     c: &Comm,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    displs: *const c_int,
+    scounts: *const N,
+    displs: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcount: c_int,
+    rcount: S,
     rdt: Handle,
     root: c_int,
 ) -> R<(
@@ -461,7 +514,7 @@ unsafe fn scatterv_args(
     let s = unsafe { src(sbuf, reach(&counts, &displs)?, sdt) }?;
     let r = if receives {
         // SAFETY: as above.
-        unsafe { dst_or_in_place(rbuf, rcount, rdt) }?
+        unsafe { dst_or_in_place(rbuf, count(rcount)?, rdt) }?
     } else {
         DstOrInPlace::from(Vec::<u8>::new().leak())
     };
@@ -499,14 +552,14 @@ unsafe fn all_args(
 /// # Safety
 /// The buffers and arrays as MPI's contract says.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn allgatherv_args(
+unsafe fn allgatherv_args<S: CInt, N: CInt, D: CInt>(
     c: &Comm,
     sbuf: *const c_void,
-    scount: c_int,
+    scount: S,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: *const N,
+    displs: *const D,
     rdt: Handle,
     over: Over,
 ) -> R<(Src<'static>, Dst<'static>, Vec<usize>, Vec<usize>)> {
@@ -514,7 +567,7 @@ unsafe fn allgatherv_args(
     // SAFETY: the function's contract.
     let (counts, displs) = unsafe { vspec(from, rcounts, displs) }?;
     // SAFETY: as above.
-    let s = unsafe { src(sbuf, scount, sdt) }?;
+    let s = unsafe { src(sbuf, count(scount)?, sdt) }?;
     // SAFETY: as above.
     let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt) }?;
     Ok((s, r, counts, displs))
@@ -526,15 +579,15 @@ unsafe fn allgatherv_args(
 /// The buffers and arrays as MPI's contract says (the send arrays are ignored with
 /// MPI_IN_PLACE).
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn alltoallv_args(
+unsafe fn alltoallv_args<N: CInt, D: CInt>(
     c: &Comm,
     sbuf: *const c_void,
-    scounts: *const c_int,
-    sdispls: *const c_int,
+    scounts: *const N,
+    sdispls: *const D,
     sdt: Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
-    rdispls: *const c_int,
+    rcounts: *const N,
+    rdispls: *const D,
     rdt: Handle,
     over: Over,
 ) -> R<(
@@ -574,14 +627,14 @@ fn wspecs(v: &Specs) -> Vec<earlybird::WSpec<'_>> {
 /// # Safety
 /// The buffers and arrays as MPI's contract says.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn alltoallw_args<D: Copy + TryInto<i64>>(
+unsafe fn alltoallw_args<N: CInt, D: CInt>(
     c: &Comm,
     sbuf: *const c_void,
-    scounts: *const c_int,
+    scounts: *const N,
     sdispls: *const D,
     stypes: *const Handle,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
+    rcounts: *const N,
     rdispls: *const D,
     rtypes: *const Handle,
     over: Over,
@@ -632,17 +685,17 @@ unsafe fn reduce_scatter_block_args(
 ///
 /// # Safety
 /// The buffers and the counts as MPI's contract says.
-unsafe fn reduce_scatter_args(
+unsafe fn reduce_scatter_args<N: CInt>(
     c: &Comm,
     sbuf: *const c_void,
     rbuf: *mut c_void,
-    rcounts: *const c_int,
+    rcounts: *const N,
     dt: Handle,
     op: Handle,
 ) -> R<(Src<'static>, Dst<'static>, Vec<usize>, Op)> {
     let op = state::op_of(op)?;
     // SAFETY: one count per rank (MPI's contract).
-    let counts = lens(unsafe { array(rcounts, c.size()) }?)?;
+    let counts = unsafe { lengths(rcounts, c.size()) }?;
     let total = c_int::try_from(counts.iter().sum::<usize>()).map_err(|_| {
         Error::new(
             ErrorClass::Count,
@@ -772,4 +825,53 @@ collectives! {
     (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const c_int, dt: Handle, op: Handle)
     let (s, r, counts, op) = reduce_scatter_args(sbuf, rbuf, rcounts, dt, op);
     reduce_scatter, ireduce_scatter, reduce_scatter_init (s, r, &counts, &op)
+}
+
+// The large-count forms of the collectives with count arrays: the same conversions, on
+// `MPI_Count` counts and `MPI_Aint` displacements.
+collectives! {
+    MPI_Gatherv_c / PMPI_Gatherv_c, MPI_Igatherv_c / PMPI_Igatherv_c, MPI_Gatherv_init_c / PMPI_Gatherv_init_c
+    (sbuf: *const c_void, scount: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle, root: c_int)
+    let (s, r, counts, displs, root) = gatherv_args(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root);
+    gatherv, igatherv, gatherv_init (s, r, &counts, &displs, root)
+
+    MPI_Scatterv_c / PMPI_Scatterv_c, MPI_Iscatterv_c / PMPI_Iscatterv_c, MPI_Scatterv_init_c / PMPI_Scatterv_init_c
+    (sbuf: *const c_void, scounts: *const i64, displs: *const isize, sdt: Handle, rbuf: *mut c_void, rcount: i64, rdt: Handle, root: c_int)
+    let (s, counts, displs, r, root) = scatterv_args(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root);
+    scatterv, iscatterv, scatterv_init (s, &counts, &displs, r, root)
+
+    MPI_Allgatherv_c / PMPI_Allgatherv_c, MPI_Iallgatherv_c / PMPI_Iallgatherv_c, MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c
+    (sbuf: *const c_void, scount: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle)
+    let (s, r, counts, displs) = allgatherv_args(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, Over::Group);
+    allgatherv, iallgatherv, allgatherv_init (s, r, &counts, &displs)
+
+    MPI_Alltoallv_c / PMPI_Alltoallv_c, MPI_Ialltoallv_c / PMPI_Ialltoallv_c, MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c
+    (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle)
+    let (s, sc, sd, r, rc, rd) = alltoallv_args(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, Over::Group);
+    alltoallv, ialltoallv, alltoallv_init (s, &sc, &sd, r, &rc, &rd)
+
+    MPI_Alltoallw_c / PMPI_Alltoallw_c, MPI_Ialltoallw_c / PMPI_Ialltoallw_c, MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c
+    (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle)
+    let (s, ss, r, rs) = alltoallw_args(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, Over::Group);
+    alltoallw, ialltoallw, alltoallw_init (s, &wspecs(&ss), r, &wspecs(&rs))
+
+    MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c, MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c, MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c
+    (sbuf: *const c_void, rbuf: *mut c_void, rcounts: *const i64, dt: Handle, op: Handle)
+    let (s, r, counts, op) = reduce_scatter_args(sbuf, rbuf, rcounts, dt, op);
+    reduce_scatter, ireduce_scatter, reduce_scatter_init (s, r, &counts, &op)
+
+    MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c, MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c, MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c
+    (sbuf: *const c_void, scount: i64, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, displs: *const isize, rdt: Handle)
+    let (s, r, counts, displs) = allgatherv_args(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, Over::Neighbors);
+    neighbor_allgatherv, ineighbor_allgatherv, neighbor_allgatherv_init (s, r, &counts, &displs)
+
+    MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c, MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c, MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c
+    (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, sdt: Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rdt: Handle)
+    let (s, sc, sd, r, rc, rd) = alltoallv_args(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, Over::Neighbors);
+    neighbor_alltoallv, ineighbor_alltoallv, neighbor_alltoallv_init (s, &sc, &sd, r, &rc, &rd)
+
+    MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c, MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c, MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c
+    (sbuf: *const c_void, scounts: *const i64, sdispls: *const isize, stypes: *const Handle, rbuf: *mut c_void, rcounts: *const i64, rdispls: *const isize, rtypes: *const Handle)
+    let (s, ss, r, rs) = alltoallw_args(sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, Over::Neighbors);
+    neighbor_alltoallw, ineighbor_alltoallw, neighbor_alltoallw_init (s, &wspecs(&ss), r, &wspecs(&rs))
 }

@@ -602,7 +602,7 @@ mpi! {
             for i in 0..n {
                 let r = reqs.wrapping_add(i);
                 // SAFETY: `reqs` holds `n` handles (MPI's contract).
-                if r.is_null() || unsafe { r.read() } == abi::REQUEST_NULL {
+                if r.is_null() || !state::request_active(unsafe { r.read() }) {
                     continue;
                 }
                 live = true;
@@ -1001,6 +1001,12 @@ mpi! {
     }
 
     fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: Handle, name: *mut c_char, len: *mut c_int) {
+        if comm == abi::COMM_NULL {
+            // The null handle's name, as MPICH gives it.
+            // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
+            unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, "MPI_COMM_NULL", len) };
+            return MPI_SUCCESS;
+        }
         ok_or_code(with_comm(comm, |c| {
             // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
             unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &c.name(), len) };
@@ -1021,15 +1027,21 @@ mpi! {
 
     // ---- topologies and more communicators -------------------------------------------------------
 
-    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: Handle, split_type: c_int, key: c_int, _info: Handle, out: *mut Handle) {
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: Handle, split_type: c_int, key: c_int, info: Handle, out: *mut Handle) {
         let t = match split_type {
             abi::UNDEFINED => earlybird::SplitType::Undefined,
             1 => earlybird::SplitType::Shared,
-            2 => earlybird::SplitType::HwGuided,
+            // MPI 4.1's MPI_COMM_TYPE_RESOURCE_GUIDED is MPI_COMM_TYPE_HW_GUIDED's rule (the
+            // resource named by the mpi_hw_resource_type hint) for any kind of resource.
+            2 | abi::c::MPI_COMM_TYPE_RESOURCE_GUIDED => earlybird::SplitType::HwGuided,
             3 => earlybird::SplitType::HwUnguided,
             t => return fail(comm, "MPI_Comm_split_type", Error::new(ErrorClass::Arg, format!("split type {t} is not one MPI defines"))),
         };
-        let r = with_comm(comm, |c| c.split_type(t, key, &earlybird::Info::new()))
+        // The hints (mpi_hw_resource_type among them), read before the communicator is
+        // borrowed.
+        let hints = if info == abi::INFO_NULL { Ok(earlybird::Info::new()) } else { state::with_info(info, |i| Ok(i.dup())) };
+        let r = hints
+            .and_then(|h| with_comm(comm, |c| c.split_type(t, key, &h)))
             .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
         // SAFETY: a handle to write, checked for null.
         ok_or_code(r.map(|h| unsafe { write(out, h) }))
@@ -1393,7 +1405,7 @@ unsafe fn any(n: c_int, reqs: *mut Handle, status: *mut MpiStatus) -> Result<(bo
     for i in 0..n.max(0) as usize {
         let r = reqs.wrapping_add(i);
         // SAFETY: the function's contract.
-        if unsafe { r.read() } == abi::REQUEST_NULL {
+        if !state::request_active(unsafe { r.read() }) {
             continue;
         }
         live = true;
@@ -1427,7 +1439,7 @@ unsafe fn some(
     for i in 0..n.max(0) as usize {
         let r = reqs.wrapping_add(i);
         // SAFETY: the function's contract.
-        if unsafe { r.read() } == abi::REQUEST_NULL {
+        if !state::request_active(unsafe { r.read() }) {
             continue;
         }
         live = true;

@@ -148,12 +148,10 @@ pub(crate) fn is_main_thread() -> bool {
 /// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes.
 pub(crate) fn finalize() -> c_int {
     // MPI_COMM_SELF's attributes go first, while MPI is still initialized for their delete
-    // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them).
-    let attrs = STATE.with(|s| {
-        s.borrow()
-            .as_ref()
-            .map(|st| st.uni.delete_self_attributes())
-    });
+    // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them), and with the state
+    // not borrowed, so that the callbacks may call MPI, free keys included.
+    let me = STATE.with(|s| s.borrow().as_ref().map(|st| st.uni.comm_self().clone()));
+    let attrs = me.map(|c| c.delete_all_attributes());
     let Some(st) = with_state(|s| s.take()) else {
         return not_initialized("MPI_Finalize").code();
     };
@@ -1398,4 +1396,20 @@ pub(crate) fn last_used_code_value() -> &'static c_int {
     LAST.store(earlybird::last_used_code(), Ordering::Relaxed);
     // SAFETY: as in `world_size_value`.
     unsafe { &*LAST.as_ptr() }
+}
+
+/// Whether the request `h` takes part in a wait or test over several requests: not
+/// MPI_REQUEST_NULL, and not an inactive persistent request (MPI treats both alike there).
+pub(crate) fn request_active(h: Handle) -> bool {
+    if h == abi::REQUEST_NULL {
+        return false;
+    }
+    STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.reqs.get(REQUESTS.index(h)))
+            .and_then(|p| p.req.as_ref())
+            // A handle that names no request is left to the completion, which reports it.
+            .is_none_or(Request::is_active)
+    })
 }

@@ -204,14 +204,6 @@ impl Universe {
         attrs.and(r)
     }
 
-    /// The first step of [`finalize`](Universe::finalize) on its own: delete MPI_COMM_SELF's
-    /// attributes (their delete callbacks run, and may still call MPI). For a binding whose
-    /// callbacks need its own state intact while they run; finalize then finds nothing left
-    /// to delete.
-    pub fn delete_self_attributes(&self) -> Result<()> {
-        self.self_comm.finalize_self()
-    }
-
     /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).
     pub fn eager_limit_bytes(&self) -> usize {
         self.eng.borrow().limits().eager_limit_bytes

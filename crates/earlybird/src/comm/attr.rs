@@ -349,6 +349,14 @@ impl Comm {
 
     /// For `comm_free`: run every attribute's delete callback, last set first, taking each
     /// off as it succeeds; the first failure stops and is returned.
+    /// Delete every attribute of this communicator, last set first, running their delete
+    /// callbacks: what MPI_Comm_free does first, and MPI_Finalize on MPI_COMM_SELF. For a
+    /// binding that must run that step of finalize while its own state is intact.
+    pub fn delete_all_attributes(&self) -> Result<()> {
+        let r = self.delete_all_attrs();
+        self.ret("comm_delete_attr", r)
+    }
+
     pub(super) fn delete_all_attrs(&self) -> Result<()> {
         loop {
             let last = self.shared.attrs.borrow().list.last().cloned();
