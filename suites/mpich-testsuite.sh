@@ -12,7 +12,9 @@
 # (default 0.5: 90 s for most tests).
 #
 # With MPICH=1 the same runs happen on Debian's MPICH (mpicc.mpich, mpiexec.mpich) in a
-# configuration of its own, for the counts beside earlybird's.
+# configuration of its own, for the counts beside earlybird's. With EARLYBIRD_PREFIX=DIR the
+# earlybird already installed there is tested (no build; the test suite's own test does this
+# with the debug build), with its results under target/suites/results/<DIR's name>.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -28,6 +30,10 @@ if [ "${MPICH:-0}" = 1 ]; then
     ln -sf "$(command -v mpicc.mpich)" "$prefix/bin/mpicc"
     # Hydra finds its proxy beside the mpiexec it was started as: start it by its own path.
     launcher=$(readlink -f "$(command -v mpiexec.mpich)")
+elif [ -n "${EARLYBIRD_PREFIX:-}" ]; then
+    prefix=$(cd "$EARLYBIRD_PREFIX" && pwd)
+    name=$(basename "$prefix")
+    launcher=$prefix/bin/mpiexec
 else
     name=earlybird
     prefix=$root/target/suites/earlybird

@@ -346,6 +346,13 @@ fn main() {
                     }
                     continue;
                 }
+                // A call earlybird lacks is declared only on request: the library has its
+                // entry point (binaries built elsewhere link), but a program or a configure
+                // probe compiled against this header sees that the call is not there.
+                let absent = !matches!(status, "impl" | "narrow");
+                if absent {
+                    h.push_str("#ifdef EARLYBIRD_DECLARE_MISSING\n");
+                }
                 for n in &names {
                     let _ = writeln!(
                         h,
@@ -356,6 +363,9 @@ fn main() {
                             params.join(", ")
                         }
                     );
+                }
+                if absent {
+                    h.push_str("#endif\n");
                 }
                 if status == "narrow" {
                     narrowed.push((name.clone(), params.clone()));

@@ -92,7 +92,7 @@ mpi! {
     }
 
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: Handle, info: Handle, out: *mut Handle) {
-        made_comm(out, info_of(info).and_then(|i| with_comm(comm, |c| c.dup_with_info(&i).map(Some))))
+        made_comm(out, info_of(info).and_then(|i| state::with_comm_owned(comm, |c| c.dup_with_info(&i).map(Some))))
     }
 
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: Handle, out: *mut Handle, req: *mut Handle) {
@@ -389,7 +389,8 @@ unsafe fn idup(
             Error::new(ErrorClass::Arg, "a null newcomm pointer"),
         );
     }
-    let r = with_comm(comm, |c| {
+    // Copy callbacks run: see `with_comm_owned`.
+    let r = state::with_comm_owned(comm, |c| {
         let s = state::scope()?;
         let (q, pending) = match &info {
             Some(i) => c.idup_with_info(s, i)?,

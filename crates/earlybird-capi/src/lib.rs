@@ -244,7 +244,8 @@ mpi! {
     }
 
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, out: *mut Handle) {
-        let r = with_comm(comm, |c| c.dup()).map(state::add_comm);
+        // Copy callbacks run: the communicator is taken out of the state for the call.
+        let r = state::with_comm_owned(comm, |c| c.dup()).map(state::add_comm);
         ok_or_code(r.map(|h| {
             // SAFETY: a handle to write, checked for null.
             unsafe { write(out, h) }
@@ -911,11 +912,13 @@ mpi! {
     }
 
     fn MPI_Comm_set_attr / PMPI_Comm_set_attr(comm: Handle, keyval: c_int, value: *mut c_void) {
-        ok_or_code(with_comm(comm, |c| c.set_attr(&state::keyval_of(keyval)?, value as usize)))
+        // A replaced attribute's delete callback runs: see `with_comm_owned`.
+        ok_or_code(state::with_comm_owned(comm, |c| c.set_attr(&state::keyval_of(keyval)?, value as usize)))
     }
 
     fn MPI_Comm_delete_attr / PMPI_Comm_delete_attr(comm: Handle, keyval: c_int) {
-        ok_or_code(with_comm(comm, |c| c.delete_attr(&state::keyval_of(keyval)?)))
+        // The delete callback runs: see `with_comm_owned`.
+        ok_or_code(state::with_comm_owned(comm, |c| c.delete_attr(&state::keyval_of(keyval)?)))
     }
 
     // ---- info and names ----------------------------------------------------------------------------

@@ -350,3 +350,94 @@ mpi! {
         }
     }
 }
+
+/// The status `i` of an array of statuses (or MPI_STATUSES_IGNORE / null, handed on).
+fn nth_status(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
+    if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
+        statuses
+    } else {
+        statuses.wrapping_add(i)
+    }
+}
+
+mpi! {
+    fn MPI_Request_get_status_any / PMPI_Request_get_status_any(n: c_int, reqs: *const Handle, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        self_ok((|| {
+            // SAFETY: `n` handles (MPI's contract).
+            let hs = unsafe { crate::array(reqs, n) }?;
+            let mut live = false;
+            for (i, &h) in hs.iter().enumerate() {
+                if !state::request_active(h) {
+                    continue;
+                }
+                live = true;
+                if let Some(st) = state::request_status(h)? {
+                    // SAFETY: ints to write, checked for null.
+                    unsafe {
+                        write(index, i as c_int);
+                        write(flag, 1);
+                    }
+                    status_out(status, &st);
+                    return Ok(());
+                }
+            }
+            // SAFETY: ints to write, checked for null.
+            unsafe {
+                write(index, abi::UNDEFINED);
+                write(flag, c_int::from(!live));
+            }
+            if !live {
+                state::empty_status(status);
+            }
+            Ok(())
+        })())
+    }
+
+    fn MPI_Request_get_status_all / PMPI_Request_get_status_all(n: c_int, reqs: *const Handle, flag: *mut c_int, statuses: *mut MpiStatus) {
+        self_ok((|| {
+            // SAFETY: `n` handles (MPI's contract).
+            let hs = unsafe { crate::array(reqs, n) }?;
+            let mut all = Vec::with_capacity(hs.len());
+            for &h in hs {
+                let st = if state::request_active(h) { state::request_status(h)? } else { Some(earlybird::Status::empty()) };
+                match st {
+                    Some(st) => all.push(st),
+                    None => {
+                        // SAFETY: an int to write, checked for null.
+                        unsafe { write(flag, 0) };
+                        return Ok(());
+                    }
+                }
+            }
+            for (i, st) in all.iter().enumerate() {
+                status_out(nth_status(statuses, i), st);
+            }
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(flag, 1) };
+            Ok(())
+        })())
+    }
+
+    fn MPI_Request_get_status_some / PMPI_Request_get_status_some(n: c_int, reqs: *const Handle, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        self_ok((|| {
+            // SAFETY: `n` handles (MPI's contract).
+            let hs = unsafe { crate::array(reqs, n) }?;
+            let (mut done, mut live) = (0usize, false);
+            for (i, &h) in hs.iter().enumerate() {
+                if !state::request_active(h) {
+                    continue;
+                }
+                live = true;
+                if let Some(st) = state::request_status(h)? {
+                    // SAFETY: room for `n` indices (MPI's contract).
+                    unsafe { write(indices.wrapping_add(done), i as c_int) };
+                    status_out(nth_status(statuses, done), &st);
+                    done += 1;
+                }
+            }
+            // SAFETY: an int to write, checked for null.
+            unsafe { write(outcount, if live { done as c_int } else { abi::UNDEFINED }) };
+            Ok(())
+        })())
+    }
+}

@@ -223,6 +223,28 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
     })
 }
 
+/// As [`with_comm`], on a handle of the communicator taken out of the state first, so that
+/// `f` runs with the state not borrowed: for calls that run the program's callbacks
+/// (attribute copy and delete functions), which may call MPI, objects made and freed
+/// included.
+pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
+    let c = STATE.with(|s| comm_ref(&s.borrow(), h).map(Comm::clone));
+    match c {
+        Ok(c) => {
+            USER_HANDLER_RAN.with(|r| r.set(false));
+            f(&c).or_else(|e| {
+                if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+                    Err(e)
+                } else {
+                    c.call_errhandler(e)
+                }
+            })
+        }
+        // No such communicator: `with_comm` reports it (and does not run `f`).
+        Err(_) => with_comm(h, f),
+    }
+}
+
 /// An error this layer found, through `comm`'s error handler; the code to return.
 pub(crate) fn fail(comm: Handle, what: &str, e: Error) -> c_int {
     let e = Error::new(e.class(), format!("{what}: {e}"));

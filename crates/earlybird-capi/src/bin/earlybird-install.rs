@@ -5,7 +5,9 @@
 //! - `lib/libmpi.so.12`, with the names `libmpi.so`, `libmpich.so.12` and `libmpich.so`;
 //! - `include/mpi.h` (made from `api/mpi.api` by build.rs);
 //! - `bin/mpicc` and `bin/mpicxx`, wrappers of the system's C and C++ compilers (`cc`, `c++`,
-//!   or `$EARLYBIRD_CC` / `$EARLYBIRD_CXX`) that add the header, the library and its rpath;
+//!   or `$EARLYBIRD_CC` / `$EARLYBIRD_CXX`) that add the header, the library and its rpath
+//!   (and for C, `-Werror=implicit-function-declaration`: the header declares only the calls
+//!   earlybird implements, so a call it lacks fails to compile, as configure probes expect);
 //! - `bin/ebrun`, with the names `mpiexec` and `mpirun`, when it was built beside this program.
 //!
 //! Programs built with this `mpicc` find the library through the rpath; programs built against
@@ -54,14 +56,16 @@ fn write_exe(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// A compiler wrapper: the header and, when the command links, the library with its rpath.
-fn wrapper(prefix: &Path, var: &str, default: &str) -> String {
+/// `extra` goes with the header's flags (for C: a call the header does not declare, one
+/// earlybird lacks, is an error, as C99 and C++ make it, not a guess that links).
+fn wrapper(prefix: &Path, var: &str, default: &str, extra: &str) -> String {
     let p = prefix.display();
     format!(
         r#"#!/bin/sh
 # earlybird's compiler wrapper, made by earlybird-install.
 prefix='{p}'
 compiler="${{{var}:-{default}}}"
-flags="-I$prefix/include"
+flags="-I$prefix/include{extra}"
 libs="-L$prefix/lib -Wl,-rpath,$prefix/lib -lmpi"
 link=yes
 for a in "$@"; do
@@ -115,12 +119,17 @@ fn install(prefix: &Path) -> Result<(), String> {
     std::fs::write(prefix.join("include/mpi.h"), HEADER).map_err(io("include/mpi.h"))?;
     write_exe(
         &prefix.join("bin/mpicc"),
-        &wrapper(&prefix, "EARLYBIRD_CC", "cc"),
+        &wrapper(
+            &prefix,
+            "EARLYBIRD_CC",
+            "cc",
+            " -Werror=implicit-function-declaration",
+        ),
     )
     .map_err(io("bin/mpicc"))?;
     write_exe(
         &prefix.join("bin/mpicxx"),
-        &wrapper(&prefix, "EARLYBIRD_CXX", "c++"),
+        &wrapper(&prefix, "EARLYBIRD_CXX", "c++", ""),
     )
     .map_err(io("bin/mpicxx"))?;
     let ebrun = dir.join("ebrun");
