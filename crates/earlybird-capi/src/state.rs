@@ -228,7 +228,7 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
 /// (attribute copy and delete functions), which may call MPI, objects made and freed
 /// included.
 pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
-    let c = STATE.with(|s| comm_ref(&s.borrow(), h).map(Comm::clone));
+    let c = STATE.with(|s| comm_ref(&s.borrow(), h).cloned());
     match c {
         Ok(c) => {
             USER_HANDLER_RAN.with(|r| r.set(false));
