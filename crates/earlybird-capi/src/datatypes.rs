@@ -306,3 +306,54 @@ mpi! {
         })())
     }
 }
+
+mpi! {
+    fn MPI_Type_get_value_index / PMPI_Type_get_value_index(value: Handle, index: Handle, pair: *mut Handle) {
+        // MPI 4.1: the predefined pair type of MINLOC and MAXLOC for these two types, or
+        // MPI_DATATYPE_NULL when MPI predefines none.
+        let h = match (value, index) {
+            (c::MPI_FLOAT, c::MPI_INT) => c::MPI_FLOAT_INT,
+            (c::MPI_DOUBLE, c::MPI_INT) => c::MPI_DOUBLE_INT,
+            (c::MPI_LONG, c::MPI_INT) => c::MPI_LONG_INT,
+            (c::MPI_INT, c::MPI_INT) => c::MPI_2INT,
+            (c::MPI_SHORT, c::MPI_INT) => c::MPI_SHORT_INT,
+            (c::MPI_LONG_DOUBLE, c::MPI_INT) => c::MPI_LONG_DOUBLE_INT,
+            _ => abi::DATATYPE_NULL,
+        };
+        // SAFETY: a handle to write, checked for null.
+        unsafe { write(pair, h) };
+        MPI_SUCCESS
+    }
+
+    fn MPI_Status_c2f / PMPI_Status_c2f(cs: *const MpiStatus, fs: *mut c_int) {
+        if cs.is_null() || cs as usize == abi::STATUS_IGNORE || fs.is_null() {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Status_c2f: a null status")));
+        }
+        // SAFETY: an MPI_Status to read and MPI_F_STATUS_SIZE (5) Fortran integers to write,
+        // in the same order (MPICH's Fortran status is its C status, field by field).
+        unsafe {
+            let s = cs.read();
+            for (i, v) in [s.count_lo, s.count_hi_and_cancelled, s.source, s.tag, s.error].into_iter().enumerate() {
+                fs.add(i).write(v);
+            }
+        }
+        MPI_SUCCESS
+    }
+
+    fn MPI_Status_f2c / PMPI_Status_f2c(fs: *const c_int, cs: *mut MpiStatus) {
+        if cs.is_null() || cs as usize == abi::STATUS_IGNORE || fs.is_null() {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Status_f2c: a null status")));
+        }
+        // SAFETY: as for MPI_Status_c2f, the other way.
+        unsafe {
+            cs.write(MpiStatus {
+                count_lo: fs.read(),
+                count_hi_and_cancelled: fs.add(1).read(),
+                source: fs.add(2).read(),
+                tag: fs.add(3).read(),
+                error: fs.add(4).read(),
+            });
+        }
+        MPI_SUCCESS
+    }
+}

@@ -110,6 +110,10 @@ int main(int argc, char **argv) {
     CHECK(tsize == 6 * (int)sizeof(int) && extent == 24 * (MPI_Aint)sizeof(int), "subarray size %d extent %ld", tsize, (long)extent);
     MPI_Type_free(&vec);
     MPI_Type_free(&sub);
+    MPI_Datatype pairt, nonet;
+    MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &pairt);
+    MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &nonet);
+    CHECK(pairt == MPI_DOUBLE_INT && nonet == MPI_DATATYPE_NULL, "get_value_index %#x %#x", pairt, nonet);
 
     MPI_Group_free(&world);
     MPI_Group_free(&evens);

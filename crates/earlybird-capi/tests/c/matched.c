@@ -139,6 +139,11 @@ int main(int argc, char **argv) {
     CHECK(src == 3 && tag == 44 && err == MPI_ERR_TAG && n == 5 && canc, "status accessors %d %d %d %d %d", src, tag, err, n, canc);
     MPI_Get_elements(&made, MPI_INT, &n);
     CHECK(n == 10, "get_elements in ints %d", n);
+    MPI_Fint fst[MPI_F_STATUS_SIZE];
+    MPI_Status back;
+    MPI_Status_c2f(&made, fst);
+    MPI_Status_f2c(fst, &back);
+    CHECK(back.MPI_SOURCE == 3 && back.MPI_TAG == 44 && back.MPI_ERROR == MPI_ERR_TAG, "status c2f/f2c %d %d", back.MPI_SOURCE, back.MPI_TAG);
 
     /* Reduce_local with a C operation on a contiguous type of two ints. */
     MPI_Datatype pair;
