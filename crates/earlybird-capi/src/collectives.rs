@@ -9,7 +9,7 @@
 
 use crate::abi::{self, Handle};
 use crate::array;
-use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm, write};
+use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm};
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
 
@@ -32,6 +32,18 @@ fn is_root(c: &Comm, root: c_int) -> bool {
     } else {
         c.rank() == root
     }
+}
+
+/// Whether this process's non-root buffer takes part in a rooted collective: on an
+/// intercommunicator the root's group (MPI_ROOT at the root, MPI_PROC_NULL elsewhere) only
+/// receives or only sends, and the other group's processes do the rest.
+fn in_other_group(c: &Comm, root: c_int) -> bool {
+    !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL))
+}
+
+/// A send argument of no data.
+fn no_src() -> Src<'static> {
+    Src::from(&[][..] as &[u8])
 }
 
 fn in_place(p: *const c_void) -> bool {
@@ -73,7 +85,7 @@ unsafe fn src(buf: *const c_void, count: c_int, dt: Handle) -> R<Src<'static>> {
     if in_place(buf) {
         Ok(earlybird::IN_PLACE.into())
     } else if unused(count, dt) {
-        Ok(Src::from(&[][..] as &[u8]))
+        Ok(no_src())
     } else {
         // SAFETY: the function's contract.
         Ok(unsafe { buf_in(buf, count, dt) }?.into())
@@ -282,8 +294,8 @@ pub(crate) fn started(
             state::Kept::Slice,
         ))
     });
-    // SAFETY: the caller's contract (see above), checked for null.
-    ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    // SAFETY: the caller's contract (see above).
+    unsafe { state::request_out(req, r) }
 }
 
 /// The three forms of each collective. `args(c, ...)` converts the C arguments (it runs
@@ -317,7 +329,7 @@ macro_rules! collectives {
 
             fn $init / $pinit($($a: $t,)* comm: Handle, info: Handle, req: *mut Handle) {
                 // MPI 4.1 lets info hints be ignored; the handle must still name an info object.
-                if let Err(e) = if info == abi::INFO_NULL { Ok(()) } else { state::with_info(info, |_| Ok(())) } {
+                if let Err(e) = crate::comms::info_of(info) {
                     return ok_or_code(with_comm(comm, |_| Err::<(), _>(e)));
                 }
                 started(comm, req, |c, s| {
@@ -372,12 +384,12 @@ unsafe fn reduction_args(
     let here = root.is_none_or(|r| is_root(c, r));
     // On an intercommunicator only the root group's MPI_ROOT receives, and only the other
     // group sends.
-    let sends = !(c.is_inter() && root.is_some_and(|r| r == abi::ROOT || r == abi::PROC_NULL));
+    let sends = root.is_none_or(|r| in_other_group(c, r));
     let s = if sends {
         // SAFETY: the function's contract.
         unsafe { src(sbuf, count, dt) }?
     } else {
-        Src::from(&[][..] as &[u8])
+        no_src()
     };
     // SAFETY: as above.
     let r = unsafe { dst(rbuf, if here { count } else { 0 }, dt) }?;
@@ -404,12 +416,12 @@ unsafe fn gather_args(
     } else {
         0
     };
-    let sends = !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL));
+    let sends = in_other_group(c, root);
     let s = if sends {
         // SAFETY: the function's contract.
         unsafe { src(sbuf, scount, sdt) }?
     } else {
-        Src::from(&[][..] as &[u8])
+        no_src()
     };
     // SAFETY: as above.
     Ok((s, unsafe { dst(rbuf, n, rdt) }?, abi::rank_in(root)))
@@ -437,12 +449,12 @@ unsafe fn gatherv_args<S: CInt, N: CInt, D: CInt>(
     } else {
         (vec![], vec![])
     };
-    let sends = !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL));
+    let sends = in_other_group(c, root);
     let s = if sends {
         // SAFETY: as above.
         unsafe { src(sbuf, count(scount)?, sdt) }?
     } else {
-        Src::from(&[][..] as &[u8])
+        no_src()
     };
     // SAFETY: as above.
     let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt) }?;
@@ -469,7 +481,7 @@ unsafe fn scatter_args(
     } else {
         0
     };
-    let receives = !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL));
+    let receives = in_other_group(c, root);
     // SAFETY: the function's contract.
     let s = unsafe { src(sbuf, n, sdt) }?;
     let r = if receives {
@@ -509,7 +521,7 @@ unsafe fn scatterv_args<S: CInt, N: CInt, D: CInt>(
     } else {
         (vec![], vec![])
     };
-    let receives = !(c.is_inter() && (root == abi::ROOT || root == abi::PROC_NULL));
+    let receives = in_other_group(c, root);
     // SAFETY: as above.
     let s = unsafe { src(sbuf, reach(&counts, &displs)?, sdt) }?;
     let r = if receives {

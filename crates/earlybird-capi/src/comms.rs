@@ -50,7 +50,7 @@ unsafe fn ranges(n: c_int, ranges: *const [c_int; 3]) -> earlybird::Result<Vec<(
 }
 
 /// An info handle's object (MPI_INFO_NULL as an empty one).
-fn info_of(h: Handle) -> earlybird::Result<earlybird::Info> {
+pub(crate) fn info_of(h: Handle) -> earlybird::Result<earlybird::Info> {
     if h == abi::INFO_NULL {
         Ok(earlybird::Info::new())
     } else {
@@ -408,6 +408,6 @@ unsafe fn idup(
         }));
         Ok(p)
     });
-    // SAFETY: a handle to write, checked for null.
-    ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+    // SAFETY: the function's contract.
+    unsafe { state::request_out(req, r) }
 }

@@ -107,21 +107,30 @@ pub mod large_count;
 pub mod pt2pt;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
+    status_fields(
+        s,
+        st.bytes() as u64,
+        st.is_cancelled(),
+        abi::rank_out(st.source()),
+        st.tag(),
+    );
+}
+
+/// Write a status's count, cancelled flag, source and tag. MPI_ERROR is left as it is: MPI
+/// sets it only when a call that completes several requests returns MPI_ERR_IN_STATUS, which
+/// no call here does (each reports its first error as its result).
+fn status_fields(s: *mut MpiStatus, bytes: u64, cancelled: bool, source: c_int, tag: c_int) {
     if s.is_null() || s as usize == abi::STATUS_IGNORE {
         return;
     }
-    let bytes = st.bytes() as u64;
-    // MPI_ERROR is left as it is: MPI sets it only when a call that completes several
-    // requests returns MPI_ERR_IN_STATUS, which no call here does (each reports its first
-    // error as its result).
     // SAFETY: a status pointer that is not MPI_STATUS_IGNORE points to an MPI_Status (MPI's
     // contract); null was checked. The fields are written one by one, through the pointer.
     unsafe {
         (&raw mut (*s).count_lo).write(bytes as u32 as i32);
         (&raw mut (*s).count_hi_and_cancelled)
-            .write((((bytes >> 32) as i32) << 1) | i32::from(st.is_cancelled()));
-        (&raw mut (*s).source).write(abi::rank_out(st.source()));
-        (&raw mut (*s).tag).write(st.tag());
+            .write((((bytes >> 32) as i32) << 1) | i32::from(cancelled));
+        (&raw mut (*s).source).write(source);
+        (&raw mut (*s).tag).write(tag);
     }
 }
 
@@ -562,11 +571,7 @@ mpi! {
     fn MPI_Waitall / PMPI_Waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) {
         let mut rc = MPI_SUCCESS;
         for i in 0..n.max(0) as usize {
-            let st = if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
-                statuses
-            } else {
-                statuses.wrapping_add(i)
-            };
+            let st = pt2pt::nth_status(statuses, i);
             // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
             if let Err(c) = unsafe { state::complete(reqs.wrapping_add(i), st, true) } {
                 rc = c;
@@ -580,11 +585,7 @@ mpi! {
         // (and nulled) here either way.
         let mut all = true;
         for i in 0..n.max(0) as usize {
-            let st = if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
-                statuses
-            } else {
-                statuses.wrapping_add(i)
-            };
+            let st = pt2pt::nth_status(statuses, i);
             // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
             match unsafe { state::complete(reqs.wrapping_add(i), st, false) } {
                 Ok(done) => all &= done,
@@ -1042,7 +1043,7 @@ mpi! {
         };
         // The hints (mpi_hw_resource_type among them), read before the communicator is
         // borrowed.
-        let hints = if info == abi::INFO_NULL { Ok(earlybird::Info::new()) } else { state::with_info(info, |i| Ok(i.dup())) };
+        let hints = comms::info_of(info);
         let r = hints
             .and_then(|h| with_comm(comm, |c| c.split_type(t, key, &h)))
             .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
@@ -1437,7 +1438,6 @@ unsafe fn some(
     indices: *mut c_int,
     statuses: *mut MpiStatus,
 ) -> Result<usize, c_int> {
-    let ignore = statuses.is_null() || statuses as usize == abi::STATUS_IGNORE;
     let (mut done, mut live) = (0usize, false);
     for i in 0..n.max(0) as usize {
         let r = reqs.wrapping_add(i);
@@ -1446,11 +1446,7 @@ unsafe fn some(
             continue;
         }
         live = true;
-        let st = if ignore {
-            statuses
-        } else {
-            statuses.wrapping_add(done)
-        };
+        let st = pt2pt::nth_status(statuses, done);
         // SAFETY: as above.
         if unsafe { state::complete(r, st, false) }? {
             // SAFETY: room for `n` indices.

@@ -60,17 +60,7 @@ unsafe fn on_status(what: &str, s: *mut MpiStatus, f: impl FnOnce(&mut MpiStatus
 /// The status of a receive from MPI_PROC_NULL: source MPI_PROC_NULL, tag MPI_ANY_TAG, no
 /// data (MPI_ERROR untouched, as for any single completion).
 fn proc_null_status(status: *mut MpiStatus) {
-    if status.is_null() || status as usize == abi::STATUS_IGNORE {
-        return;
-    }
-    // SAFETY: a status to write (MPI's contract), checked for null and the ignore sentinel;
-    // the fields are written one by one through the pointer.
-    unsafe {
-        (&raw mut (*status).count_lo).write(0);
-        (&raw mut (*status).count_hi_and_cancelled).write(0);
-        (&raw mut (*status).source).write(abi::PROC_NULL);
-        (&raw mut (*status).tag).write(abi::c::MPI_ANY_TAG);
-    }
+    crate::status_fields(status, 0, false, abi::PROC_NULL, abi::c::MPI_ANY_TAG);
 }
 
 mpi! {
@@ -107,8 +97,8 @@ mpi! {
             let q = c.isendrecv(state::scope()?, s, abi::rank_in(dest), stag, r, abi::rank_in(src), rtag)?;
             Ok(state::pending(q, comm, kept))
         });
-        // SAFETY: a handle to write, checked for null.
-        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+        // SAFETY: a handle to write (MPI's contract).
+        unsafe { state::request_out(req, r) }
     }
 
     fn MPI_Isendrecv_replace / PMPI_Isendrecv_replace(buf: *mut c_void, count: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Handle, req: *mut Handle) {
@@ -119,8 +109,8 @@ mpi! {
             let q = c.isendrecv_replace(state::scope()?, b, abi::rank_in(dest), stag, abi::rank_in(src), rtag)?;
             Ok(state::pending(q, comm, kept))
         });
-        // SAFETY: a handle to write, checked for null.
-        ok_or_code(r.map(|p| unsafe { write(req, state::add_request(p)) }))
+        // SAFETY: a handle to write (MPI's contract).
+        unsafe { state::request_out(req, r) }
     }
 
     fn MPI_Mprobe / PMPI_Mprobe(src: c_int, tag: c_int, comm: Handle, msg: *mut Handle, status: *mut MpiStatus) {
@@ -352,7 +342,7 @@ mpi! {
 }
 
 /// The status `i` of an array of statuses (or MPI_STATUSES_IGNORE / null, handed on).
-fn nth_status(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
+pub(crate) fn nth_status(statuses: *mut MpiStatus, i: usize) -> *mut MpiStatus {
     if statuses.is_null() || statuses as usize == abi::STATUS_IGNORE {
         statuses
     } else {

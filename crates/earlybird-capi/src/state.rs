@@ -198,19 +198,7 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
     STATE.with(|s| {
         let st = s.borrow();
         match comm_ref(&st, h) {
-            Ok(c) => {
-                USER_HANDLER_RAN.with(|r| r.set(false));
-                f(c).or_else(|e| {
-                    // An error of the Rust API went through the handler there already; run a
-                    // user handler once only (a predefined one may run twice: it returns the
-                    // error, or ends the job the first time).
-                    if USER_HANDLER_RAN.with(|r| r.replace(false)) {
-                        Err(e)
-                    } else {
-                        c.call_errhandler(e)
-                    }
-                })
-            }
+            Ok(c) => on_comm(c, f),
             Err(e) => match comm_ref(&st, abi::COMM_WORLD) {
                 Ok(w) => w.call_errhandler(e),
                 Err(_) => {
@@ -223,6 +211,21 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
     })
 }
 
+/// `f` on `c`, its error through `c`'s error handler.
+fn on_comm<R>(c: &Comm, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
+    USER_HANDLER_RAN.with(|r| r.set(false));
+    f(c).or_else(|e| {
+        // An error of the Rust API went through the handler there already; run a user
+        // handler once only (a predefined one may run twice: it returns the error, or ends
+        // the job the first time).
+        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+            Err(e)
+        } else {
+            c.call_errhandler(e)
+        }
+    })
+}
+
 /// As [`with_comm`], on a handle of the communicator taken out of the state first, so that
 /// `f` runs with the state not borrowed: for calls that run the program's callbacks
 /// (attribute copy and delete functions), which may call MPI, objects made and freed
@@ -230,16 +233,7 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
 pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
     let c = STATE.with(|s| comm_ref(&s.borrow(), h).cloned());
     match c {
-        Ok(c) => {
-            USER_HANDLER_RAN.with(|r| r.set(false));
-            f(&c).or_else(|e| {
-                if USER_HANDLER_RAN.with(|r| r.replace(false)) {
-                    Err(e)
-                } else {
-                    c.call_errhandler(e)
-                }
-            })
-        }
+        Ok(c) => on_comm(&c, f),
         // No such communicator: `with_comm` reports it (and does not run `f`).
         Err(_) => with_comm(h, f),
     }
@@ -987,6 +981,16 @@ pub(crate) unsafe fn start_send(
         }
     })?;
     Ok(add_request(p))
+}
+
+/// A nonblocking call's result: its request kept and its handle into `*req`, or the error's
+/// code.
+///
+/// # Safety
+/// `req` is null or points to a request handle to write.
+pub(crate) unsafe fn request_out(req: *mut Handle, r: Result<Box<Pending>>) -> c_int {
+    // SAFETY: the function's contract; `write` checks for null.
+    ok_or_code(r.map(|p| unsafe { write(req, add_request(p)) }))
 }
 
 /// A request in a box of its own, so that the table moves a pointer, not the request.

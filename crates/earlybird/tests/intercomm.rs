@@ -643,7 +643,7 @@ fn misuse(u: &Universe) -> Result<()> {
 /// other half lacks; create with subgroups given in reverse rank order.
 fn split_and_create_across(u: &Universe) -> Result<()> {
     let w = u.world();
-    let (me, n) = (w.rank(), w.size());
+    let me = w.rank();
     let (local, ic) = halves(w)?;
     let r = ic.rank();
     // Colors by local rank: 0 and 1 alternate; the last rank of a half of 3 or more opts out.
@@ -717,7 +717,6 @@ fn split_and_create_across(u: &Universe) -> Result<()> {
             cc.free()?;
         }
     }
-    let _ = n;
     ic.free()?;
     local.free()
 }
