@@ -11,7 +11,7 @@ REF=${REF:-$ROOT/../shared/bench-ref}
 ROUNDS=${ROUNDS:-5}
 SIZE=${SIZE:-8}
 cd "$ROOT"
-cargo build --release -q -p earlybird-capi -p ebrun -p earlybird-bench
+cargo build --release -q -p earlybird-libmpi -p ebrun -p earlybird-bench
 make -s -C "$REF/mpi" pingpong.mpich msgrate.mpich >/dev/null
 lib=$(mktemp -d)
 res=$(mktemp)

@@ -18,7 +18,7 @@ if [ ! -x "$bin" ]; then
     (cd "$IMB_DIR" && unzip -q -o impi_rt-*.whl 'impi_rt-2021.19.0.data/data/bin/IMB-*')
 fi
 cd "$ROOT"
-cargo build --release -q -p earlybird-capi -p ebrun
+cargo build --release -q -p earlybird-libmpi -p ebrun
 eb=$(mktemp -d) mp=$(mktemp -d)
 trap 'rm -rf "$eb" "$mp"' EXIT
 ln -s "$ROOT/target/release/libmpi.so" "$eb/libmpi.so.12"

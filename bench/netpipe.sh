@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 command -v NPmpich2 >/dev/null || { apt-get update -qq && apt-get install -y -qq netpipe-mpich2; }
-cargo build --release -q -p earlybird-capi -p ebrun
+cargo build --release -q -p earlybird-libmpi -p ebrun
 lib=$(mktemp -d)
 trap 'rm -rf "$lib"' EXIT
 ln -s "$PWD/target/release/libmpi.so" "$lib/libmpi.so.12"

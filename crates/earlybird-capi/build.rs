@@ -205,7 +205,6 @@ struct Missing {
 }
 
 fn main() {
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
     println!("cargo:rerun-if-changed=api/mpi.api");
     println!("cargo:rerun-if-changed=build.rs");
     let text = std::fs::read_to_string("api/mpi.api").expect("api/mpi.api");

@@ -569,15 +569,8 @@ mpi! {
     }
 
     fn MPI_Waitall / PMPI_Waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) {
-        let mut rc = MPI_SUCCESS;
-        for i in 0..n.max(0) as usize {
-            let st = pt2pt::nth_status(statuses, i);
-            // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
-            if let Err(c) = unsafe { state::complete(reqs.wrapping_add(i), st, true) } {
-                rc = c;
-            }
-        }
-        rc
+        // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
+        unsafe { state::wait_all(n, reqs, statuses) }
     }
 
     fn MPI_Testall / PMPI_Testall(n: c_int, reqs: *mut Handle, flag: *mut c_int, statuses: *mut MpiStatus) {

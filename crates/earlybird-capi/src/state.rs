@@ -16,7 +16,11 @@ struct State {
     /// operation is completed through its request, as MPI says).
     scope: &'static earlybird::Scope<'static, 'static>,
     comms: Table<Comm>,
-    reqs: Table<Box<Pending>>,
+    reqs: Table<Held>,
+    /// The boxes of requests that completed or were freed, for the next ones (boxes, not
+    /// requests: a box moves into the table as a pointer).
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Option<Pending>>>,
     types: Table<Datatype>,
     groups: Table<earlybird::Group>,
     ops: Table<earlybird::Op>,
@@ -63,6 +67,41 @@ impl Pending {
     pub(crate) fn then(&mut self, f: Box<dyn FnOnce()>) {
         self.then = Some(f);
     }
+}
+
+/// A request kept in the table. It is boxed, so that the table and the calls that take it out
+/// move a pointer, and its box serves the next request once it is [`retire`]d (a window of
+/// nonblocking requests then allocates nothing).
+pub(crate) struct Held(Box<Option<Pending>>);
+
+impl std::ops::Deref for Held {
+    type Target = Pending;
+    fn deref(&self) -> &Pending {
+        self.0
+            .as_ref()
+            .as_ref()
+            .expect("a held request is there until retired")
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut Pending {
+        self.0
+            .as_mut()
+            .as_mut()
+            .expect("a held request is there until retired")
+    }
+}
+
+/// Drop the request `p` holds (with the state not borrowed: a generalized request's free
+/// function may call MPI) and keep its box for the next one.
+pub(crate) fn retire(mut p: Held) {
+    *p.0 = None;
+    with_state(|s| {
+        if let Some(st) = s.as_mut() {
+            st.spare.push(p.0);
+        }
+    })
 }
 
 impl Drop for Pending {
@@ -112,6 +151,7 @@ pub(crate) fn init() -> c_int {
                     scope: earlybird::endless_scope(),
                     comms: Table::new(),
                     reqs: Table::new(),
+                    spare: Vec::new(),
                     types: Table::new(),
                     groups: Table::new(),
                     ops: Table::new(),
@@ -934,11 +974,25 @@ pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
     })
 }
 
-pub(crate) fn add_request(p: Box<Pending>) -> Handle {
+pub(crate) fn add_request(p: Pending) -> Handle {
     with_state(|s| {
         let st = s.as_mut().expect("a request made while MPI is initialized");
-        REQUESTS.handle(st.reqs.insert(p))
+        let held = st.hold(p);
+        REQUESTS.handle(st.reqs.insert(held))
     })
+}
+
+impl State {
+    /// `p` in a box of the spare ones (a new one if none is left).
+    fn hold(&mut self, p: Pending) -> Held {
+        match self.spare.pop() {
+            Some(mut b) => {
+                *b = Some(p);
+                Held(b)
+            }
+            None => Held(Box::new(Some(p))),
+        }
+    }
 }
 
 /// MPI_Isend / MPI_Issend.
@@ -957,8 +1011,7 @@ pub(crate) unsafe fn start_send(
     mode: Mode,
 ) -> Result<Handle> {
     let dest = abi::rank_in(dest);
-    let p = with_comm(comm, |c| {
-        let s = scope()?;
+    make_request(comm, |c, s| {
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
@@ -979,8 +1032,48 @@ pub(crate) unsafe fn start_send(
                 Err(e)
             }
         }
-    })?;
-    Ok(add_request(p))
+    })
+}
+
+/// A nonblocking call on communicator `comm`: `make` builds its request on the
+/// communicator, in the scope of every nonblocking operation, and the request is kept; its
+/// handle. The state is reached once for the whole call (these calls are the message rate);
+/// `make` runs with it borrowed, so it must not call the program (a user error handler runs
+/// after it, on its error).
+fn make_request(
+    comm: Handle,
+    make: impl FnOnce(&Comm, &'static earlybird::Scope<'static, 'static>) -> Result<Pending>,
+) -> Result<Handle> {
+    USER_HANDLER_RAN.with(|r| r.set(false));
+    let r = STATE.with(|s| {
+        // The request is made straight into a spare box (it is too large to move for free).
+        let mut b = s
+            .borrow_mut()
+            .as_mut()
+            .and_then(|st| st.spare.pop())
+            .unwrap_or_else(|| Box::new(None));
+        {
+            let g = s.borrow();
+            let c = comm_ref(&g, comm)?;
+            let scope = g
+                .as_ref()
+                .map(|st| st.scope)
+                .expect("a communicator, so a state");
+            *b = Some(make(c, scope)?);
+        }
+        let mut g = s.borrow_mut();
+        let st = g
+            .as_mut()
+            .ok_or_else(|| not_initialized("a nonblocking call"))?;
+        Ok(REQUESTS.handle(st.reqs.insert(Held(b))))
+    });
+    r.or_else(|e| {
+        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+            Err(e)
+        } else {
+            with_comm(comm, |_| Err(e))
+        }
+    })
 }
 
 /// A nonblocking call's result: its request kept and its handle into `*req`, or the error's
@@ -988,19 +1081,20 @@ pub(crate) unsafe fn start_send(
 ///
 /// # Safety
 /// `req` is null or points to a request handle to write.
-pub(crate) unsafe fn request_out(req: *mut Handle, r: Result<Box<Pending>>) -> c_int {
+pub(crate) unsafe fn request_out(req: *mut Handle, r: Result<Pending>) -> c_int {
     // SAFETY: the function's contract; `write` checks for null.
     ok_or_code(r.map(|p| unsafe { write(req, add_request(p)) }))
 }
 
-/// A request in a box of its own, so that the table moves a pointer, not the request.
-pub(crate) fn pending(req: Request<'static>, comm: Handle, kept: Kept) -> Box<Pending> {
-    Box::new(Pending {
+/// A request to keep in the table (inline: an allocation per request would cost more than
+/// moving it in and out).
+pub(crate) fn pending(req: Request<'static>, comm: Handle, kept: Kept) -> Pending {
+    Pending {
         req: Some(req),
         comm,
         kept,
         then: None,
-    })
+    }
 }
 
 /// MPI_Irecv.
@@ -1018,8 +1112,7 @@ pub(crate) unsafe fn start_recv(
     persistent: bool,
 ) -> Result<Handle> {
     let src = abi::rank_in(src);
-    let p = with_comm(comm, |c| {
-        let s = scope()?;
+    make_request(comm, |c, s| {
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
@@ -1050,8 +1143,7 @@ pub(crate) unsafe fn start_recv(
                 Err(e)
             }
         }
-    })?;
-    Ok(add_request(p))
+    })
 }
 
 pub(crate) fn empty_status(s: *mut MpiStatus) {
@@ -1067,7 +1159,7 @@ pub(crate) fn empty_status(s: *mut MpiStatus) {
     unsafe { s.write(v) }
 }
 
-fn take_request(h: Handle) -> Result<Box<Pending>> {
+fn take_request(h: Handle) -> Result<Held> {
     with_state(|s| {
         let st = s
             .as_mut()
@@ -1078,7 +1170,7 @@ fn take_request(h: Handle) -> Result<Box<Pending>> {
     })
 }
 
-fn put_back(h: Handle, p: Box<Pending>) {
+fn put_back(h: Handle, p: Held) {
     with_state(|s| {
         if let Some(st) = s.as_mut() {
             st.reqs.put_back(REQUESTS.index(h), p);
@@ -1113,6 +1205,7 @@ pub(crate) unsafe fn complete(
         Ok(p) => p,
         Err(e) => return Err(fail(abi::COMM_WORLD, "MPI_Wait", e)),
     };
+    USER_HANDLER_RAN.with(|r| r.set(false));
     let r = match p.req.as_mut() {
         Some(r) if block => r.wait().map(Some),
         Some(r) => r.test(),
@@ -1128,7 +1221,7 @@ pub(crate) unsafe fn complete(
                 // Inactive now; the handle stays for the next MPI_Start.
                 put_back(h, p);
             } else {
-                drop(p);
+                retire(p);
                 // SAFETY: the function's contract.
                 unsafe { req.write(abi::REQUEST_NULL) };
             }
@@ -1140,12 +1233,144 @@ pub(crate) unsafe fn complete(
         }
         Err(e) => {
             let comm = p.comm;
-            drop(p);
+            retire(p);
             // SAFETY: the function's contract.
             unsafe { req.write(abi::REQUEST_NULL) };
-            Err(ok_or_code(with_comm(comm, |_| Err::<(), _>(e))))
+            Err(request_error(comm, e))
         }
     }
+}
+
+/// MPI_Waitall: the requests taken out of the table together and waited for in one pass of
+/// the engine (as the Rust API's `wait_all`), then each finished as MPI_Wait finishes one.
+/// When some failed, every status says its own error (MPI_SUCCESS for those that did not)
+/// and the result is MPI_ERR_IN_STATUS.
+///
+/// # Safety
+/// `reqs` holds `n` request handles; `statuses` is MPI_STATUSES_IGNORE or `n` statuses.
+pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) -> c_int {
+    const WHAT: &str = "MPI_Waitall";
+    if n <= 0 {
+        return MPI_SUCCESS;
+    }
+    if reqs.is_null() {
+        let e = Error::new(ErrorClass::Request, format!("a null array of {n} requests"));
+        return fail(abi::COMM_WORLD, WHAT, e);
+    }
+    let n = n as usize;
+    // SAFETY: the function's contract.
+    let hs = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
+    // (position in the array, its request), MPI_REQUEST_NULL left out.
+    let taken: Result<Vec<(usize, Held)>> = with_state(|s| {
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Waitall"))?;
+        let mut taken = Vec::with_capacity(n);
+        for (i, &h) in hs.iter().enumerate() {
+            if h == abi::REQUEST_NULL {
+                continue;
+            }
+            match st.reqs.take(REQUESTS.index(h)) {
+                Some(p) => taken.push((i, p)),
+                None => {
+                    for (j, p) in taken.drain(..) {
+                        st.reqs.put_back(REQUESTS.index(hs[j]), p);
+                    }
+                    return Err(REQUESTS.gone(h));
+                }
+            }
+        }
+        Ok(taken)
+    });
+    let mut taken = match taken {
+        Ok(t) => t,
+        Err(e) => return fail(abi::COMM_WORLD, WHAT, e),
+    };
+    for (i, &h) in hs.iter().enumerate() {
+        if h == abi::REQUEST_NULL {
+            empty_status(crate::pt2pt::nth_status(statuses, i));
+        }
+    }
+    let mut out = vec![earlybird::Status::empty(); taken.len()];
+    USER_HANDLER_RAN.with(|r| r.set(false));
+    let r = {
+        let mut live: Vec<&mut Request<'static>> = taken
+            .iter_mut()
+            .filter_map(|(_, p)| p.req.as_mut())
+            .collect();
+        earlybird::wait_all_into(&mut live, &mut out)
+    };
+    let in_status = match &r {
+        Ok(()) => false,
+        Err(e) if e.class() == ErrorClass::InStatus => true,
+        Err(_) => {
+            // The wait itself failed: nothing was completed.
+            let comm = taken[0].1.comm;
+            for (i, p) in taken {
+                put_back(hs[i], p);
+            }
+            return request_error(comm, r.expect_err("an error"));
+        }
+    };
+    let mut statuses_of = out.into_iter();
+    let mut comm = abi::COMM_WORLD;
+    // Completed requests are dropped here, with the state not borrowed, and their boxes and
+    // the persistent requests go back in one visit to the state.
+    let mut back = Vec::new();
+    for (i, mut p) in taken {
+        let s = crate::pt2pt::nth_status(statuses, i);
+        if p.req.is_some() {
+            let st = statuses_of.next().unwrap_or_default();
+            crate::status_out(s, &st);
+            if in_status {
+                status_error(s, st.error().code());
+                if st.error() != ErrorClass::Success {
+                    comm = p.comm;
+                }
+            }
+        }
+        if let Some(f) = p.then.take() {
+            f();
+        }
+        if p.req.as_ref().is_some_and(Request::is_persistent) {
+            back.push((Some(hs[i]), p));
+        } else {
+            *p.0 = None;
+            back.push((None, p));
+            hs[i] = abi::REQUEST_NULL;
+        }
+    }
+    with_state(|s| {
+        if let Some(st) = s.as_mut() {
+            for (h, p) in back {
+                match h {
+                    Some(h) => st.reqs.put_back(REQUESTS.index(h), p),
+                    None => st.spare.push(p.0),
+                }
+            }
+        }
+    });
+    match r {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => request_error(comm, e),
+    }
+}
+
+/// The code of an error a request's completion returned, after `comm`'s error handler, unless
+/// a user handler of the program already saw it during the completion (the caller cleared
+/// `USER_HANDLER_RAN` before it).
+fn request_error(comm: Handle, e: Error) -> c_int {
+    if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+        return e.code();
+    }
+    ok_or_code(with_comm(comm, |_| Err::<(), _>(e)))
+}
+
+/// Set a status's MPI_ERROR (MPI does so only where a call returns MPI_ERR_IN_STATUS).
+fn status_error(s: *mut MpiStatus, code: c_int) {
+    if s.is_null() || s as usize == abi::STATUS_IGNORE {
+        return;
+    }
+    // SAFETY: a status to write (MPI's contract), checked for null and the ignore sentinel.
+    unsafe { (&raw mut (*s).error).write(code) }
 }
 
 /// MPI_Start: start the persistent request `h`.
@@ -1339,7 +1564,7 @@ pub(crate) unsafe fn free_request(req: *mut Handle) -> c_int {
         Err(e) => return fail(abi::COMM_WORLD, "MPI_Request_free", e),
     };
     let r = p.req.take().map_or(Ok(()), Request::free);
-    drop(p);
+    retire(p);
     // SAFETY: the function's contract.
     unsafe { req.write(abi::REQUEST_NULL) };
     ok_or_code(r)

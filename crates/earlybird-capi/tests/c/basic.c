@@ -224,6 +224,30 @@ int main(int argc, char **argv) {
     char msg[MPI_MAX_ERROR_STRING];
     MPI_Error_string(rc, msg, &len);
     CHECK(len > 0, "error string of %d chars", len);
+    /* MPI_Waitall with one failed request: MPI_ERR_IN_STATUS, each status its own error, every
+     * request completed. The second receive is one element short of its message. */
+    {
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        int two[2] = {1, 2}, got[3] = {0, 0, 0};
+        MPI_Request wr[4];
+        MPI_Status ws[4];
+        MPI_Irecv(&got[0], 1, MPI_INT, 0, 31, MPI_COMM_SELF, &wr[0]);
+        MPI_Irecv(&got[1], 1, MPI_INT, 0, 32, MPI_COMM_SELF, &wr[1]);
+        MPI_Isend(&two[0], 1, MPI_INT, 0, 31, MPI_COMM_SELF, &wr[2]);
+        MPI_Isend(two, 2, MPI_INT, 0, 32, MPI_COMM_SELF, &wr[3]);
+        for (int i = 0; i < 4; i++) ws[i].MPI_ERROR = -1;
+        rc = MPI_Waitall(4, wr, ws);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_IN_STATUS, "Waitall with a truncated receive gave class %d", cls);
+        MPI_Error_class(ws[1].MPI_ERROR, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "the truncated receive's status has class %d", cls);
+        CHECK(ws[0].MPI_ERROR == MPI_SUCCESS && ws[2].MPI_ERROR == MPI_SUCCESS,
+              "the others' statuses say %d and %d", ws[0].MPI_ERROR, ws[2].MPI_ERROR);
+        CHECK(got[0] == 1 && ws[0].MPI_TAG == 31, "the good receive got %d, tag %d", got[0], ws[0].MPI_TAG);
+        int nulls = 0;
+        for (int i = 0; i < 4; i++) nulls += wr[i] == MPI_REQUEST_NULL;
+        CHECK(nulls == 4, "%d of 4 requests are MPI_REQUEST_NULL after Waitall", nulls);
+    }
 
     /* The data sentinels are exported, distinct, and not null. */
     CHECK(MPI_UNWEIGHTED != NULL && MPI_WEIGHTS_EMPTY != NULL && (void *)MPI_UNWEIGHTED != (void *)MPI_WEIGHTS_EMPTY,
