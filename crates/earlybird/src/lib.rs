@@ -85,6 +85,7 @@ pub use rma::{
     AccessEpoch, At, Attached, ExposureEpoch, Flavor, LocalView, Lock, LockAll, LockType, Model,
     Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
 };
+pub use sys::exposed::ExposedMemory;
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;
 

@@ -44,7 +44,7 @@ use std::sync::Arc;
 /// not share one).
 pub(crate) const LINE: usize = 64;
 /// Regions a rank may have attached to a dynamic window at once.
-pub(crate) const MAX_ATTACH: usize = 256;
+pub(crate) const MAX_ATTACH: usize = 4096;
 /// Bytes of one mail box (a whole number of lines).
 pub(crate) const MAIL: usize = 4 * LINE;
 /// Bytes of a mail box before its payload: seq, consumed, a spare word.

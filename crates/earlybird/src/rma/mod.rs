@@ -79,6 +79,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::window::{Mem, WinSegment, WinShape, Word};
 use crate::fabric::Transport;
 use crate::info::Info;
+use crate::sys::exposed::ExposedMemory;
 use crate::sys::plain::Plain;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -330,8 +331,19 @@ impl Comm {
     /// MPI_Win_create: a window over `mem`, which the window owns until [`Win::free_into`]
     /// hands it back. `disp_unit` bytes per displacement unit.
     pub fn win_create<T: Plain>(&self, mem: Vec<T>, disp_unit: usize, info: &Info) -> Result<Win> {
-        let bytes = std::mem::size_of_val(&mem[..]);
-        let addr = mem.as_ptr() as u64;
+        self.win_create_exposed(mem, disp_unit, info)
+    }
+
+    /// MPI_Win_create over any [`ExposedMemory`] (the C ABI's: the program's pointer and
+    /// size), which the window owns until it is freed ([`Win::free_into`] hands a `Vec` back).
+    pub fn win_create_exposed<M: ExposedMemory>(
+        &self,
+        mem: M,
+        disp_unit: usize,
+        info: &Info,
+    ) -> Result<Win> {
+        let bytes = mem.bytes();
+        let addr = mem.address();
         let owned = Owned {
             value: Box::new(mem),
         };
@@ -692,8 +704,10 @@ impl Win {
     }
 
     /// MPI_Win_set_info: change the hints. `accumulate_ordering` and `accumulate_ops` may
-    /// change (they only relax what earlybird already guarantees); the keys fixed at
-    /// creation (`no_locks` from false to true is allowed, the rest are not) keep their value.
+    /// change (they only relax what earlybird already guarantees), and so may the program's
+    /// promises `no_locks`, `same_size` and `same_disp_unit` (earlybird relies on none of
+    /// them); `alloc_shared_noncontig` says how the memory was laid out at creation and keeps
+    /// its value.
     pub fn set_info(&self, info: &Info) -> Result<()> {
         let r = (|| {
             self.check_live()?;
@@ -706,6 +720,8 @@ impl Win {
             h.accumulate_ordering = new.accumulate_ordering;
             h.accumulate_ops = new.accumulate_ops;
             h.no_locks = new.no_locks;
+            h.same_size = new.same_size;
+            h.same_disp_unit = new.same_disp_unit;
             Ok(())
         })();
         self.ret("win_set_info", r)
@@ -782,11 +798,24 @@ impl Win {
     /// MPI_ERR_RMA_FLAVOR on another flavour, MPI_ERR_RMA_ATTACH when it would overlap a
     /// region attached already, or more than 256 are attached.
     pub fn attach<T: Plain>(&self, mem: Vec<T>) -> Result<Attached<T>> {
-        let r = self.attach_owned(mem);
+        let r = self.attach_owned(mem).map(|(addr, len)| Attached {
+            addr,
+            len,
+            _t: std::marker::PhantomData,
+        });
         self.ret("win_attach", r)
     }
 
-    fn attach_owned<T: Plain>(&self, mem: Vec<T>) -> Result<Attached<T>> {
+    /// MPI_Win_attach of any [`ExposedMemory`] (the C ABI's: the program's pointer and size);
+    /// peers address it by its [`address`](ExposedMemory::address). Ended by
+    /// [`detach_address`](Self::detach_address).
+    pub fn attach_exposed<M: ExposedMemory>(&self, mem: M) -> Result<()> {
+        let r = self.attach_owned(mem).map(drop);
+        self.ret("win_attach", r)
+    }
+
+    /// The region's address and length.
+    fn attach_owned<M: ExposedMemory>(&self, mem: M) -> Result<(u64, usize)> {
         self.check_live()?;
         if self.inner.flavor != Flavor::Dynamic {
             return Err(err(
@@ -797,8 +826,8 @@ impl Win {
                 ),
             ));
         }
-        let len = std::mem::size_of_val(&mem[..]);
-        let addr = mem.as_ptr() as u64;
+        let len = mem.bytes();
+        let addr = mem.address();
         if len == 0 {
             return Err(err(ErrorClass::RmaAttach, "win_attach of 0 bytes"));
         }
@@ -846,58 +875,13 @@ impl Win {
                 value: Box::new(mem),
             },
         });
-        Ok(Attached {
-            addr,
-            len,
-            _t: std::marker::PhantomData,
-        })
+        Ok((addr, len))
     }
 
     /// MPI_Win_detach: stop exposing a region (after every operation on it in flight) and
     /// give it back.
     pub fn detach<T: Plain>(&self, a: Attached<T>) -> Result<Vec<T>> {
-        let r = (|| {
-            self.check_live()?;
-            let me = self.inner.rank;
-            let table = &self.inner.seg;
-            let lock = table.word(me, Word::AttachLock);
-            self.wait_rma(me, || sync::try_write_lock(lock))?;
-            let count = table
-                .word(me, Word::AttachCount)
-                .load(std::sync::atomic::Ordering::Relaxed) as usize;
-            let found = (0..count).find(|&i| {
-                table
-                    .attached(me, i)
-                    .0
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    == a.addr
-            });
-            if let Some(i) = found {
-                let last = table.attached(me, count - 1);
-                let (la, ll) = (
-                    last.0.load(std::sync::atomic::Ordering::Relaxed),
-                    last.1.load(std::sync::atomic::Ordering::Relaxed),
-                );
-                let slot = table.attached(me, i);
-                slot.0.store(la, std::sync::atomic::Ordering::Relaxed);
-                slot.1.store(ll, std::sync::atomic::Ordering::Relaxed);
-                table
-                    .word(me, Word::AttachCount)
-                    .store(count as u64 - 1, std::sync::atomic::Ordering::Relaxed);
-            }
-            sync::write_unlock(lock);
-            if found.is_none() {
-                return Err(err(
-                    ErrorClass::RmaAttach,
-                    format!("win_detach of {:#x}, which is not attached", a.addr),
-                ));
-            }
-            let mut regions = self.inner.attached.borrow_mut();
-            let k = regions
-                .iter()
-                .position(|r| r.addr == a.addr)
-                .ok_or_else(|| err(ErrorClass::Intern, "attached region not kept"))?;
-            let region = regions.swap_remove(k);
+        let r = self.detach_owned(a.addr).and_then(|region| {
             debug_assert_eq!(region.len, a.len);
             region
                 .owned
@@ -905,8 +889,60 @@ impl Win {
                 .downcast::<Vec<T>>()
                 .map(|b| *b)
                 .map_err(|_| err(ErrorClass::Intern, "attached region of another type"))
-        })();
+        });
         self.ret("win_detach", r)
+    }
+
+    /// MPI_Win_detach of the region attached at `addr` by
+    /// [`attach_exposed`](Self::attach_exposed) (or [`attach`](Self::attach)): its owner is
+    /// dropped. MPI_ERR_RMA_ATTACH if no region starts there.
+    pub fn detach_address(&self, addr: u64) -> Result<()> {
+        let r = self.detach_owned(addr).map(drop);
+        self.ret("win_detach", r)
+    }
+
+    fn detach_owned(&self, addr: u64) -> Result<AttachedRegion> {
+        self.check_live()?;
+        let me = self.inner.rank;
+        let table = &self.inner.seg;
+        let lock = table.word(me, Word::AttachLock);
+        self.wait_rma(me, || sync::try_write_lock(lock))?;
+        let count = table
+            .word(me, Word::AttachCount)
+            .load(std::sync::atomic::Ordering::Relaxed) as usize;
+        let found = (0..count).find(|&i| {
+            table
+                .attached(me, i)
+                .0
+                .load(std::sync::atomic::Ordering::Relaxed)
+                == addr
+        });
+        if let Some(i) = found {
+            let last = table.attached(me, count - 1);
+            let (la, ll) = (
+                last.0.load(std::sync::atomic::Ordering::Relaxed),
+                last.1.load(std::sync::atomic::Ordering::Relaxed),
+            );
+            let slot = table.attached(me, i);
+            slot.0.store(la, std::sync::atomic::Ordering::Relaxed);
+            slot.1.store(ll, std::sync::atomic::Ordering::Relaxed);
+            table
+                .word(me, Word::AttachCount)
+                .store(count as u64 - 1, std::sync::atomic::Ordering::Relaxed);
+        }
+        sync::write_unlock(lock);
+        if found.is_none() {
+            return Err(err(
+                ErrorClass::RmaAttach,
+                format!("win_detach of {addr:#x}, which is not attached"),
+            ));
+        }
+        let mut regions = self.inner.attached.borrow_mut();
+        let k = regions
+            .iter()
+            .position(|r| r.addr == addr)
+            .ok_or_else(|| err(ErrorClass::Intern, "attached region not kept"))?;
+        Ok(regions.swap_remove(k))
     }
 
     // ---- free ------------------------------------------------------------------------------
@@ -1060,6 +1096,14 @@ impl<T> std::fmt::Debug for LocalView<'_, T> {
 }
 
 impl<'w, T: Plain> LocalView<'w, T> {
+    /// The address of the memory seen (0 for none): for bindings that hand it out, as the C
+    /// ABI's MPI_Win_shared_query does.
+    pub fn address(&self) -> u64 {
+        self.mem
+            .as_ref()
+            .map_or(0, |m| if m.len() == 0 { 0 } else { m.address() })
+    }
+
     fn new(mem: Option<Mem>, bytes: usize, _w: &'w Win) -> Result<LocalView<'w, T>> {
         if !T::GAPLESS {
             return Err(err(

@@ -686,8 +686,9 @@ impl Win {
     }
 
     /// A request that is complete: what the request-based operations return, since every
-    /// operation is done when its call returns.
-    fn done_request<'s>(&self) -> Request<'s> {
+    /// operation is done when its call returns. Public for bindings that do such an operation
+    /// through another call (the C ABI's MPI_Rput with a target datatype is `put_to`).
+    pub fn done_request<'s>(&self) -> Request<'s> {
         let c = &self.inner.comm;
         Request::nonblocking(
             &c.eng,

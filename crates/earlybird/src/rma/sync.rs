@@ -756,6 +756,42 @@ impl Win {
     }
 }
 
+/// Epochs without their values, for bindings that cannot keep a value across calls (the C
+/// ABI: MPI_Win_lock and MPI_Win_unlock are two calls). An epoch opened by [`Win::lock`],
+/// [`Win::lock_all`], [`Win::start`] or [`Win::post`] is kept open by the value's
+/// `keep_open` and ended by these; each is MPI_ERR_RMA_SYNC when no such epoch is open.
+impl Win {
+    /// MPI_Win_unlock of `rank`.
+    pub fn unlock_rank(&self, rank: i32) -> Result<()> {
+        let r = self.check_rank(rank).and_then(|t| self.unlock_raw(t));
+        self.ret("win_unlock", r)
+    }
+
+    /// MPI_Win_unlock_all.
+    pub fn unlock_all_ranks(&self) -> Result<()> {
+        let r = self.unlock_all_raw();
+        self.ret("win_unlock_all", r)
+    }
+
+    /// MPI_Win_complete.
+    pub fn complete_access(&self) -> Result<()> {
+        let r = self.complete_raw();
+        self.ret("win_complete", r)
+    }
+
+    /// MPI_Win_wait.
+    pub fn wait_exposure(&self) -> Result<()> {
+        let r = self.exposure_done(true).map(drop);
+        self.ret("win_wait", r)
+    }
+
+    /// MPI_Win_test: whether the exposure epoch has ended (it has when this says so).
+    pub fn test_exposure(&self) -> Result<bool> {
+        let r = self.exposure_done(false);
+        self.ret("win_test", r)
+    }
+}
+
 macro_rules! epoch_guard {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
@@ -775,6 +811,14 @@ macro_rules! epoch_guard {
         impl std::fmt::Debug for $name<'_> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(f, concat!(stringify!($name), "({:?})"), self.win)
+            }
+        }
+
+        impl $name<'_> {
+            /// Give the value up and leave the epoch open, to be ended by the window's call
+            /// of the same name (see "Epochs without their values" on [`Win`]).
+            pub fn keep_open(mut self) {
+                self.done = true;
             }
         }
     };
@@ -838,6 +882,11 @@ impl Lock<'_> {
     /// The locked rank.
     pub fn target(&self) -> i32 {
         self.target as i32
+    }
+
+    /// Give the value up and leave the lock held, to be released by [`Win::unlock_rank`].
+    pub fn keep_open(mut self) {
+        self.done = true;
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub(crate) mod cma;
 pub(crate) mod copy;
+pub(crate) mod exposed;
 pub(crate) mod layout;
 pub(crate) mod lend;
 pub(crate) mod overlap;
