@@ -21,6 +21,10 @@ pub(crate) const COMM_NULL: Handle = c::MPI_COMM_NULL;
 /// Communicators this library makes: this kind bit pattern plus an index.
 pub(crate) const COMM_USER: Handle = 0x8400_0000_u32 as i32;
 
+pub(crate) const WIN_NULL: Handle = c::MPI_WIN_NULL;
+/// Windows: this pattern plus an index.
+pub(crate) const WIN_USER: Handle = 0xa000_0000_u32 as i32;
+
 pub(crate) const REQUEST_NULL: Handle = c::MPI_REQUEST_NULL;
 /// Requests: this pattern plus an index.
 pub(crate) const REQUEST_USER: Handle = 0xac00_0000_u32 as i32;

@@ -13,7 +13,7 @@
 use crate::abi::{Handle, MPI_SUCCESS};
 use crate::state;
 use crate::*;
-use crate::{collectives::*, datatypes::*, pt2pt::*};
+use crate::{collectives::*, datatypes::*, pt2pt::*, windows::*};
 use std::ffi::{c_int, c_void};
 
 /// MPI_ERR_COUNT for a count of `n` elements passed to `name` (raised on MPI_COMM_SELF, as

@@ -105,6 +105,7 @@ pub mod comms;
 pub mod datatypes;
 pub mod large_count;
 pub mod pt2pt;
+pub mod windows;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
     status_fields(

@@ -82,5 +82,5 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 }
 
 use crate::*;
-use crate::{collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*};
+use crate::{collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*, windows::*};
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

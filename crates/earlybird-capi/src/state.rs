@@ -5,6 +5,7 @@ use crate::abi::{self, Handle, MpiStatus, MPI_SUCCESS};
 use earlybird::{Comm, Datatype, Error, ErrorClass, Request, Result, Typed, TypedMut, Universe};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -28,6 +29,11 @@ struct State {
     keyvals: Table<earlybird::Keyval<usize>>,
     errhandlers: Table<earlybird::ErrHandler>,
     messages: Table<earlybird::Message>,
+    wins: Table<Rc<crate::windows::CWin>>,
+    /// Window keyvals: (delete function, extra state).
+    win_keyvals: Table<crate::windows::WinKeyval>,
+    /// Window error handlers: the program's functions.
+    win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
     /// library buffers in memory of its own of the same size).
     attached: Option<(usize, c_int)>,
@@ -159,6 +165,9 @@ pub(crate) fn init() -> c_int {
                     keyvals: Table::new(),
                     errhandlers: Table::new(),
                     messages: Table::new(),
+                    wins: Table::new(),
+                    win_keyvals: Table::new(),
+                    win_errhandlers: Table::new(),
                     attached: None,
                     env: earlybird::Info::new(),
                 })
@@ -196,9 +205,16 @@ pub(crate) fn finalize() -> c_int {
         return not_initialized("MPI_Finalize").code();
     };
     let State {
-        uni, comms, reqs, ..
+        uni,
+        comms,
+        reqs,
+        wins,
+        ..
     } = st;
     drop(reqs.drain().collect::<Vec<_>>());
+    // Windows the program did not free: dropped as the Rust API drops them (memory given
+    // to them is leaked rather than handed back while a peer might still write it).
+    drop(wins.drain().collect::<Vec<_>>());
     drop(comms.drain().collect::<Vec<_>>());
     FINALIZED.store(true, Ordering::Release);
     match uni.finalize().and(attrs.unwrap_or(Ok(()))) {
@@ -411,6 +427,11 @@ const MESSAGES: Kind = Kind {
     class: ErrorClass::Request,
     noun: "message",
 };
+const WINS: Kind = Kind {
+    base: abi::WIN_USER,
+    class: ErrorClass::Win,
+    noun: "window",
+};
 const ERRHANDLERS: Kind = Kind {
     base: abi::ERRHANDLER_USER,
     class: ErrorClass::Arg,
@@ -472,6 +493,98 @@ fn lookup<T: Clone>(pick: fn(&State) -> &Table<T>, kind: &Kind, h: Handle) -> Re
             .cloned()
             .ok_or_else(|| kind.gone(h))
     })
+}
+
+/// Keep window `w`; its handle.
+pub(crate) fn add_win(w: crate::windows::CWin) -> Result<Handle> {
+    keep(|st| &mut st.wins, &WINS, Rc::new(w))
+}
+
+/// The window `h` names, out of the table (MPI_Win_free).
+pub(crate) fn take_win(h: Handle) -> Result<Rc<crate::windows::CWin>> {
+    if h == abi::WIN_NULL {
+        return Err(Error::new(
+            ErrorClass::Win,
+            "MPI_WIN_NULL is not a window to use",
+        ));
+    }
+    release(|st| &mut st.wins, &WINS, h)
+}
+
+/// `f` on the window behind `h`, taken out of the state first (a shared handle), so that
+/// the program's callbacks it may run (an error handler) can call MPI. An error goes through
+/// the window's error handler (once: the Rust API ran a user handler already); a handle that
+/// names no window is an error of MPI_COMM_WORLD's.
+pub(crate) fn with_win<R>(
+    h: Handle,
+    what: &str,
+    f: impl FnOnce(&crate::windows::CWin) -> Result<R>,
+) -> Result<R> {
+    let w = STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.wins.get(WINS.index(h)).cloned())
+    });
+    let Some(w) = w else {
+        let e = if h == abi::WIN_NULL {
+            Error::new(
+                ErrorClass::Win,
+                format!("{what}: MPI_WIN_NULL is not a window to use"),
+            )
+        } else {
+            let e = WINS.gone(h);
+            Error::new(e.class(), format!("{what}: {}", e.detail()))
+        };
+        return with_comm(abi::COMM_WORLD, |_| Err(e));
+    };
+    USER_HANDLER_RAN.with(|r| r.set(false));
+    f(&w).map_err(|e| {
+        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+            e
+        } else {
+            w.win.call_errhandler(e)
+        }
+    })
+}
+
+/// Window keyvals: this base plus an index (apart from communicator keyvals).
+const WIN_KEYVALS: Kind = Kind {
+    base: abi::KEYVAL_USER | 0x0080_0000,
+    class: ErrorClass::Keyval,
+    noun: "window attribute key",
+};
+
+/// Keep a window keyval; its handle.
+pub(crate) fn add_win_keyval(k: crate::windows::WinKeyval) -> Result<c_int> {
+    keep(|st| &mut st.win_keyvals, &WIN_KEYVALS, k)
+}
+
+/// The window keyval `h` names.
+pub(crate) fn win_keyval_of(h: c_int) -> Result<crate::windows::WinKeyval> {
+    lookup(|st| &st.win_keyvals, &WIN_KEYVALS, h)
+}
+
+/// The window keyval `h` names, out of the table (MPI_Win_free_keyval; attributes set with
+/// it keep their delete function).
+pub(crate) fn take_win_keyval(h: c_int) -> Result<crate::windows::WinKeyval> {
+    release(|st| &mut st.win_keyvals, &WIN_KEYVALS, h)
+}
+
+/// Window error handlers: this base plus an index (apart from communicators' handlers).
+const WIN_ERRHANDLERS: Kind = Kind {
+    base: abi::ERRHANDLER_USER | 0x0040_0000,
+    class: ErrorClass::Arg,
+    noun: "window error handler",
+};
+
+/// Keep a window error handler; its handle.
+pub(crate) fn add_win_errhandler(f: crate::windows::WinErrFunction) -> Result<Handle> {
+    keep(|st| &mut st.win_errhandlers, &WIN_ERRHANDLERS, f)
+}
+
+/// The window error handler `h` names, if it names one.
+pub(crate) fn win_errhandler_of(h: Handle) -> Option<crate::windows::WinErrFunction> {
+    lookup(|st| &st.win_errhandlers, &WIN_ERRHANDLERS, h).ok()
 }
 
 pub(crate) fn add_comm(c: Comm) -> Handle {
@@ -1484,6 +1597,11 @@ pub(crate) fn add_errhandler(e: earlybird::ErrHandler) -> Result<Handle> {
 
 /// The user error handler `h` names, out of the table (MPI_Errhandler_free).
 pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
+    if win_errhandler_of(h).is_some() {
+        // A window's handler: freed from its own table.
+        release(|st| &mut st.win_errhandlers, &WIN_ERRHANDLERS, h)?;
+        return Ok(earlybird::ErrHandler::Return);
+    }
     if matches!(
         h,
         abi::ERRORS_ARE_FATAL | abi::ERRORS_RETURN | abi::ERRORS_ABORT

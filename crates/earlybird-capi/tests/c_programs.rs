@@ -171,6 +171,11 @@ fn intercommunicators_and_user_error_handlers_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn one_sided_windows_epochs_and_operations_at_several_sizes_and_alone() {
+    run_everywhere("rma", BOTH);
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported", OURS);
 }
