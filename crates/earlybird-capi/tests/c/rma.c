@@ -234,6 +234,42 @@ int main(int argc, char **argv) {
     MPI_Win_free(&win);
     free(dyn);
 
+    /* Accumulates of bytes are atomic as whole operations on memory of the program's in
+     * another process (MPICH's are; a linked list's next pointer is such a structure): every
+     * rank replaces rank 0's pair with two copies of one number and reads it back with
+     * MPI_NO_OP, and never sees a mix. */
+    struct pair { int a; int pad; MPI_Aint b; } *shared_pair = NULL, mine_pair, seen_pair;
+    MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Aint pair_at = 0;
+    if (rank == 0) {
+        MPI_Alloc_mem(sizeof(struct pair), MPI_INFO_NULL, &shared_pair);
+        shared_pair->a = -1;
+        shared_pair->pad = 0;
+        shared_pair->b = -1;
+        MPI_Win_attach(win, shared_pair, sizeof(struct pair));
+        MPI_Get_address(shared_pair, &pair_at);
+    }
+    MPI_Bcast(&pair_at, 1, MPI_AINT, 0, MPI_COMM_WORLD);
+    MPI_Win_lock_all(0, win);
+    int torn = 0;
+    for (int i = 0; i < 2000; i++) {
+        mine_pair.a = rank * 100000 + i;
+        mine_pair.pad = 0;
+        mine_pair.b = rank * 100000 + i;
+        MPI_Accumulate(&mine_pair, sizeof mine_pair, MPI_BYTE, 0, pair_at, sizeof mine_pair, MPI_BYTE, MPI_REPLACE, win);
+        MPI_Get_accumulate(NULL, 0, MPI_DATATYPE_NULL, &seen_pair, sizeof seen_pair, MPI_BYTE, 0, pair_at, sizeof seen_pair, MPI_BYTE, MPI_NO_OP, win);
+        MPI_Win_flush(0, win);
+        torn += seen_pair.a != seen_pair.b;
+    }
+    MPI_Win_unlock_all(win);
+    CHECK(torn == 0, "%d reads of the pair saw a mix of two replacements", torn);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        MPI_Win_detach(win, shared_pair);
+    }
+    MPI_Win_free(&win);
+    if (rank == 0) MPI_Free_mem(shared_pair);
+
     MPI_Type_free(&every_other);
     MPI_Group_free(&from);
     MPI_Group_free(&to);

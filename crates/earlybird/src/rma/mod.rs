@@ -46,7 +46,11 @@
 //! [`Win::free_into`]): ranks that are threads of one process reach it directly; ranks in
 //! other processes reach it with `process_vm_readv`/`writev`, and then every accumulate on
 //! that memory takes the target's accumulate lock (one rule per target memory, so that
-//! accumulates stay atomic against each other). Dynamic windows publish their attached
+//! accumulates stay atomic against each other), held across all the elements of the call: such
+//! an accumulate is atomic as a whole, as MPICH's are (a structure of bytes replaced by one
+//! and read back by another, as a linked list's next pointer, is never seen half written).
+//! Where hardware atomics serve, an accumulate is atomic per element, which is what MPI
+//! promises. Dynamic windows publish their attached
 //! regions in an attach table that origins read under a readers/writer word, so that a detach
 //! waits for operations in flight.
 //!

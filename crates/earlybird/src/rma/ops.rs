@@ -371,17 +371,39 @@ impl Win {
         mut old: Option<&mut [u8]>,
     ) -> Result<()> {
         let n = loan.packed_len();
-        let atomics = self.inner.atomics;
-        let mut lock = self.acc_lock(t);
         self.with_target(what, t, disp, at, n, |mem, place| {
-            let mut pos = 0;
-            read_chunks(loan, place, n, &mut |b, m| {
-                let o = old.as_deref_mut().map(|o| &mut o[pos..pos + b.len()]);
-                pos += b.len();
-                acc::apply(mem, m, b.len(), b, o, e, op, atomics, &mut lock)
+            self.whole_operation(t, |atomics, lock| {
+                let mut pos = 0;
+                read_chunks(loan, place, n, &mut |b, m| {
+                    let o = old.as_deref_mut().map(|o| &mut o[pos..pos + b.len()]);
+                    pos += b.len();
+                    acc::apply(mem, m, b.len(), b, o, e, op, atomics, lock)
+                })
             })
             .map_err(|x| io_err(what, x))
         })
+    }
+
+    /// Run an accumulate's element walk `f` on target `t` as one operation. Without hardware
+    /// atomics the target's accumulate lock is held across the whole walk (and `f`'s runs get
+    /// a lock that does nothing), so that an accumulate of several elements is atomic as a
+    /// whole against the others, as MPICH's are and as programs that read and replace a
+    /// structure of bytes (a linked list's next pointer) need. With hardware atomics each
+    /// element is one atomic and `f` gets the lock for the elements that are not.
+    fn whole_operation(
+        &self,
+        t: usize,
+        f: impl FnOnce(bool, &mut dyn FnMut(bool) -> io::Result<()>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let atomics = self.inner.atomics;
+        let mut lock = self.acc_lock(t);
+        if atomics {
+            return f(true, &mut lock);
+        }
+        lock(true)?;
+        let r = f(false, &mut |_| Ok(()));
+        lock(false)?;
+        r
     }
 
     /// MPI_Accumulate: `target[i] = origin[i] op target[i]` element-wise at rank `target`'s
@@ -553,15 +575,15 @@ impl Win {
             let mut old = vec![0u8; n];
             if p == Predefined::NoOp {
                 // No origin data: walk the target with the result's shape.
-                let atomics = self.inner.atomics;
-                let mut lock = self.acc_lock(t);
                 self.with_target(WHAT, t, disp, at, n, |mem, place| {
-                    let mut pos = 0;
                     let zero = Loan::zeroed(n);
-                    read_chunks(&zero, place, n, &mut |b, m| {
-                        let o = &mut old[pos..pos + b.len()];
-                        pos += b.len();
-                        acc::apply(mem, m, b.len(), b, Some(o), e, p, atomics, &mut lock)
+                    self.whole_operation(t, |atomics, lock| {
+                        let mut pos = 0;
+                        read_chunks(&zero, place, n, &mut |b, m| {
+                            let o = &mut old[pos..pos + b.len()];
+                            pos += b.len();
+                            acc::apply(mem, m, b.len(), b, Some(o), e, p, atomics, lock)
+                        })
                     })
                     .map_err(|x| io_err(WHAT, x))
                 })?;
