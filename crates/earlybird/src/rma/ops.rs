@@ -62,11 +62,21 @@ impl Win {
         self.wait_rma(t, || sync::try_read_lock(lock))?;
         let addr = disp as u64;
         let count = seg.word(t, Word::AttachCount).load(Ordering::Acquire) as usize;
-        let region = (0..count).find_map(|i| {
+        let entry = |i: usize| {
             let (a, l) = seg.attached(t, i);
-            let (a, l) = (a.load(Ordering::Relaxed), l.load(Ordering::Relaxed));
-            (addr >= a && addr < a + l).then_some((a, l as usize))
-        });
+            (a.load(Ordering::Relaxed), l.load(Ordering::Relaxed))
+        };
+        // The region holding the address, joined with the regions attached right after it:
+        // an access may run across regions that are adjacent (all of it is attached).
+        let region = (0..count)
+            .map(entry)
+            .find(|&(a, l)| addr >= a && addr < a + l)
+            .map(|(a, mut l)| {
+                while let Some((_, next)) = (0..count).map(entry).find(|&(b, _)| b == a + l) {
+                    l += next;
+                }
+                (a, l as usize)
+            });
         let r = match region {
             None => Err(err(
                 ErrorClass::RmaRange,
