@@ -105,6 +105,7 @@ pub mod comms;
 pub mod datatypes;
 pub mod large_count;
 pub mod pt2pt;
+pub mod type_attributes;
 pub mod windows;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
@@ -1267,7 +1268,14 @@ mpi! {
 
     fn MPI_Type_free / PMPI_Type_free(dt: *mut Handle) {
         // SAFETY: a datatype handle to read (MPI's contract).
-        let r = unsafe { read_handle(dt) }.and_then(state::take_type).and_then(|d| d.free());
+        let h = match unsafe { read_handle(dt) } {
+            Ok(h) => h,
+            Err(e) => return self_ok(Err::<(), _>(e)),
+        };
+        // The program's attributes are deleted first, the datatype still there for their
+        // delete functions.
+        let deleted = state::type_of(h).and_then(|_| type_attributes::delete_all(h));
+        let r = state::take_type(h).and_then(|d| d.free()).and(deleted);
         if r.is_ok() {
             // SAFETY: as above, checked for null by `read_handle`.
             unsafe { dt.write(abi::DATATYPE_NULL) };
@@ -1277,7 +1285,13 @@ mpi! {
 
     fn MPI_Type_dup / PMPI_Type_dup(old: Handle, new: *mut Handle) {
         // SAFETY: a handle to write.
-        unsafe { made(new, state::type_of(old).and_then(|d| d.dup())) }
+        let rc = unsafe { made(new, state::type_of(old).and_then(|d| d.dup())) };
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+        // The attributes, through their copy functions (MPI 4.1 §7.7.4).
+        // SAFETY: the handle just written.
+        self_ok(type_attributes::copy_all(old, unsafe { new.read() }))
     }
 
     fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, old: Handle, new: *mut Handle) {

@@ -82,5 +82,8 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 }
 
 use crate::*;
-use crate::{collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*, windows::*};
+use crate::{
+    collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*, type_attributes::*,
+    windows::*,
+};
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

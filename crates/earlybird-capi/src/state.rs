@@ -32,6 +32,9 @@ struct State {
     wins: Table<Rc<crate::windows::CWin>>,
     /// Window keyvals: (delete function, extra state).
     win_keyvals: Table<crate::windows::WinKeyval>,
+    /// Datatype keyvals, and the attributes on datatypes by handle.
+    type_keyvals: Table<crate::type_attributes::TypeKeyval>,
+    type_attrs: std::collections::HashMap<Handle, Vec<crate::type_attributes::Attr>>,
     /// Window error handlers: the program's functions.
     win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
@@ -168,6 +171,8 @@ pub(crate) fn init() -> c_int {
                     wins: Table::new(),
                     win_keyvals: Table::new(),
                     win_errhandlers: Table::new(),
+                    type_keyvals: Table::new(),
+                    type_attrs: std::collections::HashMap::new(),
                     attached: None,
                     env: earlybird::Info::new(),
                 })
@@ -568,6 +573,73 @@ pub(crate) fn win_keyval_of(h: c_int) -> Result<crate::windows::WinKeyval> {
 /// it keep their delete function).
 pub(crate) fn take_win_keyval(h: c_int) -> Result<crate::windows::WinKeyval> {
     release(|st| &mut st.win_keyvals, &WIN_KEYVALS, h)
+}
+
+/// Datatype keyvals: this base plus an index (apart from communicator and window keyvals).
+const TYPE_KEYVALS: Kind = Kind {
+    base: abi::KEYVAL_USER | 0x0040_0000,
+    class: ErrorClass::Keyval,
+    noun: "datatype attribute key",
+};
+
+/// Keep a datatype keyval; its handle.
+pub(crate) fn add_type_keyval(k: crate::type_attributes::TypeKeyval) -> Result<c_int> {
+    keep(|st| &mut st.type_keyvals, &TYPE_KEYVALS, k)
+}
+
+/// The datatype keyval `h` names.
+pub(crate) fn type_keyval_of(h: c_int) -> Result<crate::type_attributes::TypeKeyval> {
+    lookup(|st| &st.type_keyvals, &TYPE_KEYVALS, h)
+}
+
+/// The datatype keyval `h` names, out of the table (MPI_Type_free_keyval).
+pub(crate) fn take_type_keyval(h: c_int) -> Result<crate::type_attributes::TypeKeyval> {
+    release(|st| &mut st.type_keyvals, &TYPE_KEYVALS, h)
+}
+
+/// The attributes on datatype `dt` (a copy: callbacks run on it with the state free).
+pub(crate) fn type_attrs(dt: Handle) -> Vec<crate::type_attributes::Attr> {
+    STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.type_attrs.get(&dt).cloned())
+            .unwrap_or_default()
+    })
+}
+
+/// Set attribute `a` on `dt`; the one it replaces.
+pub(crate) fn set_type_attr(
+    dt: Handle,
+    a: crate::type_attributes::Attr,
+) -> Option<crate::type_attributes::Attr> {
+    with_state(|s| {
+        let attrs = s.as_mut()?.type_attrs.entry(dt).or_default();
+        match attrs.iter_mut().find(|x| x.0 == a.0) {
+            Some(x) => Some(std::mem::replace(x, a)),
+            None => {
+                attrs.push(a);
+                None
+            }
+        }
+    })
+}
+
+/// The attribute on `dt` under `keyval`, removed.
+pub(crate) fn remove_type_attr(dt: Handle, keyval: c_int) -> Option<crate::type_attributes::Attr> {
+    with_state(|s| {
+        let attrs = s.as_mut()?.type_attrs.get_mut(&dt)?;
+        let i = attrs.iter().position(|x| x.0 == keyval)?;
+        Some(attrs.remove(i))
+    })
+}
+
+/// Every attribute on `dt`, removed (MPI_Type_free).
+pub(crate) fn take_type_attrs(dt: Handle) -> Vec<crate::type_attributes::Attr> {
+    with_state(|s| {
+        s.as_mut()
+            .and_then(|st| st.type_attrs.remove(&dt))
+            .unwrap_or_default()
+    })
 }
 
 /// Window error handlers: this base plus an index (apart from communicators' handlers).

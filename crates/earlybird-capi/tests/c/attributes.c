@@ -1,7 +1,8 @@
 /* Communicator attributes with C callbacks: a copy function that doubles the value and a
  * delete function that counts (both told their communicator and extra state), the predefined
  * MPI_COMM_DUP_FN and MPI_COMM_NULL_COPY_FN, delete on MPI_Comm_delete_attr and on free, and
- * freed keyvals. Prints "attributes: ok <rank>". */
+ * freed keyvals; datatype attributes the same way (copied by MPI_Type_dup, deleted by
+ * MPI_Type_free), on a derived and a predefined datatype. Prints "attributes: ok <rank>". */
 #include <mpi.h>
 #include <stdint.h>
 #define NAME "attributes"
@@ -23,6 +24,25 @@ static int counting_delete(MPI_Comm comm, int key, void *value, void *extra) {
     (void)key, (void)value;
     deletes += *(int *)extra;
     last_comm = comm;
+    return MPI_SUCCESS;
+}
+
+static int type_copies = 0, type_deletes = 0;
+static MPI_Datatype last_type = MPI_DATATYPE_NULL;
+
+static int type_copy(MPI_Datatype old, int key, void *extra, void *in, void *out, int *flag) {
+    (void)key, (void)extra;
+    type_copies++;
+    last_type = old;
+    *(void **)out = (void *)((intptr_t)in + 1);
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int type_delete(MPI_Datatype dt, int key, void *value, void *extra) {
+    (void)key, (void)value, (void)extra;
+    type_deletes++;
+    last_type = dt;
     return MPI_SUCCESS;
 }
 
@@ -64,6 +84,32 @@ int main(int argc, char **argv) {
     MPI_Comm_free_keyval(&k2);
     MPI_Comm_free_keyval(&k3);
     CHECK(k1 == MPI_KEYVAL_INVALID, "freed keyval not invalidated");
+
+    int tk;
+    MPI_Datatype t1, t2;
+    MPI_Type_create_keyval(type_copy, type_delete, &tk, NULL);
+    MPI_Type_contiguous(2, MPI_INT, &t1);
+    MPI_Type_set_attr(t1, tk, (void *)(intptr_t)40);
+    MPI_Type_dup(t1, &t2);
+    CHECK(type_copies == 1 && last_type == t1, "Type_dup ran the copy %d times", type_copies);
+    MPI_Type_get_attr(t2, tk, &v, &flag);
+    CHECK(flag && (intptr_t)v == 41, "the dup's attribute is %ld (flag %d)", (long)(intptr_t)v, flag);
+    MPI_Type_set_attr(t2, tk, (void *)(intptr_t)50);
+    CHECK(type_deletes == 1 && last_type == t2, "replacing ran the delete %d times", type_deletes);
+    MPI_Datatype saved_t1 = t1;
+    MPI_Type_free(&t1);
+    CHECK(type_deletes == 2 && last_type == saved_t1, "Type_free ran the delete, %d in all", type_deletes);
+    MPI_Type_delete_attr(t2, tk);
+    CHECK(type_deletes == 3, "Type_delete_attr ran the delete, %d in all", type_deletes);
+    MPI_Type_get_attr(t2, tk, &v, &flag);
+    CHECK(!flag, "a deleted datatype attribute is still there");
+    MPI_Type_free(&t2);
+    MPI_Type_set_attr(MPI_INT, tk, (void *)(intptr_t)7);
+    MPI_Type_get_attr(MPI_INT, tk, &v, &flag);
+    CHECK(flag && (intptr_t)v == 7, "MPI_INT's attribute is %ld", (long)(intptr_t)v);
+    MPI_Type_delete_attr(MPI_INT, tk);
+    MPI_Type_free_keyval(&tk);
+    CHECK(tk == MPI_KEYVAL_INVALID, "freed datatype keyval not invalidated");
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
