@@ -1289,9 +1289,18 @@ mpi! {
         if rc != MPI_SUCCESS {
             return rc;
         }
-        // The attributes, through their copy functions (MPI 4.1 §7.7.4).
+        // The attributes, through their copy functions (MPI 4.1 §7.7.4); when one fails, the
+        // new datatype is freed and the handle is MPI_DATATYPE_NULL.
         // SAFETY: the handle just written.
-        self_ok(type_attributes::copy_all(old, unsafe { new.read() }))
+        let h = unsafe { new.read() };
+        let r = type_attributes::copy_all(old, h);
+        if r.is_err() {
+            let _ = type_attributes::delete_all(h);
+            let _ = state::take_type(h).and_then(|d| d.free());
+            // SAFETY: as above.
+            unsafe { new.write(abi::DATATYPE_NULL) };
+        }
+        self_ok(r)
     }
 
     fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, old: Handle, new: *mut Handle) {
