@@ -3,7 +3,7 @@
 # runner (runtests) with ebrun as mpiexec.
 #
 #   suites/mpich-testsuite.sh [DIR...]     default: pt2pt coll comm group datatype attr info
-#                                          init errhan topo
+#                                          init errhan topo rma
 #
 # Builds earlybird (release), installs it into target/suites/earlybird with earlybird-install,
 # configures the suite against that prefix (once), builds the given directories and runs each
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt coll comm group datatype attr info init errhan topo)
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt coll comm group datatype attr info init errhan topo rma)
 maxnp=${MAXNP:-4}
 src=$(suites/fetch-mpich-source.sh) || exit 1
 
