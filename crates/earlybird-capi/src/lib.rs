@@ -100,6 +100,7 @@ macro_rules! mpi {
     )*};
 }
 
+mod attribute_keys;
 pub mod collectives;
 pub mod comms;
 pub mod datatypes;

@@ -30,11 +30,11 @@ struct State {
     errhandlers: Table<earlybird::ErrHandler>,
     messages: Table<earlybird::Message>,
     wins: Table<Rc<crate::windows::CWin>>,
-    /// Window keyvals: (delete function, extra state).
-    win_keyvals: Table<crate::windows::WinKeyval>,
+    /// Window keyvals.
+    win_keyvals: Table<crate::attribute_keys::AttrKeyval>,
     /// Datatype keyvals, and the attributes on datatypes by handle.
-    type_keyvals: Table<crate::type_attributes::TypeKeyval>,
-    type_attrs: std::collections::HashMap<Handle, Vec<crate::type_attributes::Attr>>,
+    type_keyvals: Table<crate::attribute_keys::AttrKeyval>,
+    type_attrs: std::collections::HashMap<Handle, Vec<crate::attribute_keys::Attr>>,
     /// Window error handlers: the program's functions.
     win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
@@ -560,18 +560,18 @@ const WIN_KEYVALS: Kind = Kind {
 };
 
 /// Keep a window keyval; its handle.
-pub(crate) fn add_win_keyval(k: crate::windows::WinKeyval) -> Result<c_int> {
+pub(crate) fn add_win_keyval(k: crate::attribute_keys::AttrKeyval) -> Result<c_int> {
     keep(|st| &mut st.win_keyvals, &WIN_KEYVALS, k)
 }
 
 /// The window keyval `h` names.
-pub(crate) fn win_keyval_of(h: c_int) -> Result<crate::windows::WinKeyval> {
+pub(crate) fn win_keyval_of(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
     lookup(|st| &st.win_keyvals, &WIN_KEYVALS, h)
 }
 
 /// The window keyval `h` names, out of the table (MPI_Win_free_keyval; attributes set with
 /// it keep their delete function).
-pub(crate) fn take_win_keyval(h: c_int) -> Result<crate::windows::WinKeyval> {
+pub(crate) fn take_win_keyval(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
     release(|st| &mut st.win_keyvals, &WIN_KEYVALS, h)
 }
 
@@ -583,22 +583,22 @@ const TYPE_KEYVALS: Kind = Kind {
 };
 
 /// Keep a datatype keyval; its handle.
-pub(crate) fn add_type_keyval(k: crate::type_attributes::TypeKeyval) -> Result<c_int> {
+pub(crate) fn add_type_keyval(k: crate::attribute_keys::AttrKeyval) -> Result<c_int> {
     keep(|st| &mut st.type_keyvals, &TYPE_KEYVALS, k)
 }
 
 /// The datatype keyval `h` names.
-pub(crate) fn type_keyval_of(h: c_int) -> Result<crate::type_attributes::TypeKeyval> {
+pub(crate) fn type_keyval_of(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
     lookup(|st| &st.type_keyvals, &TYPE_KEYVALS, h)
 }
 
 /// The datatype keyval `h` names, out of the table (MPI_Type_free_keyval).
-pub(crate) fn take_type_keyval(h: c_int) -> Result<crate::type_attributes::TypeKeyval> {
+pub(crate) fn take_type_keyval(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
     release(|st| &mut st.type_keyvals, &TYPE_KEYVALS, h)
 }
 
 /// The attributes on datatype `dt` (a copy: callbacks run on it with the state free).
-pub(crate) fn type_attrs(dt: Handle) -> Vec<crate::type_attributes::Attr> {
+pub(crate) fn type_attrs(dt: Handle) -> Vec<crate::attribute_keys::Attr> {
     STATE.with(|s| {
         s.borrow()
             .as_ref()
@@ -610,22 +610,13 @@ pub(crate) fn type_attrs(dt: Handle) -> Vec<crate::type_attributes::Attr> {
 /// Set attribute `a` on `dt`; the one it replaces.
 pub(crate) fn set_type_attr(
     dt: Handle,
-    a: crate::type_attributes::Attr,
-) -> Option<crate::type_attributes::Attr> {
-    with_state(|s| {
-        let attrs = s.as_mut()?.type_attrs.entry(dt).or_default();
-        match attrs.iter_mut().find(|x| x.0 == a.0) {
-            Some(x) => Some(std::mem::replace(x, a)),
-            None => {
-                attrs.push(a);
-                None
-            }
-        }
-    })
+    a: crate::attribute_keys::Attr,
+) -> Option<crate::attribute_keys::Attr> {
+    with_state(|s| crate::attribute_keys::set(s.as_mut()?.type_attrs.entry(dt).or_default(), a))
 }
 
 /// The attribute on `dt` under `keyval`, removed.
-pub(crate) fn remove_type_attr(dt: Handle, keyval: c_int) -> Option<crate::type_attributes::Attr> {
+pub(crate) fn remove_type_attr(dt: Handle, keyval: c_int) -> Option<crate::attribute_keys::Attr> {
     with_state(|s| {
         let attrs = s.as_mut()?.type_attrs.get_mut(&dt)?;
         let i = attrs.iter().position(|x| x.0 == keyval)?;
@@ -634,7 +625,7 @@ pub(crate) fn remove_type_attr(dt: Handle, keyval: c_int) -> Option<crate::type_
 }
 
 /// Every attribute on `dt`, removed (MPI_Type_free).
-pub(crate) fn take_type_attrs(dt: Handle) -> Vec<crate::type_attributes::Attr> {
+pub(crate) fn take_type_attrs(dt: Handle) -> Vec<crate::attribute_keys::Attr> {
     with_state(|s| {
         s.as_mut()
             .and_then(|st| st.type_attrs.remove(&dt))
@@ -1252,13 +1243,7 @@ fn make_request(
             .ok_or_else(|| not_initialized("a nonblocking call"))?;
         Ok(REQUESTS.handle(st.reqs.insert(Held(b))))
     });
-    r.or_else(|e| {
-        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
-            Err(e)
-        } else {
-            with_comm(comm, |_| Err(e))
-        }
-    })
+    r.or_else(|e| raise_once(comm, e))
 }
 
 /// A nonblocking call's result: its request kept and its handle into `*req`, or the error's
@@ -1488,7 +1473,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
         Err(e) if e.class() == ErrorClass::InStatus => true,
         Err(_) => {
             // The wait itself failed: nothing was completed.
-            let comm = taken[0].1.comm;
+            let comm = taken.first().map_or(abi::COMM_WORLD, |(_, p)| p.comm);
             for (i, p) in taken {
                 put_back(hs[i], p);
             }
@@ -1539,14 +1524,21 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     }
 }
 
-/// The code of an error a request's completion returned, after `comm`'s error handler, unless
-/// a user handler of the program already saw it during the completion (the caller cleared
-/// `USER_HANDLER_RAN` before it).
+/// The code of an error a request's completion returned, after `comm`'s error handler (see
+/// [`raise_once`]).
 fn request_error(comm: Handle, e: Error) -> c_int {
+    ok_or_code(raise_once::<()>(comm, e))
+}
+
+/// `e`, an error of a call into the Rust API, through `comm`'s error handler unless a user
+/// handler of the program already saw it in that call (the caller cleared `USER_HANDLER_RAN`
+/// before it).
+fn raise_once<R>(comm: Handle, e: Error) -> Result<R> {
     if USER_HANDLER_RAN.with(|r| r.replace(false)) {
-        return e.code();
+        Err(e)
+    } else {
+        with_comm(comm, |_| Err(e))
     }
-    ok_or_code(with_comm(comm, |_| Err::<(), _>(e)))
 }
 
 /// Set a status's MPI_ERROR (MPI does so only where a call returns MPI_ERR_IN_STATUS).

@@ -4,62 +4,11 @@
 //! MPI_Type_delete_attr and a replacing MPI_Type_set_attr run the delete functions. Every
 //! callback runs with the state not borrowed, so it may call MPI.
 
-use crate::abi::{self, Handle, MPI_SUCCESS};
+use crate::abi::Handle;
+use crate::attribute_keys::{self, AttrKeyval};
 use crate::state::{self, write};
 use earlybird::{Error, ErrorClass};
 use std::ffi::{c_int, c_void};
-
-/// A datatype keyval: the program's functions and extra state.
-#[derive(Clone, Copy)]
-pub(crate) struct TypeKeyval {
-    copy: Option<crate::CopyFunction>,
-    delete: Option<crate::DeleteFunction>,
-    extra: usize,
-}
-
-/// One attribute: keyval, value, and the keyval as it was when the attribute was set (a
-/// freed keyval's attributes keep their functions).
-pub(crate) type Attr = (c_int, usize, TypeKeyval);
-
-impl TypeKeyval {
-    /// The delete function on attribute `value` of datatype `dt`.
-    fn delete(&self, dt: Handle, keyval: c_int, value: usize) -> earlybird::Result<()> {
-        let Some(f) = self.delete else { return Ok(()) };
-        // SAFETY: the program's delete function, called as MPI's C binding says.
-        let rc = unsafe { f(dt, keyval, value as *mut c_void, self.extra as *mut c_void) };
-        check(rc, "delete", keyval)
-    }
-
-    /// The copy function for MPI_Type_dup of `old`: the new value, or `None` (not copied).
-    fn copy(&self, old: Handle, keyval: c_int, value: usize) -> earlybird::Result<Option<usize>> {
-        let Some(f) = self.copy else { return Ok(None) };
-        let (mut out, mut flag) = (0usize, 0 as c_int);
-        // SAFETY: the program's copy function, called as MPI's C binding says.
-        let rc = unsafe {
-            f(
-                old,
-                keyval,
-                self.extra as *mut c_void,
-                value as *mut c_void,
-                (&raw mut out).cast(),
-                &mut flag,
-            )
-        };
-        check(rc, "copy", keyval)?;
-        Ok((flag != 0).then_some(out))
-    }
-}
-
-fn check(rc: c_int, what: &str, keyval: c_int) -> earlybird::Result<()> {
-    if rc == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ErrorClass::Other,
-            format!("the {what} function of datatype keyval {keyval:#x} returned {rc}"),
-        ))
-    }
-}
 
 /// MPI_Type_dup's part: `old`'s attributes onto `new` through their copy functions.
 pub(crate) fn copy_all(old: Handle, new: Handle) -> earlybird::Result<()> {
@@ -86,22 +35,13 @@ pub(crate) fn delete_all(dt: Handle) -> earlybird::Result<()> {
 
 mpi! {
     fn MPI_Type_create_keyval / PMPI_Type_create_keyval(copy: Option<crate::CopyFunction>, delete: Option<crate::DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
-        let r = state::add_type_keyval(TypeKeyval { copy, delete, extra: extra as usize });
+        let r = state::add_type_keyval(AttrKeyval { copy, delete, extra: extra as usize });
         // SAFETY: an int to write (MPI's contract), checked for null.
         crate::self_ok(r.map(|k| unsafe { write(keyval, k) }))
     }
 
     fn MPI_Type_free_keyval / PMPI_Type_free_keyval(keyval: *mut c_int) {
-        if keyval.is_null() {
-            return crate::self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Type_free_keyval: a null keyval pointer")));
-        }
-        // SAFETY: a keyval to read and write (MPI's contract), not null.
-        let r = state::take_type_keyval(unsafe { keyval.read() });
-        if r.is_ok() {
-            // SAFETY: as above.
-            unsafe { keyval.write(abi::KEYVAL_INVALID) };
-        }
-        crate::self_ok(r)
+        attribute_keys::free_keyval("MPI_Type_free_keyval", keyval, state::take_type_keyval)
     }
 
     fn MPI_Type_set_attr / PMPI_Type_set_attr(dt: Handle, keyval: c_int, value: *mut c_void) {

@@ -8,6 +8,7 @@
 //! MPI_Rput and its kin is complete when it is made.
 
 use crate::abi::{self, c, Handle, MPI_SUCCESS};
+use crate::attribute_keys::{self, Attr, AttrKeyval};
 use crate::state::{self, ok_or_code, with_comm, with_win, write};
 use earlybird::{At, Error, ErrorClass, ExposedMemory, LockType, Win, WinErrHandler};
 use std::cell::{Cell, RefCell};
@@ -19,34 +20,9 @@ use std::ffi::{c_char, c_int, c_void};
 pub(crate) struct CWin {
     pub(crate) win: Win,
     attrs: Box<Attrs>,
-    /// (keyval, value, the keyval's delete function and extra state), in setting order.
-    user: RefCell<Vec<(c_int, usize, WinKeyval)>>,
+    /// The program's attributes, in setting order.
+    user: RefCell<Vec<Attr>>,
     errh: Cell<Handle>,
-}
-
-/// A window keyval: its delete function and extra state (windows are never copied, so the
-/// copy function is not kept).
-#[derive(Clone, Copy)]
-pub(crate) struct WinKeyval {
-    delete: Option<crate::DeleteFunction>,
-    extra: usize,
-}
-
-impl WinKeyval {
-    /// Run the delete function on attribute `value` of window `win` under `keyval`.
-    fn delete(&self, win: Handle, keyval: c_int, value: usize) -> earlybird::Result<()> {
-        let Some(f) = self.delete else { return Ok(()) };
-        // SAFETY: the program's delete function, called as MPI's C binding says.
-        let rc = unsafe { f(win, keyval, value as *mut c_void, self.extra as *mut c_void) };
-        if rc == MPI_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::new(
-                ErrorClass::Other,
-                format!("the delete function of window keyval {keyval:#x} returned {rc}"),
-            ))
-        }
-    }
 }
 
 /// A window error handler of the program's (MPI_Win_create_errhandler).
@@ -124,10 +100,29 @@ fn unit(d: isize) -> usize {
     usize::try_from(d).unwrap_or(0)
 }
 
-/// A target count (MPI_ERR_COUNT if negative).
-fn count(n: c_int) -> earlybird::Result<usize> {
-    usize::try_from(n)
-        .map_err(|_| Error::new(ErrorClass::Count, format!("target count {n} is negative")))
+/// `count` elements of `dt` on one side of an operation (`what`): the datatype, the count,
+/// and their bytes (MPI_ERR_COUNT for a negative count).
+fn sized(
+    what: &str,
+    count: c_int,
+    dt: Handle,
+) -> earlybird::Result<(earlybird::Datatype, usize, usize)> {
+    let n = usize::try_from(count).map_err(|_| {
+        Error::new(
+            ErrorClass::Count,
+            format!("{what} count {count} is negative"),
+        )
+    })?;
+    let d = state::type_of(dt)?;
+    let bytes = d.size() * n;
+    Ok((d, n, bytes))
+}
+
+/// Whether a target of datatype `tdt` receives the origin's bytes contiguously: a predefined
+/// type, as many bytes as the origin's. Then the operation takes the road without a target
+/// datatype (one copy, not one per element).
+fn contiguous(tdt: Handle, origin_bytes: usize, target_bytes: usize) -> bool {
+    abi::basic_type(tdt).is_some() && origin_bytes == target_bytes
 }
 
 /// A target rank of a lock, unlock or flush: `None` for MPI_PROC_NULL, with which each of
@@ -199,40 +194,18 @@ unsafe fn put(
     odt: Handle,
     to: Target,
 ) -> earlybird::Result<()> {
-    if no_bytes(ocount, odt)? && no_bytes(to.count, to.dt)? {
+    let (_, _, ob) = sized("origin", ocount, odt)?;
+    let (t, n, tb) = sized("target", to.count, to.dt)?;
+    // No bytes at both ends: nothing, whatever the datatypes (MPICH's badrma mixes them).
+    if ob == 0 && tb == 0 {
         return Ok(());
     }
     // SAFETY: the function's contract.
     let b = unsafe { origin_in(origin, ocount, odt) }?;
-    let t = state::type_of(to.dt)?;
-    let n = count(to.count)?;
-    if contiguous_target(&t, to.dt, n, ocount, odt)? {
+    if contiguous(to.dt, ob, tb) {
         return w.put(&b, to.rank(), to.disp);
     }
     w.put_to(&b, to.rank(), to.disp, At::new(n, &t))
-}
-
-/// Whether `count` elements of `dt` are no bytes: an operation of no bytes at both ends does
-/// nothing, whatever its datatypes (MPICH's badrma mixes them).
-fn no_bytes(count: c_int, dt: Handle) -> earlybird::Result<bool> {
-    Ok(count == 0 || state::type_of(dt)?.size() == 0)
-}
-
-/// Whether the target side is `n` elements of a predefined type holding as many bytes as
-/// the origin side: then the operation lands contiguously at the displacement, which is the
-/// road without a target datatype (one copy, not one per element).
-fn contiguous_target(
-    t: &earlybird::Datatype,
-    tdt: Handle,
-    n: usize,
-    ocount: c_int,
-    odt: Handle,
-) -> earlybird::Result<bool> {
-    if abi::basic_type(tdt).is_none() {
-        return Ok(false);
-    }
-    let o = state::type_of(odt)?;
-    Ok(o.size() * count(ocount)? == t.size() * n)
 }
 
 /// Get, checked and done on `w`.
@@ -247,14 +220,14 @@ unsafe fn get(
     rdt: Handle,
     from: Target,
 ) -> earlybird::Result<()> {
-    if no_bytes(rcount, rdt)? && no_bytes(from.count, from.dt)? {
+    let (_, _, rb) = sized("result", rcount, rdt)?;
+    let (t, n, tb) = sized("target", from.count, from.dt)?;
+    if rb == 0 && tb == 0 {
         return Ok(());
     }
     // SAFETY: the function's contract.
     let mut b = unsafe { state::buf_out(result, rcount, rdt) }?;
-    let t = state::type_of(from.dt)?;
-    let n = count(from.count)?;
-    if contiguous_target(&t, from.dt, n, rcount, rdt)? {
+    if contiguous(from.dt, rb, tb) {
         return w.get(&mut b, from.rank(), from.disp);
     }
     w.get_from(&mut b, from.rank(), from.disp, At::new(n, &t))
@@ -273,7 +246,9 @@ unsafe fn accumulate(
     to: Target,
     op: Handle,
 ) -> earlybird::Result<()> {
-    if no_bytes(ocount, odt)? && no_bytes(to.count, to.dt)? {
+    let (_, _, ob) = sized("origin", ocount, odt)?;
+    let (t, n, tb) = sized("target", to.count, to.dt)?;
+    if ob == 0 && tb == 0 {
         return Ok(());
     }
     let op = state::op_of(op)?;
@@ -302,8 +277,7 @@ unsafe fn accumulate(
     }
     // SAFETY: the function's contract.
     let b = unsafe { origin_in(origin, ocount, odt) }?;
-    let t = state::type_of(to.dt)?;
-    w.accumulate_typed(b, to.rank(), to.disp, At::new(count(to.count)?, &t), &op)
+    w.accumulate_typed(b, to.rank(), to.disp, At::new(n, &t), &op)
 }
 
 /// Get_accumulate, checked and done on `w`. With MPI_NO_OP the origin is not read (MPI lets
@@ -323,13 +297,17 @@ unsafe fn get_accumulate(
     at: Target,
     op: Handle,
 ) -> earlybird::Result<()> {
-    if (op == c::MPI_NO_OP || no_bytes(ocount, odt)?)
-        && no_bytes(rcount, rdt)?
-        && no_bytes(at.count, at.dt)?
-    {
+    let no_op = op == c::MPI_NO_OP;
+    let ob = if no_op {
+        0
+    } else {
+        sized("origin", ocount, odt)?.2
+    };
+    let (_, _, rb) = sized("result", rcount, rdt)?;
+    let (t, n, tb) = sized("target", at.count, at.dt)?;
+    if ob == 0 && rb == 0 && tb == 0 {
         return Ok(());
     }
-    let no_op = op == c::MPI_NO_OP;
     // SAFETY: the function's contract (nothing is read for MPI_NO_OP: an empty view).
     let o = unsafe {
         if no_op {
@@ -340,9 +318,8 @@ unsafe fn get_accumulate(
     }?;
     // SAFETY: the function's contract.
     let r = unsafe { state::buf_out(result, rcount, rdt) }?;
-    let t = state::type_of(at.dt)?;
     let op = state::op_of(op)?;
-    w.get_accumulate_typed(o, r, at.rank(), at.disp, At::new(count(at.count)?, &t), &op)
+    w.get_accumulate_typed(o, r, at.rank(), at.disp, At::new(n, &t), &op)
 }
 
 /// MPI_Win_create and its `_c` form.
@@ -454,15 +431,15 @@ mpi! {
         }
         // SAFETY: a window handle to read and write (MPI's contract), not null.
         let h = unsafe { win.read() };
-        // An unknown handle: reported as every window call reports it.
-        if let Err(e) = with_win(h, "MPI_Win_free", |_| Ok(())) {
-            return e.code();
-        }
         // The program's attributes are deleted first, the window still usable by their
-        // delete functions (MPI 4.1 §7.7.1), last set first.
-        let attrs = with_win(h, "MPI_Win_free", |w| Ok(std::mem::take(&mut *w.user.borrow_mut())));
+        // delete functions (MPI 4.1 §7.7.1), last set first. An unknown handle is reported
+        // here, as every window call reports it.
+        let attrs = match with_win(h, "MPI_Win_free", |w| Ok(std::mem::take(&mut *w.user.borrow_mut()))) {
+            Ok(a) => a,
+            Err(e) => return e.code(),
+        };
         let mut r = Ok(());
-        for (k, v, kv) in attrs.unwrap_or_default().into_iter().rev() {
+        for (k, v, kv) in attrs.into_iter().rev() {
             r = r.and(kv.delete(h, k, v));
         }
         let w = match state::take_win(h) {
@@ -601,23 +578,15 @@ mpi! {
 
     // ---- attributes of the program's --------------------------------------------------------
 
-    fn MPI_Win_create_keyval / PMPI_Win_create_keyval(_copy: Option<crate::CopyFunction>, delete: Option<crate::DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
-        let r = state::add_win_keyval(WinKeyval { delete, extra: extra as usize });
+    fn MPI_Win_create_keyval / PMPI_Win_create_keyval(copy: Option<crate::CopyFunction>, delete: Option<crate::DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
+        // Windows are never duplicated: the copy function is kept but never called.
+        let r = state::add_win_keyval(AttrKeyval { copy, delete, extra: extra as usize });
         // SAFETY: an int to write (MPI's contract), checked for null.
         crate::self_ok(r.map(|k| unsafe { write(keyval, k) }))
     }
 
     fn MPI_Win_free_keyval / PMPI_Win_free_keyval(keyval: *mut c_int) {
-        if keyval.is_null() {
-            return crate::self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Win_free_keyval: a null keyval pointer")));
-        }
-        // SAFETY: a keyval to read and write (MPI's contract), not null.
-        let r = state::take_win_keyval(unsafe { keyval.read() });
-        if r.is_ok() {
-            // SAFETY: as above.
-            unsafe { keyval.write(abi::KEYVAL_INVALID) };
-        }
-        crate::self_ok(r)
+        attribute_keys::free_keyval("MPI_Win_free_keyval", keyval, state::take_win_keyval)
     }
 
     fn MPI_Win_set_attr / PMPI_Win_set_attr(win: Handle, keyval: c_int, value: *mut c_void) {
@@ -627,15 +596,7 @@ mpi! {
         };
         // The old value's delete function runs after the window is back in the state.
         let old = with_win(win, "MPI_Win_set_attr", |w| {
-            let mut user = w.user.borrow_mut();
-            let new = (keyval, value as usize, kv);
-            Ok(match user.iter_mut().find(|a| a.0 == keyval) {
-                Some(a) => Some(std::mem::replace(a, new)),
-                None => {
-                    user.push(new);
-                    None
-                }
-            })
+            Ok(attribute_keys::set(&mut w.user.borrow_mut(), (keyval, value as usize, kv)))
         });
         ok_or_code(old.and_then(|old| old.map_or(Ok(()), |(k, v, kv)| kv.delete(win, k, v))))
     }
