@@ -364,7 +364,7 @@ impl Steps for Unbinding {
 fn iunbind_many<'s, C: std::borrow::BorrowMut<Channel<'s>>>(
     chs: &mut [C],
     what: &str,
-) -> Result<Request<'s>> {
+) -> Result<Vec<Request<'s>>> {
     let Some(first) = chs.first_mut() else {
         return Err(Error::new(
             ErrorClass::Arg,
@@ -376,13 +376,21 @@ fn iunbind_many<'s, C: std::borrow::BorrowMut<Channel<'s>>>(
         (c.0.engine().clone(), c.0.origin().clone())
     };
     let r = (|| {
-        for c in chs.iter_mut() {
-            unbind_end(c.borrow_mut(), what)?;
+        // Every channel is checked before any leaves: the call unbinds all of them or none.
+        let n = chs.len();
+        for (i, c) in chs.iter_mut().enumerate() {
+            unbind_end(c.borrow_mut(), what).map_err(|e| match n {
+                1 => e,
+                _ => Error::new(e.class(), format!("channel {i}: {}", e.detail())),
+            })?;
         }
-        for c in chs.iter_mut() {
-            c.borrow_mut().end().leave(Gone::Unbound);
-        }
-        Ok(Request::steps(&eng, origin.clone(), Unbinding))
+        Ok(chs
+            .iter_mut()
+            .map(|c| {
+                c.borrow_mut().end().leave(Gone::Unbound);
+                Request::steps(&eng, origin.clone(), Unbinding)
+            })
+            .collect())
     })();
     origin.apply(what, r)
 }
@@ -393,28 +401,32 @@ fn iunbind_many<'s, C: std::borrow::BorrowMut<Channel<'s>>>(
 /// MPI_ERR_REQUEST. Neither end waits for the other, so each side may unbind its channels in
 /// any order. MPI_ERR_REQUEST for a channel with starts outstanding, or already unbound.
 pub fn unbind_channel(ch: &mut Channel<'_>) -> Result<()> {
-    iunbind_many(std::slice::from_mut(ch), "unbind_channel")?
-        .wait()
-        .map(|_| ())
+    iunbind_channel(ch)?.wait().map(|_| ())
 }
 
 /// MPI_Iunbind_channel: the unbind as a request to wait for.
 pub fn iunbind_channel<'s>(ch: &mut Channel<'s>) -> Result<Request<'s>> {
-    iunbind_many(std::slice::from_mut(ch), "iunbind_channel")
+    let mut v = iunbind_many(std::slice::from_mut(ch), "iunbind_channel")?;
+    Ok(v.pop().expect("one unbind per channel"))
 }
 
-/// MPI_Unbind_channels: unbind several channels, in any order.
+/// MPI_Unbind_channels: unbind several channels, in any order (all of them, or none when one
+/// cannot be unbound).
 pub fn unbind_channels<'s, C: std::borrow::BorrowMut<Channel<'s>>>(chs: &mut [C]) -> Result<()> {
     if chs.is_empty() {
         return Ok(());
     }
-    iunbind_many(chs, "unbind_channels")?.wait().map(|_| ())
+    for mut r in iunbind_many(chs, "unbind_channels")? {
+        r.wait()?;
+    }
+    Ok(())
 }
 
-/// MPI_Iunbind_channels.
+/// MPI_Iunbind_channels: one request per channel (the seed completes the unbind of each by
+/// a wait on it).
 pub fn iunbind_channels<'s, C: std::borrow::BorrowMut<Channel<'s>>>(
     chs: &mut [C],
-) -> Result<Request<'s>> {
+) -> Result<Vec<Request<'s>>> {
     iunbind_many(chs, "iunbind_channels")
 }
 
