@@ -204,52 +204,21 @@ struct Missing {
     names: Vec<String>,
 }
 
-fn main() {
-    println!("cargo:rerun-if-changed=api/mpi.api");
-    println!("cargo:rerun-if-changed=build.rs");
-    let text = std::fs::read_to_string("api/mpi.api").expect("api/mpi.api");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+/// What the descriptions make, gathered over every file read.
+struct Gen {
+    types: HashMap<String, &'static str>,
+    rust_types: HashMap<String, &'static str>,
+    consts: String,
+    checks: String,
+    /// The calls implemented in Rust, with their parameters; and the large-count calls made
+    /// by narrowing to them.
+    sigs: HashMap<String, Vec<String>>,
+    narrowed: Vec<(String, Vec<String>)>,
+    missing: [Missing; 4],
+}
 
-    let mut types: HashMap<String, &'static str> = HashMap::new();
-    let mut rust_types: HashMap<String, &'static str> = HashMap::new();
-    let mut h = String::new();
-    let mut consts = String::new();
-    let mut checks = String::new();
-    // The calls implemented in Rust, with their parameters; and the large-count calls made
-    // by narrowing to them.
-    let mut sigs: HashMap<String, Vec<String>> = HashMap::new();
-    let mut narrowed: Vec<(String, Vec<String>)> = Vec::new();
-    let mut missing = [
-        Missing {
-            why: "io",
-            how: "file_call(\"MPI-IO\")",
-            names: vec![],
-        },
-        Missing {
-            why: "dpm",
-            how: "raised(\"dynamic process management\")",
-            names: vec![],
-        },
-        Missing {
-            why: "session",
-            how: "raised(\"the sessions model\")",
-            names: vec![],
-        },
-        Missing {
-            why: "later",
-            how: "raised(\"this call\")",
-            names: vec![],
-        },
-    ];
-
-    h.push_str(
-        "/* mpi.h: earlybird's C interface, with MPICH's ABI (handles are ints with MPICH 4's\n \
-         * values, MPICH's MPI_Status), so that programs built with it run on earlybird's\n \
-         * libmpi.so.12 and programs built against MPICH do too.\n \
-         * Made by crates/earlybird-capi/build.rs from api/mpi.api: edit that, not this. */\n\
-         #ifndef MPI_INCLUDED\n#define MPI_INCLUDED\n\n#define EARLYBIRD 1\n\n\
-         #if defined(__cplusplus)\nextern \"C\" {\n#endif\n",
-    );
+/// Read one description (`file`, its `text`) into `g`, writing its declarations into `h`.
+fn describe(text: &str, file: &str, g: &mut Gen, h: &mut String) {
     for (no, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -268,13 +237,13 @@ fn main() {
             "type" => {
                 let (name, ty) = (words[0], words[1..].join(" "));
                 if let Some(class) = ["int", "long"].iter().position(|t| *t == ty) {
-                    types.insert(name.to_string(), ["Int", "Long"][class]);
-                    rust_types.insert(name.to_string(), ["i32", "i64"][class]);
+                    g.types.insert(name.to_string(), ["Int", "Long"][class]);
+                    g.rust_types.insert(name.to_string(), ["i32", "i64"][class]);
                 }
                 let _ = writeln!(h, "typedef {ty} {name};");
             }
             "opaque" => {
-                types.insert(words[0].to_string(), "Ptr");
+                g.types.insert(words[0].to_string(), "Ptr");
                 let _ = writeln!(h, "typedef struct {0}_opaque *{0};", words[0]);
             }
             "struct" => {
@@ -296,17 +265,17 @@ fn main() {
                 } else {
                     let _ = writeln!(h, "#define {name} (({ty}){value})");
                 }
-                if ty == "int" || rust_types.get(&ty) == Some(&"i32") {
-                    rust_types.insert(name.to_string(), "i32");
+                if ty == "int" || g.rust_types.get(&ty) == Some(&"i32") {
+                    g.rust_types.insert(name.to_string(), "i32");
                     let _ = writeln!(
-                        consts,
+                        g.consts,
                         "pub(crate) const {name}: i32 = {};",
                         rust_int(value)
                     );
                 } else if ty.contains('*') {
-                    rust_types.insert(name.to_string(), "usize");
+                    g.rust_types.insert(name.to_string(), "usize");
                     let _ = writeln!(
-                        consts,
+                        g.consts,
                         "pub(crate) const {name}: usize = ({value}_isize) as usize;"
                     );
                 }
@@ -314,9 +283,9 @@ fn main() {
             "alias" => {
                 let (name, other) = (words[0], words[1]);
                 let _ = writeln!(h, "#define {name} {other}");
-                if let Some(&t) = rust_types.get(other) {
-                    rust_types.insert(name.to_string(), t);
-                    let _ = writeln!(consts, "pub(crate) const {name}: {t} = {other};");
+                if let Some(&t) = g.rust_types.get(other) {
+                    g.rust_types.insert(name.to_string(), t);
+                    let _ = writeln!(g.consts, "pub(crate) const {name}: {t} = {other};");
                 }
             }
             "macro" => {
@@ -328,7 +297,11 @@ fn main() {
             "fn" => {
                 let (status, proto) = (words[0], rest[words[0].len()..].trim());
                 let (ret, name, params) = prototype(proto);
-                let pname = name.strip_prefix("MPI_").map(|n| format!("PMPI_{n}"));
+                // MPI_X has PMPI_X, and an extension MPIX_X has PMPIX_X.
+                let pname = ["MPI_", "MPIX_"]
+                    .iter()
+                    .find(|p| name.starts_with(*p))
+                    .map(|_| format!("P{name}"));
                 let names: Vec<&str> = std::iter::once(name.as_str())
                     .chain(pname.as_deref())
                     .collect();
@@ -336,7 +309,7 @@ fn main() {
                     assert_eq!(
                         params.len(),
                         1,
-                        "line {}: a macro call takes one handle",
+                        "{file} line {}: a macro call takes one handle",
                         no + 1
                     );
                     let arg = params[0].rsplit(' ').next().unwrap_or("x");
@@ -367,25 +340,25 @@ fn main() {
                     h.push_str("#endif\n");
                 }
                 if status == "narrow" {
-                    narrowed.push((name.clone(), params.clone()));
+                    g.narrowed.push((name.clone(), params.clone()));
                     continue;
                 }
                 if status == "impl" {
-                    sigs.insert(name.clone(), params.clone());
+                    g.sigs.insert(name.clone(), params.clone());
                     // A variadic call's fixed parameters are checked; what follows `...` is
                     // the caller's (the Rust side reads none of it).
                     let classes: Vec<&str> = params
                         .iter()
                         .filter(|p| p.as_str() != "...")
-                        .map(|p| class_of(&param_type(p), &types))
+                        .map(|p| class_of(&param_type(p), &g.types))
                         .collect();
                     let blanks = vec!["_"; classes.len()].join(", ");
                     for n in &names {
                         let _ = writeln!(
-                            checks,
+                            g.checks,
                             "const _: () = check::<_, ({}), {}>({n} as unsafe extern \"C\" fn({blanks}) -> _);",
                             classes.iter().map(|c| format!("{c},")).collect::<String>(),
-                            class_of(&ret, &types),
+                            class_of(&ret, &g.types),
                         );
                     }
                     continue;
@@ -393,39 +366,92 @@ fn main() {
                 assert_eq!(
                     ret,
                     "int",
-                    "line {}: {name} returns {ret}: it must be implemented",
+                    "{file} line {}: {name} returns {ret}: it must be implemented",
                     no + 1
                 );
-                let m = missing
+                let m = g
+                    .missing
                     .iter_mut()
                     .find(|m| m.why == status)
-                    .unwrap_or_else(|| panic!("line {}: unknown status {status}", no + 1));
+                    .unwrap_or_else(|| panic!("{file} line {}: unknown status {status}", no + 1));
                 m.names.push(name);
             }
-            k => panic!("api/mpi.api line {}: unknown kind {k}", no + 1),
+            k => panic!("{file} line {}: unknown kind {k}", no + 1),
         }
     }
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=api/mpi.api");
+    println!("cargo:rerun-if-changed=api/mpi-ext.api");
+    println!("cargo:rerun-if-changed=build.rs");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let missing = |why, how| Missing {
+        why,
+        how,
+        names: vec![],
+    };
+    let mut g = Gen {
+        types: HashMap::new(),
+        rust_types: HashMap::new(),
+        consts: String::new(),
+        checks: String::new(),
+        sigs: HashMap::new(),
+        narrowed: Vec::new(),
+        missing: [
+            missing("io", "file_call(\"MPI-IO\")"),
+            missing("dpm", "raised(\"dynamic process management\")"),
+            missing("session", "raised(\"the sessions model\")"),
+            missing("later", "raised(\"this call\")"),
+        ],
+    };
+
+    let mut h = String::from(
+        "/* mpi.h: earlybird's C interface, with MPICH's ABI (handles are ints with MPICH 4's\n \
+         * values, MPICH's MPI_Status), so that programs built with it run on earlybird's\n \
+         * libmpi.so.12 and programs built against MPICH do too.\n \
+         * Made by crates/earlybird-capi/build.rs from api/mpi.api: edit that, not this. */\n\
+         #ifndef MPI_INCLUDED\n#define MPI_INCLUDED\n\n#define EARLYBIRD 1\n\n\
+         #if defined(__cplusplus)\nextern \"C\" {\n#endif\n",
+    );
+    let text = std::fs::read_to_string("api/mpi.api").expect("api/mpi.api");
+    describe(&text, "api/mpi.api", &mut g, &mut h);
     h.push_str("\n#if defined(__cplusplus)\n}\n#endif\n#endif\n");
 
+    // The seeds' calls, under MPICH's and Open MPI's prefix for extensions.
+    let mut ext = String::from(
+        "/* mpi-ext.h: earlybird's extensions to MPI, the calls of the MPI Forum proposals it\n \
+         * implements (seed 000: bound channels, K-slack channels and bundles), under the MPIX_\n \
+         * prefix MPICH and Open MPI give their extensions (PMPIX_ names for tools too).\n \
+         * Made by crates/earlybird-capi/build.rs from api/mpi-ext.api: edit that, not this. */\n\
+         #ifndef MPI_EXT_INCLUDED\n#define MPI_EXT_INCLUDED\n\n#include <mpi.h>\n\n\
+         #define EARLYBIRD_EXT 1\n\n\
+         #if defined(__cplusplus)\nextern \"C\" {\n#endif\n",
+    );
+    let text = std::fs::read_to_string("api/mpi-ext.api").expect("api/mpi-ext.api");
+    describe(&text, "api/mpi-ext.api", &mut g, &mut ext);
+    ext.push_str("\n#if defined(__cplusplus)\n}\n#endif\n#endif\n");
+
     let mut stubs = String::new();
-    for m in &missing {
+    for m in &g.missing {
         let _ = writeln!(stubs, "unsupported! {{ {}:", m.how);
         for n in &m.names {
             let _ = writeln!(stubs, "    {n} / P{n},");
         }
         stubs.push_str("}\n");
     }
-    let narrow = narrowing(&narrowed, &sigs, &types);
+    let narrow = narrowing(&g.narrowed, &g.sigs, &g.types);
     let mut list = String::new();
-    for m in &missing {
+    for m in &g.missing {
         for n in &m.names {
             let _ = writeln!(list, "{} {n}", m.why);
         }
     }
     for (file, body) in [
         ("mpi.h", &h),
-        ("consts.rs", &consts),
-        ("checks.rs", &checks),
+        ("mpi-ext.h", &ext),
+        ("consts.rs", &g.consts),
+        ("checks.rs", &g.checks),
         ("stubs.rs", &stubs),
         ("missing.txt", &list),
         ("narrow.rs", &narrow),

@@ -101,6 +101,7 @@ macro_rules! mpi {
 }
 
 mod attribute_keys;
+pub mod channels;
 pub mod collectives;
 pub mod comms;
 pub mod datatypes;

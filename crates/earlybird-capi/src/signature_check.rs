@@ -1,5 +1,5 @@
 //! The compile-time check that each call this library implements has the parameters
-//! `api/mpi.api` describes. build.rs writes, for every implemented call,
+//! `api/mpi.api` and `api/mpi-ext.api` describe. build.rs writes, for every implemented call,
 //! `const _: () = check::<_, (Ptr, Int, ...), Int>(PMPI_Send as unsafe extern "C" fn(_, ...) -> _);`
 //! which compiles only if the function takes as many parameters as the description lists and
 //! each has the description's class: a C `int` or handle is an `i32`, an `MPI_Aint`,
@@ -83,7 +83,7 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 
 use crate::*;
 use crate::{
-    collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*, type_attributes::*,
-    windows::*,
+    channels::*, collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*,
+    type_attributes::*, windows::*,
 };
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

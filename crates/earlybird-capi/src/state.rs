@@ -56,6 +56,46 @@ pub(crate) enum Kept {
     Recv(*mut TypedMut<'static>),
     /// MPI_Isendrecv's two views.
     Both(*mut Typed<'static>, *mut TypedMut<'static>),
+    /// A view two requests use: a persistent request and the channel bound from it (the
+    /// channel holds the request's buffer, and either may be freed first).
+    Shared(Rc<Kept>),
+    /// A bundle's: its members' views (held to be dropped after the bundle).
+    All(#[allow(dead_code)] Vec<Kept>),
+}
+
+impl Kept {
+    /// Another owner of this view, for a request made from the one that holds it (this one
+    /// becomes shared if it was not).
+    pub(crate) fn share(&mut self) -> Kept {
+        match self {
+            Kept::Slice => Kept::Slice,
+            Kept::Shared(rc) => Kept::Shared(rc.clone()),
+            _ => {
+                let rc = Rc::new(std::mem::replace(self, Kept::Slice));
+                *self = Kept::Shared(rc.clone());
+                Kept::Shared(rc)
+            }
+        }
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        match *self {
+            Kept::Slice | Kept::Shared(_) | Kept::All(_) => {}
+            // SAFETY: the pointer came from `Box::into_raw` in `start_send` and is freed here
+            // only, after the request that borrowed it is gone (`Pending::drop` drops the
+            // request before its view).
+            Kept::Send(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above, from `start_recv`.
+            Kept::Recv(p) => drop(unsafe { Box::from_raw(p) }),
+            // SAFETY: as above, from `kept_pair`.
+            Kept::Both(s, r) => unsafe {
+                drop(Box::from_raw(s));
+                drop(Box::from_raw(r));
+            },
+        }
+    }
 }
 
 /// A nonblocking operation: its request, the communicator it reports errors on, and the view
@@ -69,12 +109,46 @@ pub(crate) struct Pending {
     /// What the call that made the request leaves to its completion (MPI_Comm_idup writes
     /// the new communicator's handle then).
     then: Option<Box<dyn FnOnce()>>,
+    /// A bind of this persistent request in progress (MPIX_Ibind_channel and the rest): the
+    /// request's completion is the bind's (see `crate::channels`).
+    pub(crate) bind: Option<Box<crate::channels::PendingBind>>,
 }
 
 impl Pending {
     /// Run `f` when the request completes (by wait or test).
     pub(crate) fn then(&mut self, f: Box<dyn FnOnce()>) {
         self.then = Some(f);
+    }
+
+    /// The request (none for a pending entry whose request was taken).
+    pub(crate) fn request_mut(&mut self) -> Option<&mut Request<'static>> {
+        self.req.as_mut()
+    }
+
+    /// The request, out of the entry (which keeps its view until dropped).
+    pub(crate) fn take_request(&mut self) -> Option<Request<'static>> {
+        self.req.take()
+    }
+
+    /// Put a request into the entry (the one taken, or one made from it over the same view).
+    pub(crate) fn set_request(&mut self, r: Request<'static>) {
+        self.req = Some(r);
+    }
+
+    /// The handle of the communicator whose error handler takes the request's errors.
+    pub(crate) fn comm(&self) -> Handle {
+        self.comm
+    }
+
+    /// Another owner of the view of the program's buffer the request uses, for a request
+    /// made from this one (a channel bound from it).
+    pub(crate) fn share_view(&mut self) -> Kept {
+        self.kept.share()
+    }
+
+    /// The view, out of the entry, for a request that takes this one over (a bundle).
+    pub(crate) fn take_view(&mut self) -> Kept {
+        std::mem::replace(&mut self.kept, Kept::Slice)
     }
 }
 
@@ -103,11 +177,12 @@ impl std::ops::DerefMut for Held {
 }
 
 /// Drop the request `p` holds (with the state not borrowed: a generalized request's free
-/// function may call MPI) and keep its box for the next one.
-pub(crate) fn retire(mut p: Held) {
+/// function may call MPI), free its handle `h`, and keep its box for the next one.
+pub(crate) fn retire(h: Handle, mut p: Held) {
     *p.0 = None;
     with_state(|s| {
         if let Some(st) = s.as_mut() {
+            st.reqs.free_slot(REQUESTS.index(h));
             st.spare.push(p.0);
         }
     })
@@ -115,21 +190,10 @@ pub(crate) fn retire(mut p: Held) {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        // The request first: it may still use the view.
+        // A bind in progress first (it holds the request's buffer), then the request: both
+        // may still use the view, dropped after them.
+        drop(self.bind.take());
         drop(self.req.take());
-        match self.kept {
-            Kept::Slice => {}
-            // SAFETY: the pointer came from `Box::into_raw` in `start_send` and is freed here
-            // only, after the request that borrowed it is gone.
-            Kept::Send(p) => drop(unsafe { Box::from_raw(p) }),
-            // SAFETY: as above, from `start_recv`.
-            Kept::Recv(p) => drop(unsafe { Box::from_raw(p) }),
-            // SAFETY: as above, from `kept_pair`.
-            Kept::Both(s, r) => unsafe {
-                drop(Box::from_raw(s));
-                drop(Box::from_raw(r));
-            },
-        }
     }
 }
 
@@ -371,7 +435,21 @@ impl<T> Table<T> {
         Some(x)
     }
 
-    /// Put back at `i` what [`take`](Self::take) took from there.
+    /// The object at `i`, out of the table for a while: its entry stays reserved (nothing new
+    /// goes there) until [`put_back`](Self::put_back) or [`free_slot`](Self::free_slot).
+    fn check_out(&mut self, i: usize) -> Option<T> {
+        self.slots.get_mut(i).and_then(Option::take)
+    }
+
+    /// Free entry `i`, checked out and not to be put back.
+    fn free_slot(&mut self, i: usize) {
+        if self.slots.get(i).is_some_and(Option::is_none) && !self.free.contains(&i) {
+            self.free.push(i);
+        }
+    }
+
+    /// Put back at `i` what [`take`](Self::take) or [`check_out`](Self::check_out) took from
+    /// there.
     fn put_back(&mut self, i: usize, x: T) {
         if let Some(pos) = self.free.iter().rposition(|&f| f == i) {
             self.free.swap_remove(pos);
@@ -1264,6 +1342,7 @@ pub(crate) fn pending(req: Request<'static>, comm: Handle, kept: Kept) -> Pendin
         comm,
         kept,
         then: None,
+        bind: None,
     }
 }
 
@@ -1329,18 +1408,18 @@ pub(crate) fn empty_status(s: *mut MpiStatus) {
     unsafe { s.write(v) }
 }
 
-fn take_request(h: Handle) -> Result<Held> {
+pub(crate) fn take_request(h: Handle) -> Result<Held> {
     with_state(|s| {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a request call"))?;
         st.reqs
-            .take(REQUESTS.index(h))
+            .check_out(REQUESTS.index(h))
             .ok_or_else(|| REQUESTS.gone(h))
     })
 }
 
-fn put_back(h: Handle, p: Held) {
+pub(crate) fn put_back(h: Handle, p: Held) {
     with_state(|s| {
         if let Some(st) = s.as_mut() {
             st.reqs.put_back(REQUESTS.index(h), p);
@@ -1376,6 +1455,20 @@ pub(crate) unsafe fn complete(
         Err(e) => return Err(fail(abi::COMM_WORLD, "MPI_Wait", e)),
     };
     USER_HANDLER_RAN.with(|r| r.set(false));
+    if let Some(r) = crate::channels::bind_step(&mut p, block) {
+        // The completion of a bind (MPIX_Ibind_channel): the persistent request stays,
+        // bound or not.
+        let comm = p.comm;
+        put_back(h, p);
+        return match r {
+            Ok(Some(st)) => {
+                crate::status_out(status, &st);
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(request_error(comm, e)),
+        };
+    }
     let r = match p.req.as_mut() {
         Some(r) if block => r.wait().map(Some),
         Some(r) => r.test(),
@@ -1391,7 +1484,7 @@ pub(crate) unsafe fn complete(
                 // Inactive now; the handle stays for the next MPI_Start.
                 put_back(h, p);
             } else {
-                retire(p);
+                retire(h, p);
                 // SAFETY: the function's contract.
                 unsafe { req.write(abi::REQUEST_NULL) };
             }
@@ -1403,12 +1496,36 @@ pub(crate) unsafe fn complete(
         }
         Err(e) => {
             let comm = p.comm;
-            retire(p);
+            retire(h, p);
             // SAFETY: the function's contract.
             unsafe { req.write(abi::REQUEST_NULL) };
             Err(request_error(comm, e))
         }
     }
+}
+
+/// The requests `hs` names, out of the table together, with their positions in `hs`
+/// (MPI_REQUEST_NULL left out); none is taken when one of them names no request.
+pub(crate) fn take_requests(hs: &[Handle], what: &str) -> Result<Vec<(usize, Held)>> {
+    with_state(|s| {
+        let st = s.as_mut().ok_or_else(|| not_initialized(what))?;
+        let mut taken = Vec::with_capacity(hs.len());
+        for (i, &h) in hs.iter().enumerate() {
+            if h == abi::REQUEST_NULL {
+                continue;
+            }
+            match st.reqs.check_out(REQUESTS.index(h)) {
+                Some(p) => taken.push((i, p)),
+                None => {
+                    for (j, p) in taken.drain(..) {
+                        st.reqs.put_back(REQUESTS.index(hs[j]), p);
+                    }
+                    return Err(REQUESTS.gone(h));
+                }
+            }
+        }
+        Ok(taken)
+    })
 }
 
 /// MPI_Waitall: the requests taken out of the table together and waited for in one pass of
@@ -1430,26 +1547,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     let n = n as usize;
     // SAFETY: the function's contract.
     let hs = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
-    // (position in the array, its request), MPI_REQUEST_NULL left out.
-    let taken: Result<Vec<(usize, Held)>> = with_state(|s| {
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Waitall"))?;
-        let mut taken = Vec::with_capacity(n);
-        for (i, &h) in hs.iter().enumerate() {
-            if h == abi::REQUEST_NULL {
-                continue;
-            }
-            match st.reqs.take(REQUESTS.index(h)) {
-                Some(p) => taken.push((i, p)),
-                None => {
-                    for (j, p) in taken.drain(..) {
-                        st.reqs.put_back(REQUESTS.index(hs[j]), p);
-                    }
-                    return Err(REQUESTS.gone(h));
-                }
-            }
-        }
-        Ok(taken)
-    });
+    let taken = take_requests(hs, WHAT);
     let mut taken = match taken {
         Ok(t) => t,
         Err(e) => return fail(abi::COMM_WORLD, WHAT, e),
@@ -1459,14 +1557,34 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
             empty_status(crate::pt2pt::nth_status(statuses, i));
         }
     }
-    let mut out = vec![earlybird::Status::empty(); taken.len()];
     USER_HANDLER_RAN.with(|r| r.set(false));
+    // Binds in progress (MPIX_Ibind_channels) complete first, each wait progressing them all;
+    // their requests stay, bound or not.
+    let binds: Vec<Option<Result<earlybird::Status>>> = taken
+        .iter_mut()
+        .map(|(_, p)| {
+            crate::channels::bind_step(p, true)
+                .map(|r| r.map(|st| st.expect("a blocking bind step completes")))
+        })
+        .collect();
+    let bind_failed = binds.iter().any(|b| matches!(b, Some(Err(_))));
+    let mut out = Vec::new();
     let r = {
         let mut live: Vec<&mut Request<'static>> = taken
             .iter_mut()
-            .filter_map(|(_, p)| p.req.as_mut())
+            .zip(&binds)
+            .filter(|(_, b)| b.is_none())
+            .filter_map(|((_, p), _)| p.req.as_mut())
             .collect();
+        out.resize(live.len(), earlybird::Status::empty());
         earlybird::wait_all_into(&mut live, &mut out)
+    };
+    let r = match r {
+        Ok(()) if bind_failed => Err(Error::new(
+            ErrorClass::InStatus,
+            "a bind failed (its status says how)",
+        )),
+        r => r,
     };
     let in_status = match &r {
         Ok(()) => false,
@@ -1485,8 +1603,25 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     // Completed requests are dropped here, with the state not borrowed, and their boxes and
     // the persistent requests go back in one visit to the state.
     let mut back = Vec::new();
-    for (i, mut p) in taken {
+    for ((i, mut p), bind) in taken.into_iter().zip(binds) {
         let s = crate::pt2pt::nth_status(statuses, i);
+        if let Some(b) = bind {
+            match b {
+                Ok(st) => {
+                    crate::status_out(s, &st);
+                    if in_status {
+                        status_error(s, MPI_SUCCESS);
+                    }
+                }
+                Err(e) => {
+                    empty_status(s);
+                    status_error(s, e.code());
+                    comm = p.comm;
+                }
+            }
+            back.push((i, true, p));
+            continue;
+        }
         if p.req.is_some() {
             let st = statuses_of.next().unwrap_or_default();
             crate::status_out(s, &st);
@@ -1500,20 +1635,22 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
         if let Some(f) = p.then.take() {
             f();
         }
-        if p.req.as_ref().is_some_and(Request::is_persistent) {
-            back.push((Some(hs[i]), p));
-        } else {
+        let keep = p.req.as_ref().is_some_and(Request::is_persistent);
+        if !keep {
             *p.0 = None;
-            back.push((None, p));
-            hs[i] = abi::REQUEST_NULL;
         }
+        back.push((i, keep, p));
     }
     with_state(|s| {
         if let Some(st) = s.as_mut() {
-            for (h, p) in back {
-                match h {
-                    Some(h) => st.reqs.put_back(REQUESTS.index(h), p),
-                    None => st.spare.push(p.0),
+            for (i, keep, p) in back {
+                let at = REQUESTS.index(hs[i]);
+                if keep {
+                    st.reqs.put_back(at, p);
+                } else {
+                    st.reqs.free_slot(at);
+                    st.spare.push(p.0);
+                    hs[i] = abi::REQUEST_NULL;
                 }
             }
         }
@@ -1524,9 +1661,15 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     }
 }
 
+/// Before a call into the Rust API whose error goes to [`request_error`]: no user handler
+/// has seen it yet.
+pub(crate) fn clear_user_handler_ran() {
+    USER_HANDLER_RAN.with(|r| r.set(false));
+}
+
 /// The code of an error a request's completion returned, after `comm`'s error handler (see
 /// [`raise_once`]).
-fn request_error(comm: Handle, e: Error) -> c_int {
+pub(crate) fn request_error(comm: Handle, e: Error) -> c_int {
     ok_or_code(raise_once::<()>(comm, e))
 }
 
@@ -1719,7 +1862,12 @@ pub(crate) fn plain_span(count: c_int, dt: Handle) -> Result<(Datatype, usize, u
 /// MPI_Cancel: the request `h` is cancelled if it can be (its wait then says so).
 pub(crate) fn cancel(h: Handle) -> Result<()> {
     let mut p = take_request(h)?;
+    let bound = p.bind.is_some();
     let r = match p.req.as_mut() {
+        _ if bound => Err(Error::new(
+            ErrorClass::Request,
+            "MPI_Cancel of a request whose bind is in progress (complete the bind with a wait or test)",
+        )),
         Some(q) => q.cancel(),
         None => Ok(()),
     };
@@ -1745,8 +1893,22 @@ pub(crate) unsafe fn free_request(req: *mut Handle) -> c_int {
         Ok(p) => p,
         Err(e) => return fail(abi::COMM_WORLD, "MPI_Request_free", e),
     };
-    let r = p.req.take().map_or(Ok(()), Request::free);
-    retire(p);
+    let r = match p.req.take().map(earlybird::channel::Channel::try_from) {
+        None => Ok(()),
+        Some(Err(r)) => r.free(),
+        Some(Ok(ch)) => {
+            // The seed: freeing a channel this way is erroneous; it stays, to be unbound.
+            p.req = Some(ch.into_request());
+            let comm = p.comm;
+            put_back(h, p);
+            let e = Error::new(
+                ErrorClass::Request,
+                format!("request {h:#x} is a bound channel: MPIX_Unbind_channel frees it"),
+            );
+            return fail(comm, "MPI_Request_free", e);
+        }
+    };
+    retire(h, p);
     // SAFETY: the function's contract.
     unsafe { req.write(abi::REQUEST_NULL) };
     ok_or_code(r)
@@ -1804,9 +1966,12 @@ pub(crate) fn request_status(h: Handle) -> Result<Option<earlybird::Status>> {
         return Ok(Some(earlybird::Status::empty()));
     }
     let mut p = take_request(h)?;
-    let r = match p.req.as_mut() {
-        Some(q) => q.get_status(),
-        None => Ok(None),
+    let r = match crate::channels::bind_step(&mut p, false) {
+        Some(r) => r,
+        None => match p.req.as_mut() {
+            Some(q) => q.get_status(),
+            None => Ok(None),
+        },
     };
     put_back(h, p);
     r
@@ -1841,8 +2006,7 @@ pub(crate) fn request_active(h: Handle) -> bool {
         s.borrow()
             .as_ref()
             .and_then(|st| st.reqs.get(REQUESTS.index(h)))
-            .and_then(|p| p.req.as_ref())
             // A handle that names no request is left to the completion, which reports it.
-            .is_none_or(Request::is_active)
+            .is_none_or(|p| p.bind.is_some() || p.req.as_ref().is_none_or(Request::is_active))
     })
 }

@@ -196,6 +196,16 @@ fn group_operations_idup_attributes_and_decoders_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn seed_000_channels_slack_channels_and_bundles_through_mpi_ext_h() {
+    run_everywhere("channels", OURS);
+}
+
+#[test]
+fn seed_000_examples_as_the_seed_writes_them() {
+    run_everywhere("seed000_examples", OURS);
+}
+
+#[test]
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
     let prefix = install(&work);

@@ -3,7 +3,8 @@
 //! `cargo build --release --workspace`):
 //!
 //! - `lib/libmpi.so.12`, with the names `libmpi.so`, `libmpich.so.12` and `libmpich.so`;
-//! - `include/mpi.h` (made from `api/mpi.api` by build.rs);
+//! - `include/mpi.h` (made from `api/mpi.api` by build.rs) and `include/mpi-ext.h` (the
+//!   seeds' MPIX_ calls, from `api/mpi-ext.api`);
 //! - `bin/mpicc` and `bin/mpicxx`, wrappers of the system's C and C++ compilers (`cc`, `c++`,
 //!   or `$EARLYBIRD_CC` / `$EARLYBIRD_CXX`) that add the header, the library and its rpath
 //!   (and for C, `-Werror=implicit-function-declaration`: the header declares only the calls
@@ -19,6 +20,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 const HEADER: &str = include_str!(concat!(env!("OUT_DIR"), "/mpi.h"));
+const EXT_HEADER: &str = include_str!(concat!(env!("OUT_DIR"), "/mpi-ext.h"));
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -117,6 +119,8 @@ fn install(prefix: &Path) -> Result<(), String> {
         link("libmpi.so.12", &prefix.join("lib").join(name)).map_err(io(name))?;
     }
     std::fs::write(prefix.join("include/mpi.h"), HEADER).map_err(io("include/mpi.h"))?;
+    std::fs::write(prefix.join("include/mpi-ext.h"), EXT_HEADER)
+        .map_err(io("include/mpi-ext.h"))?;
     write_exe(
         &prefix.join("bin/mpicc"),
         &wrapper(
