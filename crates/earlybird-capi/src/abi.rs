@@ -131,6 +131,8 @@ pub(crate) fn basic_type(h: Handle) -> Option<BasicType> {
         c::MPI_C_BOOL => CBool,
         c::MPI_C_FLOAT_COMPLEX => CFloatComplex,
         c::MPI_C_DOUBLE_COMPLEX => CDoubleComplex,
+        c::MPI_C_LONG_DOUBLE_COMPLEX => CLongDoubleComplex,
+        c::MPI_LONG_DOUBLE_INT => LongDoubleInt,
         c::MPI_AINT => Aint,
         c::MPI_OFFSET => Offset,
         c::MPI_COUNT => Count,
@@ -162,7 +164,7 @@ pub(crate) fn op(h: Handle) -> Option<earlybird::Op> {
 
 /// The handle of a predefined datatype (the inverse of [`basic_type`]).
 pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
-    const ALL: [Handle; 36] = [
+    const ALL: [Handle; 38] = [
         c::MPI_CHAR,
         c::MPI_SIGNED_CHAR,
         c::MPI_UNSIGNED_CHAR,
@@ -196,6 +198,8 @@ pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
         c::MPI_C_BOOL,
         c::MPI_C_FLOAT_COMPLEX,
         c::MPI_C_DOUBLE_COMPLEX,
+        c::MPI_C_LONG_DOUBLE_COMPLEX,
+        c::MPI_LONG_DOUBLE_INT,
         c::MPI_AINT,
         c::MPI_OFFSET,
         c::MPI_COUNT,

@@ -211,8 +211,10 @@ fn reach(counts: &[usize], displs: &[usize]) -> R<c_int> {
         .map_err(|_| Error::new(ErrorClass::Count, format!("a buffer of {n} elements")))
 }
 
-/// MPI_Alltoallw's blocks: per rank, (count, byte displacement, datatype), and the bytes the
-/// buffer reaches.
+/// MPI_Alltoallw's blocks: per rank, (count, byte displacement, datatype), and the bytes
+/// they reach from the buffer: `(start, len)` from its address. For MPI_BOTTOM (`bottom`: the
+/// displacements and datatypes hold absolute addresses) the bytes start at the lowest one,
+/// and each block is moved to be relative to it, as one element of a datatype of its own.
 ///
 /// # Safety
 /// The three arrays each hold `n` entries.
@@ -221,25 +223,54 @@ unsafe fn wspec<N: CInt, D: CInt>(
     counts: *const N,
     displs: *const D,
     types: *const Handle,
-) -> R<(Specs, usize)> {
+    bottom: bool,
+) -> R<(Specs, isize, usize)> {
     // SAFETY: the function's contract.
     let (cs, ds, ts) = unsafe { (lengths(counts, n)?, array(displs, n)?, array(types, n)?) };
-    let mut specs = Vec::with_capacity(cs.len());
-    let mut reach = 0usize;
+    let mut blocks = Vec::with_capacity(cs.len());
+    // Each block's first and last bytes (from the buffer), for those with data.
+    let (mut lo, mut hi) = (isize::MAX, 0isize);
     for ((&count, &d), &t) in cs.iter().zip(ds).zip(ts) {
         let d: i64 = d.wide();
-        let disp = usize::try_from(d)
-            .map_err(|_| Error::new(ErrorClass::Arg, format!("displacement {d} is negative")))?;
+        let disp = isize::try_from(d)
+            .ok()
+            .filter(|&x| x >= 0 || bottom)
+            .ok_or_else(|| Error::new(ErrorClass::Arg, format!("displacement {d} is negative")))?;
         let dt = state::type_of(t)?;
-        if count > 0 {
-            let (_, extent) = dt.get_extent();
+        if count > 0 && dt.size() > 0 {
+            let extent = dt.extent();
             let (tlb, textent) = dt.get_true_extent();
-            let end = disp as isize + tlb + (count as isize - 1) * extent + textent;
-            reach = reach.max(usize::try_from(end).unwrap_or(0));
+            let reps = (count as isize - 1) * extent;
+            lo = lo.min(disp + tlb + reps.min(0));
+            hi = hi.max(disp + tlb + textent + reps.max(0));
         }
-        specs.push((count, disp, dt));
+        blocks.push((count, disp, dt));
     }
-    Ok((specs, reach))
+    if !bottom {
+        // Displacements checked not negative above.
+        let specs = blocks
+            .into_iter()
+            .map(|(c, d, t)| (c, d as usize, t))
+            .collect();
+        return Ok((specs, 0, usize::try_from(hi).unwrap_or(0)));
+    }
+    if lo > hi {
+        // No data: nothing to move (a null buffer of no bytes).
+        let specs = blocks.into_iter().map(|(c, _, t)| (c, 0, t)).collect();
+        return Ok((specs, 0, 0));
+    }
+    let moved = blocks
+        .into_iter()
+        .map(|(count, disp, dt)| {
+            if count == 0 || dt.size() == 0 {
+                return Ok((count, 0, dt));
+            }
+            let m = earlybird::Datatype::hindexed(&[count], &[disp - lo], &dt)?;
+            m.commit()?;
+            Ok((1, 0, m))
+        })
+        .collect::<R<Specs>>()?;
+    Ok((moved, lo, (hi - lo) as usize))
 }
 
 /// The caller's bytes `[buf, buf + len)` as a slice for the run of an operation.
@@ -653,17 +684,20 @@ unsafe fn alltoallw_args<N: CInt, D: CInt>(
 ) -> R<(Src<'static>, Specs, Dst<'static>, Specs)> {
     let (from, to) = blocks_of(c, over)?;
     // SAFETY: the function's contract.
-    let (rs, rlen) = unsafe { wspec(from, rcounts, rdispls, rtypes) }?;
+    let (rs, rstart, rlen) = unsafe { wspec(from, rcounts, rdispls, rtypes, rbuf.is_null()) }?;
     let (s, ss) = if in_place(sbuf) {
         (Src::from(earlybird::IN_PLACE), vec![])
     } else {
         // SAFETY: as above.
-        let (ss, slen) = unsafe { wspec(to, scounts, sdispls, stypes) }?;
-        // SAFETY: as above.
-        (Src::from(unsafe { bytes(sbuf, slen) }?), ss)
+        let (ss, sstart, slen) = unsafe { wspec(to, scounts, sdispls, stypes, sbuf.is_null()) }?;
+        // SAFETY: as above; `wspec` says where the blocks' bytes start.
+        (
+            Src::from(unsafe { bytes(sbuf.wrapping_byte_offset(sstart), slen) }?),
+            ss,
+        )
     };
     // SAFETY: as above.
-    let r = Dst::from(unsafe { bytes_mut(rbuf, rlen) }?);
+    let r = Dst::from(unsafe { bytes_mut(rbuf.wrapping_byte_offset(rstart), rlen) }?);
     Ok((s, ss, r, rs))
 }
 

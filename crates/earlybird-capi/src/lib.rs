@@ -799,6 +799,17 @@ mpi! {
                 B::UnsignedLong | B::UnsignedLongLong | B::Uint64 => local!(u64),
                 B::Float => local!(f32),
                 B::Double => local!(f64),
+                B::LongDouble => local!(earlybird::LongDouble),
+                B::CFloatComplex => local!(earlybird::Complex<f32>),
+                B::CDoubleComplex => local!(earlybird::Complex<f64>),
+                B::CLongDoubleComplex => local!(earlybird::Complex<earlybird::LongDouble>),
+                B::CBool => local!(earlybird::CBool),
+                B::FloatInt => local!(earlybird::ValueIndex<f32>),
+                B::DoubleInt => local!(earlybird::ValueIndex<f64>),
+                B::LongInt => local!(earlybird::ValueIndex<i64>),
+                B::TwoInt => local!(earlybird::ValueIndex<i32>),
+                B::ShortInt => local!(earlybird::ValueIndex<i16>),
+                B::LongDoubleInt => local!(earlybird::ValueIndex<earlybird::LongDouble>),
                 b => Err(Error::new(ErrorClass::Type, format!("MPI_Reduce_local on {}: not a type this library reduces locally", b.mpi_name()))),
             }
         })())

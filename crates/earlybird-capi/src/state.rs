@@ -437,23 +437,19 @@ impl<T> Table<T> {
 
     /// The object at `i`, out of the table for a while: its entry stays reserved (nothing new
     /// goes there) until [`put_back`](Self::put_back) or [`free_slot`](Self::free_slot).
+    /// ([`take`](Self::take) is for good.)
     fn check_out(&mut self, i: usize) -> Option<T> {
         self.slots.get_mut(i).and_then(Option::take)
     }
 
     /// Free entry `i`, checked out and not to be put back.
     fn free_slot(&mut self, i: usize) {
-        if self.slots.get(i).is_some_and(Option::is_none) && !self.free.contains(&i) {
-            self.free.push(i);
-        }
+        debug_assert!(self.slots.get(i).is_some_and(Option::is_none));
+        self.free.push(i);
     }
 
-    /// Put back at `i` what [`take`](Self::take) or [`check_out`](Self::check_out) took from
-    /// there.
+    /// Put back at `i` what [`check_out`](Self::check_out) took from there.
     fn put_back(&mut self, i: usize, x: T) {
-        if let Some(pos) = self.free.iter().rposition(|&f| f == i) {
-            self.free.swap_remove(pos);
-        }
         self.slots[i] = Some(x);
     }
 

@@ -196,6 +196,11 @@ fn group_operations_idup_attributes_and_decoders_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn long_double_complex_bool_and_pair_reductions_and_alltoallw_over_bottom() {
+    run_everywhere("reductions", BOTH);
+}
+
+#[test]
 fn seed_000_channels_slack_channels_and_bundles_through_mpi_ext_h() {
     run_everywhere("channels", OURS);
 }

@@ -66,8 +66,9 @@ pub use comm::graph::DistGraphNeighbors;
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
 pub use datatype::{
-    split_views, BasicType, Buffer, BufferMut, Combiner, CombinerKind, Contents, Datatype,
-    Distribution, Envelope, Equivalence, Order, Sig, Typed, TypedMut, ValueIndex, ViewOf,
+    split_views, BasicType, Buffer, BufferMut, CBool, Combiner, CombinerKind, Complex, Contents,
+    Datatype, Distribution, Envelope, Equivalence, LongDouble, Order, Sig, Typed, TypedMut,
+    ValueIndex, ViewOf,
 };
 pub use error::{
     add_error_class, add_error_code, add_error_string, error_class, error_string, last_used_code,

@@ -383,7 +383,15 @@ impl Reducer {
             LongInt => Reducer::new::<ValueIndex<i64>>(op),
             TwoInt => Reducer::new::<ValueIndex<i32>>(op),
             ShortInt => Reducer::new::<ValueIndex<i16>>(op),
-            LongDouble | CBool | CFloatComplex | CDoubleComplex | Packed => Err(unsupported(b)),
+            CFloatComplex => Reducer::new::<crate::datatype::Complex<f32>>(op),
+            CDoubleComplex => Reducer::new::<crate::datatype::Complex<f64>>(op),
+            LongDouble => Reducer::new::<crate::datatype::LongDouble>(op),
+            LongDoubleInt => Reducer::new::<ValueIndex<crate::datatype::LongDouble>>(op),
+            CLongDoubleComplex => {
+                Reducer::new::<crate::datatype::Complex<crate::datatype::LongDouble>>(op)
+            }
+            CBool => Reducer::new::<crate::datatype::CBool>(op),
+            Packed => Err(unsupported(b)),
         }
     }
 

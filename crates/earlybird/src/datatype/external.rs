@@ -47,8 +47,10 @@ fn kind(b: BasicType) -> Kind {
         CFloatComplex => Kind::ComplexHalves(4),
         CDoubleComplex => Kind::ComplexHalves(8),
         LongDouble => Kind::LongDouble,
-        // Pair types appear in signatures as their members.
-        FloatInt | DoubleInt | LongInt | TwoInt | ShortInt => Kind::Bytes,
+        // Pair types (and long double complex) appear in signatures as their members.
+        FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt | CLongDoubleComplex => {
+            Kind::Bytes
+        }
     }
 }
 

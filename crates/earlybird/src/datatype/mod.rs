@@ -23,6 +23,7 @@ mod constructors;
 mod darray;
 mod decode;
 mod external;
+pub mod long_double;
 pub mod reduce;
 
 pub use buffer::{split_views, BufView, Buffer, BufferMut, Typed, TypedMut, ViewOf};
@@ -43,10 +44,11 @@ use std::rc::Rc;
 /// `Uint16` ↔ `u16`; `Int`, `Int32` ↔ `i32`; `Unsigned`, `Uint32` ↔ `u32`; `Long`,
 /// `LongLong`, `Int64`, `Aint`, `Offset`, `Count` ↔ `i64` (and `isize`); `UnsignedLong`,
 /// `UnsignedLongLong`, `Uint64` ↔ `u64` (and `usize`); `Float` ↔ `f32`; `Double` ↔ `f64`;
-/// `Wchar` ↔ `i32`; `CBool` ↔ `u8` (Rust's `bool` may not hold every byte, so it cannot be a
-/// receive buffer); `CFloatComplex` ↔ `[f32; 2]`; `CDoubleComplex` ↔ `[f64; 2]`;
-/// `LongDouble` (16 bytes, x87 80-bit) has no Rust type and moves as opaque bytes. The pair
-/// types used by MINLOC/MAXLOC are `#[repr(C)]` structs of value then `i32` index.
+/// `Wchar` ↔ `i32`; `CBool` ↔ [`CBool`] (a byte: Rust's `bool` may not hold every byte, so it
+/// cannot be a receive buffer); `CFloatComplex` ↔ [`Complex<f32>`]; `CDoubleComplex` ↔ `Complex<f64>`;
+/// `LongDouble` ↔ [`LongDouble`] (16 bytes, x87 80-bit, with its arithmetic in software);
+/// `CLongDoubleComplex` ↔ `Complex<LongDouble>`. The pair types used by MINLOC/MAXLOC are
+/// [`ValueIndex`]: `#[repr(C)]` structs of value then `i32` index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BasicType {
     Char,
@@ -79,6 +81,8 @@ pub enum BasicType {
     Count,
     CFloatComplex,
     CDoubleComplex,
+    /// MPI_C_LONG_DOUBLE_COMPLEX: two `long double`s.
+    CLongDoubleComplex,
     /// MPI_PACKED: the bytes of [`Datatype::pack`]; matches any signature.
     Packed,
     FloatInt,
@@ -86,6 +90,8 @@ pub enum BasicType {
     LongInt,
     TwoInt,
     ShortInt,
+    /// MPI_LONG_DOUBLE_INT.
+    LongDoubleInt,
 }
 
 /// What a basic type is, for signature matching: equal kinds and sizes match.
@@ -112,6 +118,7 @@ impl BasicType {
             LongDouble | CDoubleComplex => 16,
             FloatInt | TwoInt | ShortInt => 8,
             DoubleInt | LongInt => 16,
+            LongDoubleInt | CLongDoubleComplex => 32,
         }
     }
 
@@ -120,7 +127,7 @@ impl BasicType {
         use BasicType::*;
         match self {
             CFloatComplex => 4,
-            LongDouble => 16,
+            LongDouble | LongDoubleInt | CLongDoubleComplex => 16,
             _ => {
                 let s = self.size();
                 if s < 8 {
@@ -137,7 +144,7 @@ impl BasicType {
         match self {
             // Unsigned bytes are Rust's raw bytes: never signature-checked, like MPI_BYTE.
             Byte | Packed | UnsignedChar | Uint8 | LongDouble | FloatInt | DoubleInt | LongInt
-            | TwoInt | ShortInt => Kind::Raw,
+            | TwoInt | ShortInt | LongDoubleInt | CLongDoubleComplex => Kind::Raw,
             Char | SignedChar | Wchar | Short | Int | Long | LongLong | Int8 | Int16 | Int32
             | Int64 | Aint | Offset | Count => Kind::Signed,
             UnsignedShort | Unsigned | UnsignedLong | UnsignedLongLong | Uint16 | Uint32
@@ -192,24 +199,29 @@ impl BasicType {
             Count => "MPI_COUNT",
             CFloatComplex => "MPI_C_FLOAT_COMPLEX",
             CDoubleComplex => "MPI_C_DOUBLE_COMPLEX",
+            CLongDoubleComplex => "MPI_C_LONG_DOUBLE_COMPLEX",
             Packed => "MPI_PACKED",
             FloatInt => "MPI_FLOAT_INT",
             DoubleInt => "MPI_DOUBLE_INT",
             LongInt => "MPI_LONG_INT",
             TwoInt => "MPI_2INT",
             ShortInt => "MPI_SHORT_INT",
+            LongDoubleInt => "MPI_LONG_DOUBLE_INT",
         }
     }
 
-    /// The pair types' members: (value type, its displacement), then the `i32` index's.
-    fn pair(self) -> Option<(BasicType, isize, isize)> {
+    /// The members of the predefined types that are C structs: the pair types (value, then
+    /// the `int` index) and `long double _Complex`; each with its displacement.
+    fn members(self) -> Option<[(BasicType, isize); 2]> {
         use BasicType::*;
         match self {
-            FloatInt => Some((Float, 0, 4)),
-            DoubleInt => Some((Double, 0, 8)),
-            LongInt => Some((Long, 0, 8)),
-            TwoInt => Some((Int, 0, 4)),
-            ShortInt => Some((Short, 0, 4)),
+            FloatInt => Some([(Float, 0), (Int, 4)]),
+            DoubleInt => Some([(Double, 0), (Int, 8)]),
+            LongInt => Some([(Long, 0), (Int, 8)]),
+            TwoInt => Some([(Int, 0), (Int, 4)]),
+            ShortInt => Some([(Short, 0), (Int, 4)]),
+            LongDoubleInt => Some([(LongDouble, 0), (Int, 16)]),
+            CLongDoubleComplex => Some([(LongDouble, 0), (LongDouble, 16)]),
             _ => None,
         }
     }
@@ -282,20 +294,19 @@ impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
 
 pub use crate::sys::plain::ValueIndex;
 
-macro_rules! equivalence_pair {
-    ($($v:ty => $d:ident),*) => {
-        $(impl Equivalence for ValueIndex<$v> {
-            const SIG: Sig = BasicType::$d.sig();
-            fn datatype() -> Datatype { Datatype::basic(BasicType::$d) }
-            #[inline]
-            fn reduce_predefined(op: reduce::Predefined, a: &[Self], b: &mut [Self]) -> bool {
-                reduce::reduce_pair(op, a, b)
-            }
-        })*
-    };
-}
+pub use crate::sys::plain::{CBool, Complex};
+pub use long_double::LongDouble;
 
-equivalence_pair!(f32 => FloatInt, f64 => DoubleInt, i64 => LongInt, i32 => TwoInt, i16 => ShortInt);
+equivalence! { reduce_pair:
+    ValueIndex<f32> => FloatInt, ValueIndex<f64> => DoubleInt, ValueIndex<i64> => LongInt,
+    ValueIndex<i32> => TwoInt, ValueIndex<i16> => ShortInt, ValueIndex<LongDouble> => LongDoubleInt,
+}
+equivalence! { reduce_complex:
+    Complex<f32> => CFloatComplex, Complex<f64> => CDoubleComplex,
+    Complex<LongDouble> => CLongDoubleComplex,
+}
+equivalence! { reduce_long_double: LongDouble => LongDouble }
+equivalence! { reduce_bool: CBool => CBool }
 
 /// An MPI datatype (MPI_Datatype). Clones are handles on the same datatype.
 #[derive(Clone)]
@@ -360,12 +371,13 @@ impl Datatype {
 impl Datatype {
     /// A predefined datatype (committed).
     pub fn basic(b: BasicType) -> Datatype {
-        if let Some((v, vd, id)) = b.pair() {
-            // A pair type is the struct { value; int index } with the struct's padding.
+        if let Some([(a, ad), (b2, bd)]) = b.members() {
+            // A pair type is the struct { value; int index } with the struct's padding (and
+            // a long double complex the struct of its two halves).
             let t = Datatype::create_struct(
                 &[1, 1],
-                &[vd, id],
-                &[Datatype::basic(v), Datatype::basic(BasicType::Int)],
+                &[ad, bd],
+                &[Datatype::basic(a), Datatype::basic(b2)],
             )
             .expect("pair types are valid structs");
             let inner = Inner {

@@ -6,7 +6,8 @@
 //! MPI 4.1 §6.9.2 (predefined reduction operations), §6.9.4 (MINLOC and MAXLOC).
 #![forbid(unsafe_code)]
 
-use super::ValueIndex;
+pub(super) use super::long_double::reduce_long_double;
+use super::{CBool, Complex, ValueIndex};
 
 /// The predefined operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,6 +99,37 @@ where
             .iter()
             .zip(b.iter_mut())
             .for_each(|(x, y)| *y = if *x < *y { *x } else { *y }),
+        _ => return false,
+    }
+    true
+}
+
+/// C's `_Bool`: the logical operations, giving 0 or 1 as C does.
+pub(super) fn reduce_bool(op: Predefined, a: &[CBool], b: &mut [CBool]) -> bool {
+    let f: fn(bool, bool) -> bool = match op {
+        Predefined::Land => |x, y| x && y,
+        Predefined::Lor => |x, y| x || y,
+        Predefined::Lxor => |x, y| x != y,
+        _ => return false,
+    };
+    for (x, y) in a.iter().zip(b.iter_mut()) {
+        *y = CBool(u8::from(f(x.0 != 0, y.0 != 0)));
+    }
+    true
+}
+
+/// Complex numbers: sum and product (MPI defines no order on them, so no min or max).
+pub(super) fn reduce_complex<T>(op: Predefined, a: &[Complex<T>], b: &mut [Complex<T>]) -> bool
+where
+    T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T> + std::ops::Mul<Output = T>,
+{
+    match op {
+        Predefined::Sum => a.iter().zip(b.iter_mut()).for_each(|(x, y)| {
+            *y = Complex::new(x.re + y.re, x.im + y.im);
+        }),
+        Predefined::Prod => a.iter().zip(b.iter_mut()).for_each(|(x, y)| {
+            *y = Complex::new(x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re);
+        }),
         _ => return false,
     }
     true

@@ -11,10 +11,10 @@
 
 use crate::coll::op::Op;
 use crate::datatype::reduce::Predefined;
-use crate::datatype::{BasicType, Equivalence};
+use crate::datatype::{BasicType, Equivalence, LongDouble as Ld};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::window::Mem;
-use crate::sys::plain::{as_bytes, as_bytes_mut, Plain, ValueIndex};
+use crate::sys::plain::{as_bytes, as_bytes_mut, Complex, Plain, ValueIndex};
 use std::io;
 
 /// `b = a op b` on the bytes of whole elements of one basic type; `false` (nothing written)
@@ -55,10 +55,62 @@ fn kernel<T: Equivalence + Plain + Default>(op: Predefined, a: &[u8], b: &mut [u
     true
 }
 
+/// The value of a pair type with padding, read from its little-endian bytes.
+trait PairValue: PartialOrd + Copy {
+    const SIZE: usize;
+    fn read(b: &[u8]) -> Self;
+}
+
+macro_rules! pair_value {
+    ($($t:ty),*) => {$(
+        impl PairValue for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn read(b: &[u8]) -> Self {
+                let mut w = [0u8; std::mem::size_of::<$t>()];
+                w.copy_from_slice(&b[..Self::SIZE]);
+                <$t>::from_le_bytes(w)
+            }
+        }
+    )*};
+}
+pair_value!(f64, i64, i16);
+
+impl PairValue for Ld {
+    const SIZE: usize = 16;
+    fn read(b: &[u8]) -> Self {
+        let mut bytes = [0u8; 16];
+        bytes.copy_from_slice(&b[..16]);
+        Ld { bytes }
+    }
+}
+
+/// The kernel of a pair type with padding (MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT), read
+/// field by field from its bytes (the padding is never read): the value `V` at 0, the `i32`
+/// index right after it at its alignment, `W` bytes per element. MINLOC and MAXLOC, as for
+/// every pair type: the extreme value, and on a tie the lower index.
+fn pair_kernel<V: PairValue, const W: usize>(op: Predefined, a: &[u8], b: &mut [u8]) -> bool {
+    let max = match op {
+        Predefined::Minloc => false,
+        Predefined::Maxloc => true,
+        _ => return false,
+    };
+    let at = V::SIZE.max(4);
+    let index = |e: &[u8]| i32::from_le_bytes([e[at], e[at + 1], e[at + 2], e[at + 3]]);
+    for (x, y) in a.chunks_exact(W).zip(b.chunks_exact_mut(W)) {
+        let (xv, yv) = (V::read(x), V::read(y));
+        let better = if max { xv > yv } else { xv < yv };
+        if better {
+            y[..at + 4].copy_from_slice(&x[..at + 4]);
+        } else if xv == yv && index(x) < index(y) {
+            y[at..at + 4].copy_from_slice(&x[at..at + 4]);
+        }
+    }
+    true
+}
+
 impl Elem {
     /// The element of accumulates on data of basic type `b`; MPI_ERR_TYPE for the types
-    /// earlybird does not accumulate (long double, complex, bool, and the pair types with
-    /// padding).
+    /// earlybird does not accumulate (MPI_PACKED).
     pub(crate) fn of(b: BasicType) -> Result<Elem> {
         use BasicType::*;
         let (kernel, int): (ByteKernel, bool) = match b {
@@ -74,6 +126,16 @@ impl Elem {
             Double => (kernel::<f64>, false),
             FloatInt => (kernel::<ValueIndex<f32>>, false),
             TwoInt => (kernel::<ValueIndex<i32>>, false),
+            DoubleInt => (pair_kernel::<f64, 16>, false),
+            LongInt => (pair_kernel::<i64, 16>, false),
+            ShortInt => (pair_kernel::<i16, 8>, false),
+            CFloatComplex => (kernel::<Complex<f32>>, false),
+            CDoubleComplex => (kernel::<Complex<f64>>, false),
+            LongDouble => (kernel::<Ld>, false),
+            // A logical type: compare_and_swap takes it too.
+            CBool => (kernel::<crate::datatype::CBool>, true),
+            LongDoubleInt => (pair_kernel::<Ld, 32>, false),
+            CLongDoubleComplex => (kernel::<Complex<Ld>>, false),
             _ => {
                 return Err(Error::new(
                     ErrorClass::Type,

@@ -116,6 +116,72 @@ macro_rules! plain_pair {
 }
 
 plain_pair!(f32 => true, f64 => false, i64 => false, i32 => true, i16 => false);
+// SAFETY: as for the other pairs: the long double at 0, the index at 16, 12 bytes of padding
+// after it (so not gapless); MPI_LONG_DOUBLE_INT's datatype is built as that struct.
+unsafe impl Plain for ValueIndex<LongDouble> {
+    const GAPLESS: bool = false;
+}
+
+/// A complex number laid out as C's `float _Complex` and `double _Complex` are: the real
+/// part, then the imaginary one (`Complex<f32>` is MPI_C_FLOAT_COMPLEX, `Complex<f64>`
+/// MPI_C_DOUBLE_COMPLEX).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Complex<T> {
+    pub re: T,
+    pub im: T,
+}
+
+impl<T> Complex<T> {
+    pub const fn new(re: T, im: T) -> Self {
+        Complex { re, im }
+    }
+}
+
+// SAFETY: a `#[repr(C)]` struct of two floats of one type: no padding, every bit pattern
+// valid; its datatype (MPI's complex type of that float) covers both at offsets 0 and the
+// float's size, with the struct's size as extent.
+unsafe impl Plain for Complex<f32> {
+    const GAPLESS: bool = true;
+}
+// SAFETY: as above.
+unsafe impl Plain for Complex<f64> {
+    const GAPLESS: bool = true;
+}
+
+/// C's `_Bool` (MPI_C_BOOL) as the byte C stores it: 0 is false, anything else true (Rust's
+/// `bool` may not hold other bytes, so it cannot be a receive buffer).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CBool(pub u8);
+
+// SAFETY: one byte, every bit pattern valid.
+unsafe impl Plain for CBool {
+    const GAPLESS: bool = true;
+}
+
+/// C's `long double` on x86-64 (MPI_LONG_DOUBLE): the x87 80-bit extended format in the low
+/// ten bytes of sixteen, aligned as C aligns it. Its arithmetic (the reductions MPI defines
+/// on it) is in `datatype::long_double`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LongDouble {
+    /// The value's bytes, little-endian: the 64-bit significand, then sign and exponent; the
+    /// last six are padding C leaves undefined (carried, never read).
+    pub bytes: [u8; 16],
+}
+
+// SAFETY: a `#[repr(C)]` struct of 16 bytes (its alignment adds none): no padding, any bit
+// pattern valid; MPI_LONG_DOUBLE's datatype is 16 bytes at 0 with extent 16.
+unsafe impl Plain for LongDouble {
+    const GAPLESS: bool = true;
+}
+
+// SAFETY: two 16-byte long doubles, the second at 16 (its alignment): no padding, any bits
+// valid; MPI_C_LONG_DOUBLE_COMPLEX's datatype is both at those offsets, extent 32.
+unsafe impl Plain for Complex<LongDouble> {
+    const GAPLESS: bool = true;
+}
 
 /// The value of a gapless plain type whose bytes `b` holds (any alignment); `None` if `T`
 /// has padding or `b` is not `size_of::<T>()` bytes.
