@@ -310,7 +310,10 @@ mpi! {
 mpi! {
     fn MPI_Type_get_value_index / PMPI_Type_get_value_index(value: Handle, index: Handle, pair: *mut Handle) {
         // MPI 4.1: the predefined pair type of MINLOC and MAXLOC for these two types, or
-        // MPI_DATATYPE_NULL when MPI predefines none.
+        // MPI_DATATYPE_NULL when MPI predefines none; both must be datatypes.
+        if let Err(e) = state::type_of(value).and_then(|_| state::type_of(index)) {
+            return self_ok(Err::<(), _>(Error::new(e.class(), format!("MPI_Type_get_value_index: {e}"))));
+        }
         let h = match (value, index) {
             (c::MPI_FLOAT, c::MPI_INT) => c::MPI_FLOAT_INT,
             (c::MPI_DOUBLE, c::MPI_INT) => c::MPI_DOUBLE_INT,

@@ -281,14 +281,13 @@ mpi! {
         }
         // SAFETY: a handle to read and write, checked for null.
         let h = unsafe { comm.read() };
-        match state::take_comm(h) {
-            Ok(c) => {
-                let r = state::free_comm(h, c);
+        match state::free_comm(h) {
+            Ok(()) => {
                 // SAFETY: as above.
                 unsafe { comm.write(abi::COMM_NULL) };
-                ok_or_code(r)
+                MPI_SUCCESS
             }
-            Err(e) => fail(abi::COMM_WORLD, "MPI_Comm_free", e),
+            Err(code) => code,
         }
     }
 
@@ -1033,6 +1032,12 @@ mpi! {
     }
 
     fn MPI_Type_get_name / PMPI_Type_get_name(dt: Handle, name: *mut c_char, len: *mut c_int) {
+        if dt == abi::c::MPI_DATATYPE_NULL {
+            // The null handle's name, as MPICH gives it.
+            // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
+            unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, "MPI_DATATYPE_NULL", len) };
+            return MPI_SUCCESS;
+        }
         // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
         self_ok(state::type_of(dt).map(|d| unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &d.name(), len) }))
     }

@@ -1706,13 +1706,10 @@ pub(crate) fn start(h: Handle) -> Result<()> {
 thread_local! {
     /// Set when a user error handler of this library's making runs (see `with_comm`).
     pub(crate) static USER_HANDLER_RAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The handle of the communicator MPI_Comm_free is freeing (its delete callbacks run
-    /// after it left the table).
-    static FREEING: std::cell::Cell<Handle> = const { std::cell::Cell::new(abi::COMM_NULL) };
 }
 
-/// The handle of `c` for a callback: MPI_COMM_WORLD, MPI_COMM_SELF, one of the table, or the
-/// one being freed.
+/// The handle of `c` for a callback: MPI_COMM_WORLD, MPI_COMM_SELF, or one of the table (a
+/// communicator being freed stays there while its delete callbacks run).
 pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
     use earlybird::Comparison::Ident;
     STATE.with(|s| {
@@ -1728,16 +1725,27 @@ pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
         }
         st.comms
             .position(|x| c.compare(x) == Ident)
-            .map_or_else(|| FREEING.with(|f| f.get()), |i| COMMS.handle(i))
+            .map_or(abi::COMM_NULL, |i| COMMS.handle(i))
     })
 }
 
-/// Free `c` (taken out of the table under handle `h`), its delete callbacks seeing `h`.
-pub(crate) fn free_comm(h: Handle, c: Comm) -> Result<()> {
-    FREEING.with(|f| f.set(h));
-    let r = c.free();
-    FREEING.with(|f| f.set(abi::COMM_NULL));
-    r
+/// MPI_Comm_free of `h`. Its delete callbacks run with it still in the table (MPI lets them
+/// use it: a language binding looks it up), and it leaves the table once freed; it stays
+/// when the free fails (a delete callback's error). `Err` holds the code to return.
+pub(crate) fn free_comm(h: Handle) -> std::result::Result<(), c_int> {
+    const WHAT: &str = "MPI_Comm_free";
+    let c = match STATE.with(|s| comm_ref(&s.borrow(), h).cloned()) {
+        Ok(_) if h == abi::COMM_WORLD || h == abi::COMM_SELF => Err(Error::new(
+            ErrorClass::Comm,
+            "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
+        )),
+        r => r,
+    }
+    .map_err(|e| fail(abi::COMM_WORLD, WHAT, e))?;
+    // The Rust API ran the communicator's error handler on its own error.
+    c.free().map_err(|e| e.code())?;
+    drop(take_comm(h));
+    Ok(())
 }
 
 /// Keep an attribute key, made by `make` from its own handle; the handle.

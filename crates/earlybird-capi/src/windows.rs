@@ -526,6 +526,12 @@ mpi! {
     }
 
     fn MPI_Win_get_name / PMPI_Win_get_name(win: Handle, name: *mut c_char, len: *mut c_int) {
+        if win == abi::c::MPI_WIN_NULL {
+            // The null handle's name, as MPICH gives it.
+            // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int (MPI's contract).
+            unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, "MPI_WIN_NULL", len) };
+            return MPI_SUCCESS;
+        }
         ok_or_code(with_win(win, "MPI_Win_get_name", |w| {
             // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int (MPI's contract).
             unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &w.win.name(), len) };

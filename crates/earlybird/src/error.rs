@@ -432,8 +432,8 @@ fn added(r: &Registry, code: i32, what: &str) -> Result<()> {
 }
 
 /// MPI_Remove_error_class (MPI 4.1): remove a class added with [`add_error_class`]. Its
-/// codes must have been removed first (`MPI_ERR_ARG` otherwise); its string goes with it.
-/// A predefined class, or one not added, is `MPI_ERR_ARG`.
+/// codes and its string must have been removed first (MPI 4.1 §9.5; `MPI_ERR_ARG`
+/// otherwise). A predefined class, or one not added, is `MPI_ERR_ARG`.
 pub fn remove_error_class(class: ErrorClass) -> Result<()> {
     let ErrorClass::User(u) = class else {
         return Err(arg_error(format!(
@@ -441,7 +441,8 @@ pub fn remove_error_class(class: ErrorClass) -> Result<()> {
             class.name()
         )));
     };
-    registry(|r| match r.classes.get(&u.0) {
+    registry(|r| {
+        match r.classes.get(&u.0) {
         None => Err(arg_error(format!(
             "remove_error_class: error class {} was not added by add_error_class, or was removed",
             u.0
@@ -450,11 +451,15 @@ pub fn remove_error_class(class: ErrorClass) -> Result<()> {
             "remove_error_class: error class {} still has {n} error code(s); remove them first",
             u.0
         ))),
+        Some(_) if r.strings.contains_key(&u.0) => Err(arg_error(format!(
+            "remove_error_class: error class {} still has its string; remove it first (remove_error_string)",
+            u.0
+        ))),
         Some(_) => {
             r.classes.remove(&u.0);
-            r.strings.remove(&u.0);
             Ok(())
         }
+    }
     })
 }
 

@@ -300,6 +300,12 @@ fn error_classes_and_codes(u: &Universe) -> Result<()> {
     assert_eq!(error_string(code.code())?, "");
     remove_error_code(code.code())?;
     remove_error_code(rank_code.code())?;
+    // The class keeps its string until that is removed too.
+    assert_eq!(
+        remove_error_class(cls).unwrap_err().class(),
+        ErrorClass::Arg
+    );
+    remove_error_string(cls.code())?;
     remove_error_class(cls)?;
     for gone in [cls.code(), code.code(), rank_code.code()] {
         assert_eq!(error_class(gone).unwrap_err().class(), ErrorClass::Arg);

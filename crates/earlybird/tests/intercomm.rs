@@ -721,8 +721,40 @@ fn split_and_create_across(u: &Universe) -> Result<()> {
     local.free()
 }
 
+/// split_type on an intercommunicator (MPI 4.1): every process shares this host, so
+/// MPI_COMM_TYPE_SHARED gives the whole intercommunicator again, keys ordering each side;
+/// MPI_UNDEFINED gives none; the unguided hardware split is refused.
+fn split_type_across(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (local, ic) = halves(w)?;
+    let r = ic.rank();
+    let sc = ic
+        .split_type(SplitType::Shared, -r, &Info::new())?
+        .expect("every process shares the host");
+    assert!(sc.is_inter());
+    assert_eq!(
+        (sc.size(), sc.remote_size()?),
+        (ic.size(), ic.remote_size()?)
+    );
+    assert_eq!(sc.rank(), ic.size() - 1 - r, "ordered by key");
+    sc.barrier()?;
+    sc.free()?;
+    assert!(ic
+        .split_type(SplitType::Undefined, 0, &Info::new())?
+        .is_none());
+    ic.set_errhandler(ErrHandler::Return);
+    let e = ic
+        .split_type(SplitType::HwUnguided, 0, &Info::new())
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.class(), ErrorClass::Comm, "{e}");
+    ic.free()?;
+    local.free()
+}
+
 scenarios! {
     split_and_create_across [2, 3, 4, 8];
+    split_type_across [2, 3, 4];
     info_hints [1, 2, 3, 4, 8];
     split_type_by_host [1, 2, 3, 4, 8];
     create_group_members_only [1, 2, 3, 4, 8];

@@ -476,7 +476,16 @@ impl Comm {
     /// `None`); different types are `MPI_ERR_ARG` on every process. The new communicator
     /// gets the hints of `info` (with `mpi_hw_resource_type` naming the resource for the
     /// hardware types). Collective.
+    ///
+    /// On an intercommunicator (MPI 4.1) the result is an intercommunicator between the
+    /// processes of each group that share the resource, as [`split`](Self::split) with the
+    /// resource as the color: the host, whose name's 31-bit hash is the color (distinct
+    /// hosts whose names hash alike would be taken for one). `HwUnguided` is
+    /// `MPI_ERR_COMM` there.
     pub fn split_type(&self, split_type: SplitType, key: i32, info: &Info) -> Result<Option<Comm>> {
+        if self.is_inter() {
+            return self.split_type_inter(split_type, key, info);
+        }
         let r = (|| {
             self.check_live()?;
             self.check_intra("comm_split_type")?;
@@ -545,6 +554,40 @@ impl Comm {
                 .map(Some)
         })();
         self.ret("comm_split_type", r)
+    }
+
+    /// [`split_type`](Self::split_type) on an intercommunicator.
+    fn split_type_inter(
+        &self,
+        split_type: SplitType,
+        key: i32,
+        info: &Info,
+    ) -> Result<Option<Comm>> {
+        let host = match split_type {
+            SplitType::Undefined => false,
+            SplitType::Shared => true,
+            SplitType::HwGuided => matches!(
+                info.get(HW_RESOURCE_TYPE),
+                Ok(Some("mpi_shared_memory" | "host"))
+            ),
+            SplitType::HwUnguided => {
+                let e = Error::new(
+                    ErrorClass::Comm,
+                    "comm_split_type: MPI_COMM_TYPE_HW_UNGUIDED on an intercommunicator",
+                );
+                return self.ret("comm_split_type", Err(e));
+            }
+        };
+        let color = if host {
+            // FNV-1a of the host name, in 31 bits.
+            let h = host_name().iter().fold(0x811c_9dc5u32, |h, &b| {
+                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+            });
+            (h & 0x7fff_ffff) as i32
+        } else {
+            UNDEFINED
+        };
+        self.split(color, key)
     }
 
     /// The endpoints of `group`, checked to be processes of this communicator.

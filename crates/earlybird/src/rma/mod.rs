@@ -748,10 +748,11 @@ impl Win {
     }
 
     /// MPI_Win_shared_query: rank `rank`'s memory as this rank loads and stores it, with its
-    /// size and displacement unit. Every flavour answers for memory this rank can reach with
-    /// loads and stores (all of `win_allocate`'s, and `win_create`'s when the ranks are
-    /// threads of one process); MPI_ERR_RMA_SHARED otherwise. `rank` may be
-    /// [`PROC_NULL`](crate::status::PROC_NULL): the lowest rank with memory.
+    /// size and displacement unit. Every flavour answers, as MPI 4.1 allows: with the memory
+    /// when this rank can reach it with loads and stores (all of `win_allocate`'s, and
+    /// `win_create`'s when the ranks are threads of one process), else with an empty view
+    /// (size 0, no address). `rank` may be [`PROC_NULL`](crate::status::PROC_NULL): the
+    /// lowest rank with memory.
     pub fn shared_query<T: Plain>(&self, rank: i32) -> Result<(LocalView<'_, T>, usize)> {
         let r = (|| {
             self.check_live()?;
@@ -766,6 +767,11 @@ impl Win {
             match &p.mem {
                 Some(m) if m.loadable() => {
                     Ok((LocalView::new(Some(m.clone()), p.size, self)?, p.disp_unit))
+                }
+                // MPI 4.1 lets every flavour be queried: memory this rank cannot load and
+                // store is no memory (size 0, no address).
+                _ if self.inner.flavor != Flavor::Shared => {
+                    Ok((LocalView::new(None, 0, self)?, p.disp_unit))
                 }
                 _ => Err(err(
                     ErrorClass::RmaShared,
