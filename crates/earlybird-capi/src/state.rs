@@ -80,6 +80,7 @@ impl Kept {
 }
 
 impl Drop for Kept {
+    #[inline]
     fn drop(&mut self) {
         match *self {
             Kept::Slice | Kept::Shared(_) | Kept::All(_) => {}
@@ -189,6 +190,7 @@ pub(crate) fn retire(h: Handle, mut p: Held) {
 }
 
 impl Drop for Pending {
+    #[inline]
     fn drop(&mut self) {
         // A bind in progress first (it holds the request's buffer), then the request: both
         // may still use the view, dropped after them.
@@ -1556,22 +1558,30 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     USER_HANDLER_RAN.with(|r| r.set(false));
     // Binds in progress (MPIX_Ibind_channels) complete first, each wait progressing them all;
     // their requests stay, bound or not.
-    let binds: Vec<Option<Result<earlybird::Status>>> = taken
-        .iter_mut()
-        .map(|(_, p)| {
-            crate::channels::bind_step(p, true)
-                .map(|r| r.map(|st| st.expect("a blocking bind step completes")))
-        })
-        .collect();
+    // (Empty when there are none: the common case allocates nothing for them.)
+    let mut binds: Vec<Option<Result<earlybird::Status>>> =
+        if taken.iter().any(|(_, p)| p.bind.is_some()) {
+            taken
+                .iter_mut()
+                .map(|(_, p)| {
+                    crate::channels::bind_step(p, true)
+                        .map(|r| r.map(|st| st.expect("a blocking bind step completes")))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
     let bind_failed = binds.iter().any(|b| matches!(b, Some(Err(_))));
     let mut out = Vec::new();
     let r = {
-        let mut live: Vec<&mut Request<'static>> = taken
-            .iter_mut()
-            .zip(&binds)
-            .filter(|(_, b)| b.is_none())
-            .filter_map(|((_, p), _)| p.req.as_mut())
-            .collect();
+        let mut live: Vec<&mut Request<'static>> = Vec::with_capacity(taken.len());
+        live.extend(
+            taken
+                .iter_mut()
+                .enumerate()
+                .filter(|(k, _)| binds.get(*k).is_none_or(Option::is_none))
+                .filter_map(|(_, (_, p))| p.req.as_mut()),
+        );
         out.resize(live.len(), earlybird::Status::empty());
         earlybird::wait_all_into(&mut live, &mut out)
     };
@@ -1598,10 +1608,10 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     let mut comm = abi::COMM_WORLD;
     // Completed requests are dropped here, with the state not borrowed, and their boxes and
     // the persistent requests go back in one visit to the state.
-    let mut back = Vec::new();
-    for ((i, mut p), bind) in taken.into_iter().zip(binds) {
+    let mut back = Vec::with_capacity(taken.len());
+    for (k, (i, mut p)) in taken.into_iter().enumerate() {
         let s = crate::pt2pt::nth_status(statuses, i);
-        if let Some(b) = bind {
+        if let Some(b) = binds.get_mut(k).and_then(Option::take) {
             match b {
                 Ok(st) => {
                     crate::status_out(s, &st);
