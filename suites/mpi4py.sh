@@ -24,16 +24,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do nps+=("$1"); shift; done
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(-e spawn -e dynproc -e util_sync -e util_pool -e io -e file -e ulfm)
 
-version=4.1.2
-src=$root/target/suites/mpi4py-$version
-if [ ! -d "$src" ]; then
-    mkdir -p "$root/target/suites"
-    url=$(python3 -c "
-import json, urllib.request
-d = json.load(urllib.request.urlopen('https://pypi.org/pypi/mpi4py/json', timeout=60))
-print(next(u['url'] for u in d['releases']['$version'] if u['packagetype'] == 'sdist'))")
-    curl -sSL "$url" | tar -C "$root/target/suites" -xz || exit 1
-fi
+src=$(suites/fetch-mpi4py-source.sh) || exit 1
 
 if [ "${MPICH:-0}" = 1 ]; then
     name=mpich
