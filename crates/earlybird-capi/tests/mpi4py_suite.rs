@@ -36,9 +36,30 @@ fn mpi4py_point_to_point_collective_and_datatype_tests_pass_at_two_ranks() {
     let run = Command::new("bash")
         .arg(root.join("suites/mpi4py-wheel.sh"))
         .args(["2", "--"])
-        .args(["-i", "test_p2p_buf", "-i", "test_p2p_obj", "-i", "test_cco_buf"])
-        .args(["-i", "test_cco_obj", "-i", "test_datatype", "-e", "test_p2p_buf_part"])
-        .args(["-x", "testContiguousBigMPI", "-x", "F90", "-x", "testCodeCharStr"])
+        .args([
+            "-i",
+            "test_p2p_buf",
+            "-i",
+            "test_p2p_obj",
+            "-i",
+            "test_cco_buf",
+        ])
+        .args([
+            "-i",
+            "test_cco_obj",
+            "-i",
+            "test_datatype",
+            "-e",
+            "test_p2p_buf_part",
+        ])
+        .args([
+            "-x",
+            "testContiguousBigMPI",
+            "-x",
+            "F90",
+            "-x",
+            "testCodeCharStr",
+        ])
         .env("EARLYBIRD_PREFIX", &prefix)
         .env("TIMEOUT", "300")
         .output()

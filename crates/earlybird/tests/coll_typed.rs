@@ -913,19 +913,49 @@ fn bytes_user_operations(u: &Universe) -> Result<()> {
     let mut t = [0i32; 3];
     w.allreduce(&[r, 1, 2 * r][..], &mut t[..], &sum)?;
     check_eq("sum on i32 slices", &t, &[n * (n - 1) / 2, n, n * (n - 1)]);
-    // Holes: refused on every rank alike.
+    // Holes: the function gets the elements as the datatype lays them out (an i32, then a
+    // 4-byte hole), and only the data comes back.
+    let holed = Datatype::create_resized(&Datatype::basic(BasicType::Int), 0, 8)?;
+    holed.commit()?;
+    let spaced_sum = Op::user_bytes(
+        true,
+        |a: &[u8], b: &mut [u8], count: usize, dt: &Datatype| {
+            assert_eq!(
+                (dt.extent(), a.len()),
+                (8, 8 * count - 4),
+                "laid out with holes"
+            );
+            for i in 0..count {
+                let at = 8 * i;
+                let x = i32::from_le_bytes(a[at..at + 4].try_into().unwrap());
+                let y = i32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+                b[at..at + 4].copy_from_slice(&(x + y).to_le_bytes());
+            }
+        },
+    );
+    let mine = [r, -7, 2 * r, -7, 3 * r];
+    let mut got = [-1i32; 5];
+    w.allreduce(
+        Typed::new(&mine, 3, &holed)?,
+        TypedMut::new(&mut got, 3, &holed)?,
+        &spaced_sum,
+    )?;
+    let s = n * (n - 1) / 2;
+    check_eq("user op over holes", &got, &[s, -1, 2 * s, -1, 3 * s]);
+    // A datatype whose data starts before displacement 0: refused on every rank alike.
     w.set_errhandler(ErrHandler::Return);
-    let col = column(2, 2)?;
-    let data = [1.0f64; 4];
-    let mut out = [0.0f64; 4];
+    let before = Datatype::create_resized(&holed, -8, 8)?;
+    before.commit()?;
+    let data = [1i32; 4];
+    let mut out = [0i32; 4];
     assert_err(
         w.allreduce(
-            Typed::new(&data, 1, &col)?,
-            TypedMut::new(&mut out, 1, &col)?,
-            &matmul,
+            Typed::new(&data[2..], 1, &before)?,
+            TypedMut::new(&mut out[2..], 1, &before)?,
+            &spaced_sum,
         ),
         ErrorClass::Op,
-        "contiguous elements",
+        "displacement 0",
     );
     w.set_errhandler(ErrHandler::Fatal);
     Ok(())

@@ -232,6 +232,34 @@ fn apply_bytes(r: &Reducer, src: &Loan, dst: &Loan) -> std::result::Result<(), U
     })
 }
 
+/// [`apply_bytes`] for a datatype with holes: the reduction's data is packed, so each side is
+/// unpacked into the datatype's own layout for the function, and the result packed back.
+/// (The reducer was made only for a datatype whose layout starts at or after displacement
+/// 0, which pack and unpack take.)
+fn apply_bytes_laid_out(r: &Reducer, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
+    Loan::typed_pair::<u8>(src, dst, |a, b| {
+        let (OpKind::Bytes(u), Some(dt)) = (&r.op.0, &r.dt) else {
+            return;
+        };
+        let n = a.len() / r.elem.max(1);
+        if n == 0 {
+            return;
+        }
+        let (tlb, text) = dt.get_true_extent();
+        let span = ((n - 1) as isize * dt.extent() + tlb + text).max(0) as usize;
+        let (mut x, mut y) = (vec![0u8; span], vec![0u8; span]);
+        let unpacked = dt
+            .unpack(a, &mut 0, &mut x, n)
+            .and_then(|()| dt.unpack(b, &mut 0, &mut y, n));
+        debug_assert!(unpacked.is_ok(), "{unpacked:?}");
+        if unpacked.is_ok() {
+            (u.f)(&x, &mut y, n, dt);
+            let packed = dt.pack(&y, n, b, &mut 0);
+            debug_assert!(packed.is_ok(), "{packed:?}");
+        }
+    })
+}
+
 /// What a reduction knows of its element type, one constant per type.
 #[derive(Debug)]
 pub(crate) struct Kernel {
@@ -310,11 +338,14 @@ impl Reducer {
                 && dt.extent() == dt.size() as isize
                 && text == dt.size() as isize
                 && dt.is_contiguous_run(1);
-            if !contiguous {
+            // A datatype with holes: the function gets the elements laid out as the datatype
+            // lays them out (MPI hands a user function the buffers themselves), from
+            // displacement 0, so the layout must start there or after.
+            if !contiguous && (dt.size() == 0 || dt.lb() < 0 || tlb < 0) {
                 return Err(Error::new(
                     ErrorClass::Op,
                     format!(
-                        "{} cannot reduce {}: a user function on bytes takes contiguous elements",
+                        "{} cannot reduce {}: a user function on bytes takes a datatype whose data starts at or after displacement 0",
                         op.name(),
                         dt.describe()
                     ),
@@ -324,7 +355,11 @@ impl Reducer {
                 op: op.clone(),
                 elem: dt.size(),
                 kernel: &BYTES_KERNEL,
-                apply: apply_bytes,
+                apply: if contiguous {
+                    apply_bytes
+                } else {
+                    apply_bytes_laid_out
+                },
                 dt: Some(dt.clone()),
             });
         }
