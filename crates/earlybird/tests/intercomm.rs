@@ -608,9 +608,10 @@ fn misuse(u: &Universe) -> Result<()> {
         // A group with a process outside the local group.
         let e = ic.create(&ic.remote_group()?).unwrap_err();
         assert_eq!(e.class(), ErrorClass::Group, "{e}");
-        // Calls earlybird makes on intracommunicators only.
+        // Calls earlybird makes on intracommunicators only (split_type on an
+        // intercommunicator takes the shared and guided kinds, not the unguided one).
         assert_eq!(
-            ic.split_type(SplitType::Shared, 0, &Info::new())
+            ic.split_type(SplitType::HwUnguided, 0, &Info::new())
                 .unwrap_err()
                 .class(),
             ErrorClass::Comm
