@@ -3,6 +3,8 @@
 //! or for MPICH's binaries `LD_LIBRARY_PATH`) under `ebrun` at several sizes and alone as a
 //! singleton.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -13,21 +15,9 @@ fn work_dir(name: &str) -> PathBuf {
     d
 }
 
-/// earlybird installed in `work/prefix` by its own installer (from this build): the library
-/// under its four names, `mpi.h`, `mpicc`, and `ebrun` as `mpiexec`.
+/// earlybird installed in `work/prefix` by its own installer (from this build).
 fn install(work: &Path) -> PathBuf {
-    let prefix = work.join("prefix");
-    let out = Command::new(env!("CARGO_BIN_EXE_earlybird-install"))
-        .arg(&prefix)
-        .output()
-        .expect("earlybird-install runs");
-    assert!(
-        out.status.success() && prefix.join("bin/mpiexec").exists(),
-        "earlybird-install {}: {}",
-        prefix.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    prefix
+    support::install(&work.join("prefix"))
 }
 
 /// Which `mpi.h` a test program is compiled with.

@@ -13,26 +13,15 @@
 //! `suites/mpi4py.sh`'s to run (see the README). It needs the network once, for the wheel and
 //! the source (as CI has), and python3 with venv.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::process::Command;
+use support::{install, repo};
 
 #[test]
 fn mpi4py_point_to_point_collective_and_datatype_tests_pass_at_two_ranks() {
     let root = repo();
-    let prefix = root.join("target/suites/capi-test");
-    let out = Command::new(env!("CARGO_BIN_EXE_earlybird-install"))
-        .arg(&prefix)
-        .output()
-        .expect("earlybird-install runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let prefix = install(&root.join("target/suites/capi-test"));
     let run = Command::new("bash")
         .arg(root.join("suites/mpi4py-wheel.sh"))
         .args(["2", "--"])
@@ -66,9 +55,11 @@ fn mpi4py_point_to_point_collective_and_datatype_tests_pass_at_two_ranks() {
         .expect("suites/mpi4py-wheel.sh runs");
     let log = std::fs::read_to_string(root.join("target/suites/results/wheel/mpi4py-np2.txt"))
         .unwrap_or_default();
+    // Each rank's "Ran N tests"; the two ranks' lines may interleave on one line.
     let ran: Vec<usize> = log
-        .lines()
-        .filter_map(|l| l.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .split("Ran ")
+        .skip(1)
+        .filter_map(|t| t.split(" tests").next()?.parse().ok())
         .collect();
     assert!(
         run.status.success()

@@ -7,12 +7,10 @@
 //!
 //! It needs the network once, to fetch the source package (as CI does), and a C toolchain.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::process::Command;
+use support::{install, repo};
 
 #[test]
 fn mpich_point_to_point_tests_pass() {
@@ -33,16 +31,7 @@ fn run_dir(dir: &str) {
     let root = repo();
     // earlybird as this build made it, in a prefix of its own (kept between runs so that the
     // suite is configured once).
-    let prefix = root.join("target/suites/capi-test");
-    let out = Command::new(env!("CARGO_BIN_EXE_earlybird-install"))
-        .arg(&prefix)
-        .output()
-        .expect("earlybird-install runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let prefix = install(&root.join("target/suites/capi-test"));
     let run = Command::new("bash")
         .arg(root.join("suites/mpich-testsuite.sh"))
         .arg(dir)
