@@ -134,7 +134,9 @@ fn retire_all(hs: &[Handle], taken: Vec<Held>) {
 }
 
 /// A call's error: through the error handler of the communicator of the requests (of
-/// MPI_COMM_SELF when none was reached), once.
+/// MPI_COMM_SELF when none was reached), once: each call clears the mark of a user handler
+/// having run when it begins, so an error this layer finds is raised, and one the Rust API
+/// raised already is not raised again.
 fn raise(comm: Option<Handle>, what: &str, e: Error) -> c_int {
     match comm {
         Some(c) => state::request_error(c, Error::new(e.class(), format!("{what}: {e}"))),
@@ -157,6 +159,8 @@ unsafe fn bind(
     nonblocking: bool,
     what: &str,
 ) -> c_int {
+    // No user handler has seen this call's error yet (see `raise`).
+    state::clear_user_handler_ran();
     let n = ins.len();
     if n == 0 {
         return MPI_SUCCESS;
@@ -187,7 +191,6 @@ unsafe fn bind(
         Err(e) => return raise(None, what, e),
     };
     let comm = taken[0].comm();
-    state::clear_user_handler_ran();
     let r: Result<()> = (|| {
         let mut reqs: Vec<&mut Request<'static>> = Vec::with_capacity(n);
         for (i, p) in taken.iter_mut().enumerate() {
@@ -224,6 +227,7 @@ unsafe fn bind(
 /// be). Blocking, they are freed: `Ok(true)`. Nonblocking, each handle becomes a request of
 /// its unbind, to complete with a wait or test: `Ok(false)`.
 fn unbind(hs: &[Handle], nonblocking: bool, what: &str) -> std::result::Result<bool, c_int> {
+    state::clear_user_handler_ran();
     if hs.is_empty() {
         return Ok(nonblocking);
     }
@@ -252,7 +256,6 @@ fn unbind(hs: &[Handle], nonblocking: bool, what: &str) -> std::result::Result<b
         return Err(raise(Some(comm), what, e));
     }
     let mut chans: Vec<Channel<'static>> = conv.into_iter().flatten().collect();
-    state::clear_user_handler_ran();
     let r = if nonblocking {
         channel::iunbind_channels(&mut chans).map(Some)
     } else {
@@ -351,6 +354,7 @@ unsafe fn arrays(
 
 /// MPIX_Bundle_init: a bundle of the `n` requests `hs`, its handle.
 fn bundle(hs: &[Handle], info: Handle, what: &str) -> std::result::Result<Handle, c_int> {
+    state::clear_user_handler_ran();
     if hs.is_empty() {
         let e = Error::new(ErrorClass::Arg, "a bundle of no requests");
         return Err(raise(None, what, e));
@@ -382,7 +386,6 @@ fn bundle(hs: &[Handle], info: Handle, what: &str) -> std::result::Result<Handle
         taken.iter_mut().filter_map(|p| p.take_request()).collect();
     let views = Kept::All(taken.iter_mut().map(|p| p.take_view()).collect());
     retire_all(hs, taken);
-    state::clear_user_handler_ran();
     match earlybird::Bundle::new(members) {
         Ok(b) => Ok(state::add_request(state::pending(b.into(), comm, views))),
         // Not reached after the checks above; the members went with the refused bundle.
