@@ -151,6 +151,8 @@ error_classes! {
     Errhandler = 79, "MPI_ERR_ERRHANDLER", "invalid error handler";
     /// A rank of the job failed or the job was aborted (MPIX_ERR_PROC_FAILED in spirit).
     ProcFailed = 101, "MPIX_ERR_PROC_FAILED", "a process of the job failed";
+    /// A sync counter (seed 001) was driven below zero (MPI_ERR_WIN_COUNTER of the seed).
+    WinCounter = 102, "MPIX_ERR_WIN_COUNTER", "sync counter driven below zero";
 }
 
 /// The number of a class added with [`add_error_class`] (only the registry makes them).

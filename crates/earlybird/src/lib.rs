@@ -84,7 +84,8 @@ pub use request::{
 };
 pub use rma::{
     AccessEpoch, At, Attached, ExposureEpoch, Flavor, LocalView, Lock, LockAll, LockType, Model,
-    Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE, MODE_NOSUCCEED,
+    SyncCounter, Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
+    MODE_NOSUCCEED, MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT,
 };
 pub use sys::exposed::ExposedMemory;
 pub use sys::lend::ScratchBuffer;

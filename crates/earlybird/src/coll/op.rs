@@ -304,6 +304,17 @@ impl std::fmt::Debug for Reducer {
     }
 }
 
+/// Sync counters (seed 001) are never reduced: MPI_ERR_TYPE.
+fn handle_sync_refused(op: &Op) -> Error {
+    Error::new(
+        ErrorClass::Type,
+        format!(
+            "{} on MPIX_HANDLE_SYNC: sync counters travel with point-to-point and the collectives that do not reduce",
+            op.name()
+        ),
+    )
+}
+
 fn apply_loans<T: Equivalence>(
     r: &Reducer,
     src: &Loan,
@@ -315,6 +326,9 @@ fn apply_loans<T: Equivalence>(
 impl Reducer {
     /// A reducer of `T` by `op` (MPI_ERR_OP if the operation does not apply to `T`).
     pub(crate) fn new<T: Equivalence>(op: &Op) -> Result<Reducer> {
+        if T::SIG == crate::datatype::BasicType::HandleSync.sig() {
+            return Err(handle_sync_refused(op));
+        }
         op.check::<T>()?;
         Ok(Reducer {
             op: op.clone(),
@@ -330,6 +344,9 @@ impl Reducer {
     /// datatype of one predefined type), or for a user operation the type it was made for,
     /// which `dt`'s data must be a whole number of. MPI_ERR_OP if `op` does not apply.
     pub(crate) fn for_datatype(dt: &Datatype, op: &Op) -> Result<Reducer> {
+        if dt.has_handle_sync() {
+            return Err(handle_sync_refused(op));
+        }
         if let OpKind::Bytes(_) = &op.0 {
             let (tlb, text) = dt.get_true_extent();
             let contiguous = dt.size() > 0
@@ -426,6 +443,7 @@ impl Reducer {
                 Reducer::new::<crate::datatype::Complex<crate::datatype::LongDouble>>(op)
             }
             CBool => Reducer::new::<crate::datatype::CBool>(op),
+            HandleSync => Err(handle_sync_refused(op)),
             Packed => Err(unsupported(b)),
         }
     }

@@ -41,6 +41,8 @@ struct Builder {
     true_bounds: Option<(isize, isize)>,
     align: usize,
     sig_code: Option<super::Sig>,
+    /// Whether MPIX_HANDLE_SYNC may be a part (only in the datatype of a Rust array).
+    handles_ok: bool,
 }
 
 /// Widen `acc` to take in `(lo, hi)`.
@@ -58,6 +60,17 @@ fn too_many(what: &str, count: usize, blocks: usize) -> Error {
             "{what}: the type would flatten to more than {MAX_BLOCKS} blocks ({count} x {blocks})"
         ),
     )
+}
+
+/// Seed 001: MPIX_HANDLE_SYNC may not be used to build derived datatypes (MPI_ERR_TYPE).
+fn refuse_handle_sync(what: &str, t: &Datatype) -> Result<()> {
+    if t.has_handle_sync() {
+        return Err(Error::new(
+            ErrorClass::Type,
+            format!("{what}: MPIX_HANDLE_SYNC cannot be part of a derived datatype"),
+        ));
+    }
+    Ok(())
 }
 
 fn overflow(what: &str) -> Error {
@@ -79,6 +92,7 @@ impl Builder {
             true_bounds: None,
             align: 1,
             sig_code: None,
+            handles_ok: false,
         }
     }
 
@@ -89,6 +103,9 @@ impl Builder {
             return Ok(());
         }
         let what = self.what;
+        if !self.handles_ok {
+            refuse_handle_sync(what, t)?;
+        }
         let ext = t.extent();
         let last = isize::try_from(count - 1)
             .ok()
@@ -223,7 +240,18 @@ fn same_len(what: &str, a: (&str, usize), b: (&str, usize)) -> Result<()> {
 impl Datatype {
     /// MPI_Type_contiguous: `count` copies of `old`, each one extent after the previous.
     pub fn contiguous(count: usize, old: &Datatype) -> Result<Datatype> {
+        Self::contiguous_of(count, old, false)
+    }
+
+    /// The datatype of a Rust array `[T; N]`: as [`contiguous`](Self::contiguous), and an
+    /// array of sync counters is allowed (it is how Rust holds several MPIX_HANDLE_SYNC).
+    pub(crate) fn array(count: usize, old: &Datatype) -> Result<Datatype> {
+        Self::contiguous_of(count, old, true)
+    }
+
+    fn contiguous_of(count: usize, old: &Datatype, handles_ok: bool) -> Result<Datatype> {
         let mut b = Builder::new("type_contiguous");
+        b.handles_ok = handles_ok;
         b.add(0, count, old)?;
         Ok(b.finish().made_by(Combiner::Contiguous {
             count,
@@ -545,6 +573,7 @@ impl Datatype {
     /// MPI_Type_create_resized: `old` with lower bound `lb` and extent `extent` (the stride of
     /// consecutive elements); the data stays where it is.
     pub fn create_resized(old: &Datatype, lb: isize, extent: isize) -> Result<Datatype> {
+        refuse_handle_sync("type_create_resized", old)?;
         let ub = lb
             .checked_add(extent)
             .ok_or_else(|| overflow("type_create_resized"))?;
@@ -559,6 +588,7 @@ impl Datatype {
 
     /// MPI_Type_dup: a new handle with the same type map, committed if `self` is.
     pub fn dup(&self) -> Result<Datatype> {
+        refuse_handle_sync("type_dup", self)?;
         Ok(self
             .copy_with(self.0.lb, self.0.ub, self.is_committed(), self.0.explicit)
             .made_by(Combiner::Dup(self.clone())))

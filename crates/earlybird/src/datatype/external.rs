@@ -51,6 +51,8 @@ fn kind(b: BasicType) -> Kind {
         FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt | CLongDoubleComplex => {
             Kind::Bytes
         }
+        // A sync counter names this job's window memory: its bytes, as they are.
+        HandleSync => Kind::Bytes,
     }
 }
 

@@ -92,6 +92,10 @@ pub enum BasicType {
     ShortInt,
     /// MPI_LONG_DOUBLE_INT.
     LongDoubleInt,
+    /// MPIX_HANDLE_SYNC (seed 001): a sync counter of a window, sent to the ranks that will
+    /// decrement it. Point-to-point and collectives other than reductions and scans only:
+    /// derived datatypes, reductions and RMA refuse it (MPI_ERR_TYPE).
+    HandleSync,
 }
 
 /// What a basic type is, for signature matching: equal kinds and sizes match.
@@ -103,6 +107,7 @@ enum Kind {
     Float = 3,
     Complex = 4,
     Bool = 5,
+    Handle = 6,
 }
 
 impl BasicType {
@@ -117,7 +122,7 @@ impl BasicType {
             | Offset | Count | CFloatComplex => 8,
             LongDouble | CDoubleComplex => 16,
             FloatInt | TwoInt | ShortInt => 8,
-            DoubleInt | LongInt => 16,
+            DoubleInt | LongInt | HandleSync => 16,
             LongDoubleInt | CLongDoubleComplex => 32,
         }
     }
@@ -152,6 +157,7 @@ impl BasicType {
             Float | Double => Kind::Float,
             CFloatComplex | CDoubleComplex => Kind::Complex,
             CBool => Kind::Bool,
+            HandleSync => Kind::Handle,
         }
     }
 
@@ -207,6 +213,7 @@ impl BasicType {
             TwoInt => "MPI_2INT",
             ShortInt => "MPI_SHORT_INT",
             LongDoubleInt => "MPI_LONG_DOUBLE_INT",
+            HandleSync => "MPIX_HANDLE_SYNC",
         }
     }
 
@@ -281,7 +288,7 @@ equivalence! { reduce_int: isize => Int64, usize => Uint64 }
 impl<T: Equivalence, const N: usize> Equivalence for [T; N] {
     const SIG: Sig = T::SIG;
     fn datatype() -> Datatype {
-        let d = Datatype::contiguous(N, &T::datatype()).expect("an array is a contiguous type");
+        let d = Datatype::array(N, &T::datatype()).expect("an array is a contiguous type");
         d.commit()
             .expect("a derived type of a committed type commits");
         d
@@ -307,6 +314,14 @@ equivalence! { reduce_complex:
 }
 equivalence! { reduce_long_double: LongDouble => LongDouble }
 equivalence! { reduce_bool: CBool => CBool }
+
+/// MPI_HANDLE_SYNC: no reduction takes it (`reduce_predefined` says so).
+impl Equivalence for crate::sys::plain::SyncCounter {
+    const SIG: Sig = BasicType::HandleSync.sig();
+    fn datatype() -> Datatype {
+        Datatype::basic(BasicType::HandleSync)
+    }
+}
 
 /// An MPI datatype (MPI_Datatype). Clones are handles on the same datatype.
 #[derive(Clone)]
@@ -499,6 +514,12 @@ impl Datatype {
     /// The one predefined type this datatype's data is made of (the type itself for a
     /// predefined one, pair types included), as a reduction sees it; `None` when it mixes
     /// several.
+    /// Whether MPIX_HANDLE_SYNC is among its basic types (which only point-to-point and the
+    /// collectives that do not reduce may carry).
+    pub(crate) fn has_handle_sync(&self) -> bool {
+        self.0.sig.iter().any(|&(b, _)| b == BasicType::HandleSync)
+    }
+
     pub(crate) fn reduction_basic(&self) -> Option<BasicType> {
         if let Some(b) = self.0.basic {
             return Some(b);

@@ -13,6 +13,7 @@
 //!                [post from rank q, q = 0..n]                          one line each
 //!                [mail from rank q, q = 0..n: two boxes, a report line] see below
 //!                [attach table: MAX_ATTACH x (address, length)]        dynamic windows only
+//!                [sync counters: SYNC_COUNTERS x (value, generation)]  one line each
 //! mail box:      [seq][consumed][spare][payload...]                    written by q only
 //! ```
 //!
@@ -53,6 +54,8 @@ const MAIL_HEAD: usize = 24;
 pub(crate) const MAIL_PAYLOAD: usize = MAIL - MAIL_HEAD;
 /// Bytes of one sender's mail in a block: two boxes and the report line.
 const MAIL_PAIR: usize = 2 * MAIL + LINE;
+/// Sync counters (seed 001) a rank may have allocated on one window at once.
+pub(crate) const SYNC_COUNTERS: usize = 256;
 /// Where the data of the library-allocated windows starts: a page boundary.
 const DATA_ALIGN: usize = 4096;
 
@@ -83,6 +86,11 @@ pub(crate) struct WinShape {
 impl WinShape {
     /// Bytes of one rank's control block.
     pub(crate) fn ctl_bytes(&self) -> usize {
+        self.sync_at() + SYNC_COUNTERS * LINE
+    }
+
+    /// Where the sync counters start in a control block (after the attach table, on a line).
+    fn sync_at(&self) -> usize {
         let table = if self.dynamic { MAX_ATTACH * 16 } else { 0 };
         (self.table_at() + table).next_multiple_of(LINE)
     }
@@ -194,6 +202,15 @@ impl WinSegment {
     pub(crate) fn attached(&self, rank: usize, i: usize) -> (&AtomicU64, &AtomicU64) {
         assert!(self.shape.dynamic && i < MAX_ATTACH, "attach entry {i}");
         let off = self.block(rank) + self.shape.table_at() + i * 16;
+        (self.at(off), self.at(off + 8))
+    }
+
+    /// Sync counter `i` of `rank`'s block: (value, generation), on a line of their own. The
+    /// value is an `i64` held as its bits; the generation changes whenever the counter is
+    /// allocated or freed, so that a reference to a freed counter is recognised.
+    pub(crate) fn sync_counter(&self, rank: usize, i: usize) -> (&AtomicU64, &AtomicU64) {
+        assert!(i < SYNC_COUNTERS, "sync counter {i}");
+        let off = self.block(rank) + self.shape.sync_at() + i * LINE;
         (self.at(off), self.at(off + 8))
     }
 

@@ -71,9 +71,11 @@
 #![forbid(unsafe_code)]
 
 mod acc;
+mod counter;
 mod ops;
 mod sync;
 
+pub use counter::{SyncCounter, MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT};
 pub use ops::At;
 pub use sync::{AccessEpoch, ExposureEpoch, Lock, LockAll};
 
@@ -278,6 +280,10 @@ pub(crate) struct WinInner {
     /// atomics.
     atomics: bool,
     epochs: RefCell<sync::Epochs>,
+    /// The window's serial (the same on every rank; see `segment`), which sync counters carry.
+    serial: u64,
+    /// This rank's sync counters (seed 001).
+    counters: RefCell<counter::Counters>,
     /// Whether this rank has written window memory with plain stores (puts, accumulates
     /// under the lock) since its last full fence (see `flush`).
     stores: Cell<bool>,
@@ -442,7 +448,7 @@ impl Win {
             Flavor::Allocate | Flavor::Shared => end,
             _ => 0,
         };
-        let seg = Self::segment(&comm, shape, shape.data_start() + data)?;
+        let (seg, serial) = Self::segment(&comm, shape, shape.data_start() + data)?;
         // The library's segments are mapped by every rank; user memory is loadable by all
         // only when every rank is a thread of this process.
         let atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared)
@@ -493,6 +499,8 @@ impl Win {
                 inbox,
                 atomics,
                 epochs: RefCell::new(sync::Epochs::new(size)),
+                serial,
+                counters: RefCell::new(counter::Counters::new()),
                 stores: Cell::new(true),
                 hints: RefCell::new(hints),
                 name: RefCell::new(String::new()),
@@ -506,9 +514,12 @@ impl Win {
 
     /// The window's segment: rank 0 creates it and sends its key; every rank maps it; no
     /// rank goes on (and rank 0 keeps the descriptor open) until every rank has mapped it.
-    fn segment(comm: &Comm, shape: WinShape, bytes: usize) -> Result<WinSegment> {
+    /// With it, the window's serial: a number no other window of the job has (rank 0's pid
+    /// and how many windows its process made before), which sync counter references carry.
+    fn segment(comm: &Comm, shape: WinShape, bytes: usize) -> Result<(WinSegment, u64)> {
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let eng = comm.eng.clone();
-        let mut key = [0u8; 17];
+        let mut key = [0u8; 25];
         let mut held = None;
         let mut made = None;
         let mut failure = None;
@@ -518,7 +529,10 @@ impl Win {
                     let mut v = Vec::with_capacity(16);
                     k.encode(&mut v);
                     key[0] = 1;
-                    key[1..].copy_from_slice(&v);
+                    key[1..17].copy_from_slice(&v);
+                    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let serial = (u64::from(crate::sys::process::pid()) << 32) | u64::from(n);
+                    key[17..].copy_from_slice(&serial.to_le_bytes());
                     held = Some(fd);
                     made = Some(seg);
                 }
@@ -538,7 +552,7 @@ impl Win {
         } else if let Some(s) = made {
             Some(s)
         } else {
-            match crate::fabric::RegionKey::decode(&key[1..]) {
+            match crate::fabric::RegionKey::decode(&key[1..17]) {
                 Some((k, _)) => match eng.borrow_mut().fabric.map_region(&k) {
                     Ok(s) => Some(s),
                     Err(e) => {
@@ -567,7 +581,10 @@ impl Win {
         drop(held);
         match (failure, seg) {
             (Some(f), _) => Err(err(ErrorClass::NoMem, f)),
-            (None, Some(s)) if ok[0] == 1 => Ok(s),
+            (None, Some(s)) if ok[0] == 1 => {
+                let serial = u64::from_le_bytes(key[17..].try_into().expect("8 bytes"));
+                Ok((s, serial))
+            }
             _ => Err(err(
                 ErrorClass::NoMem,
                 "another rank could not map the window's shared memory",
@@ -997,7 +1014,15 @@ impl Win {
     fn free_owned(self) -> Result<Option<Owned>> {
         let r = (|| {
             self.check_live()?;
-            let mine = self.inner.epochs.borrow().check_free();
+            let mine = self.inner.epochs.borrow().check_free().and_then(|()| {
+                if self.inner.counters.borrow().any_waited() {
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_free while a sync object request on one of its counters is active",
+                    ));
+                }
+                Ok(())
+            });
             // Every rank stops using the others' memory before any rank gets its back; and
             // every rank learns whether one failed (so that none waits for it).
             let mut ok = [u8::from(mine.is_ok())];

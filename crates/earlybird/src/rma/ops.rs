@@ -3,7 +3,8 @@
 #![forbid(unsafe_code)]
 
 use super::acc::{self, Elem};
-use super::{err, sync, Flavor, Win};
+use super::sync::{self, Access};
+use super::{err, Flavor, Win};
 use crate::coll::op::Op;
 use crate::datatype::buffer::{lend, lend_mut, Buffer, BufferMut};
 use crate::datatype::reduce::Predefined;
@@ -35,6 +36,18 @@ impl<'d> At<'d> {
 
 fn io_err(what: &str, e: io::Error) -> crate::error::Error {
     err(ErrorClass::Other, format!("{what}: {e}"))
+}
+
+/// Seed 001: sync counters never travel by RMA (the target could not translate them).
+#[inline]
+fn no_handles(what: &str, sig: Sig) -> Result<()> {
+    if sig == crate::datatype::BasicType::HandleSync.sig() {
+        return Err(err(
+            ErrorClass::Type,
+            format!("{what} of MPIX_HANDLE_SYNC: sync counters travel by point-to-point or collectives, not RMA"),
+        ));
+    }
+    Ok(())
 }
 
 impl Win {
@@ -197,13 +210,13 @@ impl Win {
     /// Checks common to every operation: live window, rank, epoch. `None` for PROC_NULL
     /// (the operation does nothing).
     #[inline]
-    fn target(&self, target: i32) -> Result<Option<usize>> {
+    fn target(&self, target: i32, what: Access) -> Result<Option<usize>> {
         self.check_live()?;
         if target == PROC_NULL {
             return Ok(None);
         }
         let t = self.check_rank(target)?;
-        self.inner.epochs.borrow_mut().may_access(t)?;
+        self.inner.epochs.borrow_mut().may_access(t, what)?;
         Ok(Some(t))
     }
 
@@ -229,7 +242,7 @@ impl Win {
         at: Option<At<'_>>,
     ) -> Result<()> {
         let n = src.len();
-        if at.is_none() && self.inner.flavor != Flavor::Dynamic && self.in_pscw_access() {
+        if at.is_none() && self.inner.flavor != Flavor::Dynamic && self.pscw_put(t) {
             let (mem, off) = self.static_target(what, t, disp)?;
             Self::check_run(what, t, mem, off, n)?;
             let staged = self.stage_put(t, off, n, |b| {
@@ -291,12 +304,13 @@ impl Win {
         disp: isize,
         at: Option<At<'_>>,
     ) -> Result<()> {
-        let Some(t) = self.target(target)? else {
+        let Some(t) = self.target(target, Access::Put)? else {
             return Ok(());
         };
         if at.is_none() {
             // A plain slice: its bytes, without a loan.
             let view = origin.view()?;
+            no_handles("win_put", view.0.sig())?;
             let r = view
                 .0
                 .with_shared_bytes(|b| self.put_from("win_put", Source::Bytes(b), t, disp, None));
@@ -306,6 +320,7 @@ impl Win {
         }
         lending((), |l| {
             let loan = lend(origin, l)?;
+            no_handles("win_put", loan.sig())?;
             self.put_loan("win_put", &loan, t, disp, at)
         })
     }
@@ -342,11 +357,12 @@ impl Win {
         disp: isize,
         at: Option<At<'_>>,
     ) -> Result<()> {
-        let Some(t) = self.target(target)? else {
+        let Some(t) = self.target(target, Access::Get)? else {
             return Ok(());
         };
         lending((), |l| {
             let loan = lend_mut(result, l)?;
+            no_handles("win_get", loan.sig())?;
             self.get_loan("win_get", &loan, t, disp, at)
         })
     }
@@ -429,7 +445,7 @@ impl Win {
         let r = (|| {
             const WHAT: &str = "win_accumulate";
             if let (Some(w), Some(Predefined::Sum)) = (int_width::<T>(), op.as_predefined()) {
-                let Some(t) = self.target(target)? else {
+                let Some(t) = self.target(target, Access::Acc)? else {
                     return Ok(());
                 };
                 if let Some((mem, off)) = self.atomic_target(WHAT, t, disp, w * origin.len(), w)? {
@@ -443,7 +459,7 @@ impl Win {
             }
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             if let Some(o) = as_bytes(origin) {
@@ -480,7 +496,7 @@ impl Win {
             let (view, dt, _) = origin.into_parts();
             let e = elem_of_datatypes(&dt, at.dt)?;
             let p = acc::check_op(op, &e)?;
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             lending((), |l| {
@@ -505,7 +521,7 @@ impl Win {
         let r = (|| {
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             if p != Predefined::NoOp && origin.len() != result.len() {
@@ -550,7 +566,7 @@ impl Win {
                 return Err(err(ErrorClass::Type, "win_get_accumulate: the result and target datatypes are of different basic types"));
             }
             let p = acc::check_op(op, &e)?;
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             let (mut ov, mut rv) = (Some(oview), Some(rview));
@@ -635,7 +651,7 @@ impl Win {
                 _ => None,
             };
             if let Some((p, w)) = fast {
-                let Some(t) = self.target(target)? else {
+                let Some(t) = self.target(target, Access::Acc)? else {
                     return Ok(());
                 };
                 if let Some((mem, off)) = self.atomic_target(WHAT, t, disp, w, w)? {
@@ -654,7 +670,7 @@ impl Win {
             }
             let e = elem_of_type::<T>()?;
             let p = acc::check_op(op, &e)?;
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             let o = as_bytes(std::slice::from_ref(origin)).ok_or_else(|| padded::<T>())?;
@@ -691,7 +707,7 @@ impl Win {
                     format!("win_compare_and_swap on {}: only integer types (and MPI_BYTE) compare and swap", e.basic.mpi_name()),
                 ));
             }
-            let Some(t) = self.target(target)? else {
+            let Some(t) = self.target(target, Access::Acc)? else {
                 return Ok(());
             };
             let o = as_bytes(std::slice::from_ref(origin)).ok_or_else(|| padded::<T>())?;

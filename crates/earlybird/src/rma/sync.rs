@@ -65,9 +65,26 @@ pub(crate) struct Out {
     staged: usize,
 }
 
+/// What an RMA call does at its target, as the sync counter requests that permit calls
+/// outside an epoch name it (seed 001's modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// MPI_Put (MODE_WIN_PUT).
+    Put = 0,
+    /// MPI_Get (MODE_WIN_GET).
+    Get = 1,
+    /// Accumulate, get_accumulate, fetch_and_op, compare_and_swap (MODE_WIN_ACCUMULATE).
+    Acc = 2,
+}
+
 /// This rank's epochs on one window.
 #[derive(Debug)]
 pub(crate) struct Epochs {
+    /// Per target, per [`Access`]: the active sync counter requests (seed 001) that permit
+    /// such calls to it without another epoch.
+    pub(crate) covered: Vec<[u32; 3]>,
+    /// Active sync ops requests, whatever their modes (a window with one cannot be freed).
+    pub(crate) sync_ops_active: usize,
     fence: Fence,
     /// Targets of the PSCW access epoch (window ranks), if one is open.
     access: Option<Rc<[usize]>>,
@@ -104,6 +121,8 @@ pub(crate) struct Epochs {
 impl Epochs {
     pub(crate) fn new(n: usize) -> Epochs {
         Epochs {
+            covered: vec![[0; 3]; n],
+            sync_ops_active: 0,
             fence: Fence::Closed,
             access: None,
             exposure: None,
@@ -122,10 +141,12 @@ impl Epochs {
         }
     }
 
-    /// May this rank issue an operation to `t` now? MPI_ERR_RMA_SYNC naming the target if not.
+    /// May this rank issue an operation of kind `what` to `t` now? MPI_ERR_RMA_SYNC naming
+    /// the target if not.
     #[inline]
-    pub(crate) fn may_access(&mut self, t: usize) -> Result<()> {
-        if self.lock_all.is_some() || self.locks[t].is_some() {
+    pub(crate) fn may_access(&mut self, t: usize, what: Access) -> Result<()> {
+        if self.lock_all.is_some() || self.locks[t].is_some() || self.covered[t][what as usize] > 0
+        {
             return Ok(());
         }
         if let Some(g) = &self.access {
@@ -143,7 +164,7 @@ impl Epochs {
         }
         Err(err(
             ErrorClass::RmaSync,
-            format!("RMA operation to rank {t} outside any access epoch (no fence, win_start, lock or lock_all)"),
+            format!("RMA operation ({what:?}) to rank {t} outside any access epoch (no fence, win_start, lock, lock_all, or active sync counter request covering it)"),
         ))
     }
 
@@ -159,6 +180,8 @@ impl Epochs {
     pub(crate) fn check_free(&self) -> Result<()> {
         let open = if self.busy_passive() {
             Some("a lock or lock_all is held")
+        } else if self.sync_ops_active > 0 {
+            Some("a sync ops request (seed 001) is active")
         } else if self.access.is_some() {
             Some("an access epoch (win_start) is open")
         } else if self.exposure.is_some() {
@@ -415,10 +438,12 @@ impl Win {
         Ok(())
     }
 
-    /// Whether a PSCW access epoch is open.
+    /// Whether a put to `t` belongs to an open PSCW access epoch (and to no active sync
+    /// counter request, whose completion must find it done), so that it may travel as mail.
     #[inline]
-    pub(crate) fn in_pscw_access(&self) -> bool {
-        self.inner.epochs.borrow().access.is_some()
+    pub(crate) fn pscw_put(&self, t: usize) -> bool {
+        let e = self.inner.epochs.borrow();
+        e.access.as_ref().is_some_and(|g| g.contains(&t)) && e.covered[t][Access::Put as usize] == 0
     }
 
     /// Before an operation reaches `t`'s memory in a PSCW access epoch: wait for `t`'s post
@@ -427,7 +452,7 @@ impl Win {
     pub(crate) fn await_post(&self, t: usize) -> Result<()> {
         let want = {
             let e = self.inner.epochs.borrow();
-            if e.access.is_none() || e.out[t].posted {
+            if e.out[t].posted || e.access.as_ref().is_none_or(|g| !g.contains(&t)) {
                 return Ok(());
             }
             e.out[t].want

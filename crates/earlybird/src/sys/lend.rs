@@ -372,6 +372,11 @@ pub(crate) struct View<'b> {
 }
 
 impl<'b> View<'b> {
+    /// The signature of the data it holds.
+    pub(crate) fn sig(&self) -> Sig {
+        self.raw.sig()
+    }
+
     /// All the bytes of a slice of a plain type (padding included), read only.
     pub(crate) fn read<T: Plain>(buf: &'b [T]) -> View<'b> {
         let raw = Lent::run(

@@ -183,6 +183,27 @@ unsafe impl Plain for Complex<LongDouble> {
     const GAPLESS: bool = true;
 }
 
+/// A sync counter of an RMA window (seed 001's `MPI_Sync`), as a value: which window (its
+/// serial, the same on every rank), which rank's control block holds it, which counter there,
+/// and the counter's generation when it was allocated. On the rank that allocated it, it is
+/// the local counter; anywhere else (it travels as MPI_HANDLE_SYNC) it is a reference to the
+/// remote one. The meaning lives in `rma::counter`; all zeros is [`SyncCounter::NULL`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SyncCounter {
+    pub(crate) win: u64,
+    pub(crate) owner: u32,
+    pub(crate) index: u16,
+    pub(crate) generation: u16,
+}
+
+// SAFETY: a `#[repr(C)]` struct of 8 + 4 + 2 + 2 bytes, each field at its natural alignment:
+// no padding, any bit pattern valid (a meaningless one is refused where it is used);
+// MPI_HANDLE_SYNC's datatype is these 16 bytes at 0, extent 16.
+unsafe impl Plain for SyncCounter {
+    const GAPLESS: bool = true;
+}
+
 /// The value of a gapless plain type whose bytes `b` holds (any alignment); `None` if `T`
 /// has padding or `b` is not `size_of::<T>()` bytes.
 pub(crate) fn read_value<T: Plain>(b: &[u8]) -> Option<T> {
