@@ -1,11 +1,15 @@
 //! `rma`: one-sided communication, as `bench/rma.c` measures it on MPICH and Open MPI (2
 //! ranks): the 1-D ring halo of bench-ref's `rma_halo.c` with fence, PSCW and lock_all +
-//! flush + accumulate notification; put + flush latency; fetch_and_op latency; the rate of
+//! flush + accumulate notification, and (earlybird only, seed 001) with sync counters
+//! (`rma_halo_counter`: double-buffered halos, each read once both neighbours signalled that
+//! they filled it); put + flush latency; fetch_and_op latency; the rate of
 //! 8-byte accumulates from one origin; and the memcpy of 64 KiB the fence halo is judged
 //! against. A repeat's time is the maximum over ranks.
 
 use super::{stats, Bench};
-use earlybird::{Info, Op, Result, MODE_NOCHECK, MODE_NOSUCCEED};
+use earlybird::{
+    start_all, Info, Op, Result, SyncCounter, MODE_NOCHECK, MODE_NOSUCCEED, MODE_WIN_PUT,
+};
 use std::time::Instant;
 
 const HALO_OFF: usize = 64;
@@ -37,7 +41,8 @@ impl Bench<'_> {
         let (left, right) = ((r + n - 1) % n, (r + 1) % n);
         let sizes = self.sizes(&[8, 64 << 10]);
         let maxs = sizes.iter().copied().max().unwrap_or(8).max(8);
-        let win = w.win_allocate(HALO_OFF + 2 * maxs, 1, &Info::new())?;
+        // Two halo slots per side (the counter variant double-buffers).
+        let win = w.win_allocate(HALO_OFF + 4 * maxs, 1, &Info::new())?;
         let g = w.group();
         let nbrs = if left == right {
             g.incl(&[left])?
@@ -46,7 +51,29 @@ impl Bench<'_> {
         };
         let mut sbuf = vec![0u8; maxs];
         let mut stamp = 0i64;
-        for mode in ["fence", "pscw", "lock"] {
+        // Sync counters (seed 001), every request restarting by itself. The halos are
+        // double-buffered, so one counter each way serves: a neighbour's signal that it
+        // filled my slot of iteration i also says it has done with its slot of iteration
+        // i - 1 (it read it before its puts of iteration i), which is the slot I fill next.
+        let mut restart = Info::new();
+        restart.set("restart", "true")?;
+        let mine = win.alloc_sync_objects(1, &Info::new())?;
+        let mut from_left = [SyncCounter::NULL];
+        let mut from_right = [SyncCounter::NULL];
+        w.sendrecv(&mine[..], right, 7, &mut from_left[..], left, 7)?;
+        w.sendrecv(&mine[..], left, 8, &mut from_right[..], right, 8)?;
+        let mut peers = vec![(left, from_left[0])];
+        if right != left {
+            peers.push((right, from_right[0]));
+        }
+        let mut puts = Vec::new();
+        for (p, h) in &peers {
+            puts.push(win.sync_ops_init(*p, MODE_WIN_PUT, *h, &restart)?);
+        }
+        let mut filled = win.sync_object_init(mine[0], peers.len() as i64, &restart)?;
+        start_all(&mut puts)?;
+        filled.start()?;
+        for mode in ["fence", "pscw", "lock", "counter"] {
             for &s in &sizes {
                 let s = s.max(8);
                 let iters = self.iters_for(10_000, 256 << 20, 2 * s as u64, 50);
@@ -67,6 +94,18 @@ impl Bench<'_> {
                         win.fence(MODE_NOSUCCEED)?;
                         p
                     }
+                    "counter" => self.timed(iters, |_| {
+                        stamp += 1;
+                        sbuf[..8].copy_from_slice(
+                            &((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes(),
+                        );
+                        let twin = ((stamp % 2) as usize * 2 * maxs) as isize;
+                        win.put(&sbuf[..s], left, offl + twin)?;
+                        win.put(&sbuf[..s], right, offr + twin)?;
+                        earlybird::wait_all(&mut puts)?;
+                        filled.wait()?;
+                        Ok(())
+                    })?,
                     "pscw" => self.timed(iters, |_| {
                         stamp += 1;
                         sbuf[..8].copy_from_slice(
@@ -125,6 +164,10 @@ impl Bench<'_> {
                 self.emit(&format!("rma_halo_{mode}"), s, iters, stats(per), "");
             }
         }
+        // Every signal was sent before the neighbours' last iteration ended; the barrier
+        // below is after them all, and dropping the requests withdraws their runs.
+        drop((puts, filled));
+        w.barrier()?;
         win.free()?;
         self.rma_passive()?;
         // The floor: one memcpy of 64 KiB, warm.

@@ -13,7 +13,8 @@
 //!                [post from rank q, q = 0..n]                          one line each
 //!                [mail from rank q, q = 0..n: two boxes, a report line] see below
 //!                [attach table: MAX_ATTACH x (address, length)]        dynamic windows only
-//!                [sync counters: SYNC_COUNTERS x (value, generation)]  one line each
+//!                [sync counters: SYNC_COUNTERS x signals]              one line each
+//!                [their generations: SYNC_COUNTERS words]              rarely written
 //! mail box:      [seq][consumed][spare][payload...]                    written by q only
 //! ```
 //!
@@ -86,6 +87,12 @@ pub(crate) struct WinShape {
 impl WinShape {
     /// Bytes of one rank's control block.
     pub(crate) fn ctl_bytes(&self) -> usize {
+        self.generations_at() + SYNC_COUNTERS * 8
+    }
+
+    /// Where the counters' generations start in a control block: on lines of their own, so
+    /// that reading them (which every signal does) never takes a counter's line.
+    fn generations_at(&self) -> usize {
         self.sync_at() + SYNC_COUNTERS * LINE
     }
 
@@ -205,13 +212,17 @@ impl WinSegment {
         (self.at(off), self.at(off + 8))
     }
 
-    /// Sync counter `i` of `rank`'s block: (value, generation), on a line of their own. The
-    /// value is an `i64` held as its bits; the generation changes whenever the counter is
-    /// allocated or freed, so that a reference to a freed counter is recognised.
+    /// Sync counter `i` of `rank`'s block: (signals, generation). The signals word, alone on
+    /// its line, counts the signals the counter has received since it was allocated; the
+    /// generation changes whenever the counter is allocated or freed, so that a reference to
+    /// a freed counter is recognised.
     pub(crate) fn sync_counter(&self, rank: usize, i: usize) -> (&AtomicU64, &AtomicU64) {
         assert!(i < SYNC_COUNTERS, "sync counter {i}");
-        let off = self.block(rank) + self.shape.sync_at() + i * LINE;
-        (self.at(off), self.at(off + 8))
+        let b = self.block(rank);
+        (
+            self.at(b + self.shape.sync_at() + i * LINE),
+            self.at(b + self.shape.generations_at() + i * 8),
+        )
     }
 
     /// Bytes `off..off + len` of the segment's data area.

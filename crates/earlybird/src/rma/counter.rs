@@ -13,12 +13,16 @@
 //! # Design
 //!
 //! Each counter is one cache line of the owner's control block in the window's segment
-//! (`fabric::window`: a value and a generation), so a signal is one atomic decrement by the
-//! origin and the wait one load by the owner: a fence or a PSCW round costs more lines. Every
+//! (`fabric::window`), which counts the signals it has received: a signal is one atomic
+//! increment by the origin, and the owner only reads the line, so that the line moves once
+//! per signal. (The counter's generation, which every signal checks, lives on lines that
+//! change only when counters are allocated or freed.) Every
 //! RMA call of earlybird is complete (locally and at the target) when it returns, so a sync
 //! ops request has nothing left to wait for when a wait or test looks at it: it completes
 //! there, and the decrement is a release read-modify-write (a locked instruction on x86-64),
-//! ordered after every put, get and accumulate the origin made before it.
+//! ordered after every put, get and accumulate the origin made before it. The seed's
+//! counter value is, in these terms, what the owner's runs have waited for (which the owner
+//! keeps) less the signals received.
 //!
 //! **The count.** The seed says a start "resets the counter to count". Literally, a signal
 //! that arrives before the owner's start (a neighbour one iteration ahead, which the seed's
@@ -101,6 +105,9 @@ pub(crate) struct Counters {
     waited: Vec<bool>,
     /// Generations handed out (each allocation or free moves the counter's on).
     next_generation: Vec<u16>,
+    /// Per counter: the signals its runs have waited for since it was allocated (the sum of
+    /// their counts); the counter's value is this less the signals received.
+    armed: Vec<u64>,
 }
 
 impl Counters {
@@ -109,6 +116,7 @@ impl Counters {
             allocated: vec![None; SYNC_COUNTERS],
             waited: vec![false; SYNC_COUNTERS],
             next_generation: vec![0; SYNC_COUNTERS],
+            armed: vec![0; SYNC_COUNTERS],
         }
     }
 
@@ -214,8 +222,9 @@ impl Win {
                 let g = cs.next_generation[i].wrapping_add(1).max(1);
                 cs.next_generation[i] = g;
                 cs.allocated[i] = Some(g);
-                let (value, generation) = self.inner.seg.sync_counter(me, i);
-                value.store(0, Ordering::Relaxed);
+                cs.armed[i] = 0;
+                let (signals, generation) = self.inner.seg.sync_counter(me, i);
+                signals.store(0, Ordering::Relaxed);
                 generation.store(u64::from(g), Ordering::Release);
                 out.push(SyncCounter {
                     win: self.inner.serial,
@@ -602,7 +611,7 @@ impl Kind for Ops {
             // Release: the puts' stores and the gets' loads of this rank happen before the
             // owner sees the signal (on x86-64 a locked instruction, a full fence, so
             // nothing is left for a flush to publish either).
-            value.fetch_sub(1, Ordering::Release);
+            value.fetch_add(1, Ordering::Release);
             w.inner.stores.set(false);
         }
         Some(Ok(Status::empty()))
@@ -634,17 +643,25 @@ struct Object {
 }
 
 impl Object {
-    fn value(&self) -> &AtomicU64 {
+    /// The signals the counter has received since it was allocated.
+    fn signals(&self) -> u64 {
         self.win
             .seg
             .sync_counter(self.win.rank, self.counter.index as usize)
             .0
+            .load(Ordering::Acquire)
     }
 
-    /// Add this run's count; a value left below zero is the seed's negative counter.
+    /// Wait for `count` more signals; a counter left below zero (more signals than that run
+    /// and one more could use) is the seed's negative counter.
     fn arm(&mut self) {
-        let v = (self.value().fetch_add(self.count as u64, Ordering::AcqRel) as i64)
-            .wrapping_add(self.count);
+        let armed = {
+            let mut cs = self.win.counters.borrow_mut();
+            let a = &mut cs.armed[self.counter.index as usize];
+            *a += self.count as u64;
+            *a
+        };
+        let v = armed.wrapping_sub(self.signals()) as i64;
         if v < 0 {
             self.failed = Some(err(
                 ErrorClass::WinCounter,
@@ -706,7 +723,8 @@ impl Kind for Object {
         if let Some(e) = &self.failed {
             return Some(Err(e.clone()));
         }
-        (self.value().load(Ordering::Acquire) as i64 <= 0).then(|| Ok(Status::empty()))
+        let armed = self.win.counters.borrow().armed[self.counter.index as usize];
+        (self.signals() >= armed).then(|| Ok(Status::empty()))
     }
 
     fn again(&mut self) {
@@ -716,11 +734,13 @@ impl Kind for Object {
     /// A withdrawn run takes its count back (signals that arrived for it count towards the
     /// next start).
     fn end(&mut self, withdrawn: bool) {
+        let mut cs = self.win.counters.borrow_mut();
+        let i = self.counter.index as usize;
         if withdrawn {
-            self.value().fetch_sub(self.count as u64, Ordering::AcqRel);
+            cs.armed[i] -= self.count as u64;
             self.failed = None;
         }
-        self.set_waited(false);
+        cs.waited[i] = false;
     }
 
     fn blocked_in(&self) -> Blocked {
