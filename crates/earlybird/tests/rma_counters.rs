@@ -23,6 +23,7 @@ scenarios! {
     bundles_and_the_wait_family [2, 3];
     handle_sync_travels_and_nothing_else [2, 3, 4];
     the_misuse_table [2];
+    signal_variants_carry_data_and_signal [2, 3, 4];
 }
 
 fn restart() -> Info {
@@ -548,5 +549,60 @@ fn the_misuse_table(u: &Universe) -> Result<()> {
     drop((obj, twin, me, nothing, active));
     c.barrier()?;
     other.free()?;
+    win.free()
+}
+
+/// put_signal, accumulate_signal and get_signal (beyond the seed): each call carries its
+/// data and its signal, with no epoch; the owner that sees the signals sees the data.
+fn signal_variants_carry_data_and_signal(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let (r, n) = (c.rank(), c.size());
+    let win = c.win_allocate(8 * (n as usize + 1), 8, &Info::new())?;
+    ret(&win);
+    let h = counter_of_rank0(u, &win)?;
+    if r == 0 {
+        let mut obj = win.sync_object_init(h, 2 * (n as i64 - 1), &Info::new())?;
+        obj.start()?;
+        c.barrier()?;
+        obj.wait()?;
+        let l = win.local::<i64>()?;
+        let mut got = vec![0i64; n as usize];
+        l.read(1, &mut got)?;
+        let want: Vec<i64> = (0..n as i64)
+            .map(|q| if q == 0 { 0 } else { 100 + q })
+            .collect();
+        check_eq("put_signal stamps", &got, &want);
+        assert_eq!(
+            l.get(0)?,
+            (1..n as i64).sum::<i64>(),
+            "accumulate_signal total"
+        );
+        // The others read the reply, then rank 0 may overwrite it.
+        let mut obj = win.sync_object_init(h, n as i64 - 1, &Info::new())?;
+        obj.start()?;
+        l.write(0, &[4242i64])?;
+        c.barrier()?;
+        obj.wait()?;
+        l.write(0, &[-1i64])?;
+    } else {
+        assert_err(
+            win.put(&[1i64][..], 0, 1),
+            ErrorClass::RmaSync,
+            "outside any access epoch",
+        );
+        c.barrier()?;
+        win.put_signal(&[100 + r as i64][..], 0, 1 + r as isize, h)?;
+        win.accumulate_signal(&[r as i64][..], 0, 0, &Op::SUM, h)?;
+        c.barrier()?;
+        let mut reply = [0i64];
+        win.get_signal(&mut reply[..], 0, 0, h)?;
+        assert_eq!(reply[0], 4242);
+        assert_err(
+            win.put_signal(&[1i64][..], r, 0, h),
+            ErrorClass::Arg,
+            "not on the target",
+        );
+    }
+    c.barrier()?;
     win.free()
 }

@@ -50,6 +50,9 @@
 
 use super::sync::Access;
 use super::{err, Win, WinInner};
+use crate::coll::op::Op;
+use crate::datatype::buffer::{Buffer, BufferMut};
+use crate::datatype::Equivalence;
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::BlockedIn;
 use crate::fabric::window::SYNC_COUNTERS;
@@ -318,26 +321,7 @@ impl Win {
             let target = if target == PROC_NULL {
                 None
             } else {
-                let t = self.check_rank(target)?;
-                let (_, generation) = self.counter_words(WHAT, &counter)?;
-                let me = self.inner.rank;
-                let owner = counter.owner as usize;
-                if owner != t {
-                    let why = if owner == me {
-                        format!(
-                            "counter {} is this rank's own; signalling rank {t} needs a counter of rank {t}, received from it as MPIX_HANDLE_SYNC",
-                            counter.index
-                        )
-                    } else {
-                        format!(
-                            "counter {} lives on rank {owner}, not on the target {t}",
-                            counter.index
-                        )
-                    };
-                    return Err(err(ErrorClass::Arg, format!("{WHAT}: {why}")));
-                }
-                self.check_generation(WHAT, &counter, generation)?;
-                Some(t)
+                Some(self.target_counter(WHAT, target, &counter)?)
             };
             let ops = Ops {
                 win: self.inner.clone(),
@@ -354,6 +338,109 @@ impl Win {
             Ok(Request::ext(eng, self.origin_for_requests(), Box::new(run)))
         })();
         self.ret(WHAT, r)
+    }
+
+    /// `target`'s window rank, with `counter` checked to be a live counter of `target`'s on
+    /// this window (what signalling it needs).
+    fn target_counter(&self, what: &str, target: i32, counter: &SyncCounter) -> Result<usize> {
+        let t = self.check_rank(target)?;
+        let (_, generation) = self.counter_words(what, counter)?;
+        let me = self.inner.rank;
+        let owner = counter.owner as usize;
+        if owner != t {
+            let why = if owner == me {
+                format!(
+                    "counter {} is this rank's own; signalling rank {t} needs a counter of rank {t}, received from it as MPIX_HANDLE_SYNC",
+                    counter.index
+                )
+            } else {
+                format!(
+                    "counter {} lives on rank {owner}, not on the target {t}",
+                    counter.index
+                )
+            };
+            return Err(err(ErrorClass::Arg, format!("{what}: {why}")));
+        }
+        self.check_generation(what, counter, generation)?;
+        Ok(t)
+    }
+
+    /// One RMA call `op` of kind `what` to `target` that signals `target`'s `counter` once it
+    /// is complete (beyond the seed, as `shmem_put_signal` and Intel MPI's
+    /// `MPIX_Put_notify`): the call needs no epoch, and the owner that sees the signal sees
+    /// the call's effect, as with a sync ops request completed right after it.
+    fn with_signal(
+        &self,
+        name: &str,
+        target: i32,
+        counter: &SyncCounter,
+        what: Access,
+        op: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let r = (|| {
+            self.check_live()?;
+            if target == PROC_NULL {
+                return Ok(());
+            }
+            let t = self.target_counter(name, target, counter)?;
+            let (signals, _) = self.inner.seg.sync_counter(t, counter.index as usize);
+            self.inner.epochs.borrow_mut().covered[t][what as usize] += 1;
+            let r = op();
+            self.inner.epochs.borrow_mut().covered[t][what as usize] -= 1;
+            r?;
+            // As a sync ops request's completion: a release increment, a full fence here.
+            signals.fetch_add(1, Ordering::Release);
+            self.inner.stores.set(false);
+            Ok(())
+        })();
+        self.ret(name, r)
+    }
+
+    /// [`put`](Self::put) that then signals `counter`, a counter of `target` (beyond the
+    /// seed: one call carries data and signal). Needs no epoch.
+    pub fn put_signal<B: Buffer + ?Sized>(
+        &self,
+        origin: &B,
+        target: i32,
+        disp: isize,
+        counter: SyncCounter,
+    ) -> Result<()> {
+        self.with_signal("win_put_signal", target, &counter, Access::Put, || {
+            self.put_inner(origin, target, disp, None)
+        })
+    }
+
+    /// [`get`](Self::get) that then signals `counter`, a counter of `target`: the target
+    /// learns that the data has been read. Needs no epoch.
+    pub fn get_signal<B: BufferMut + ?Sized>(
+        &self,
+        result: &mut B,
+        target: i32,
+        disp: isize,
+        counter: SyncCounter,
+    ) -> Result<()> {
+        self.with_signal("win_get_signal", target, &counter, Access::Get, || {
+            self.get_inner(result, target, disp, None)
+        })
+    }
+
+    /// [`accumulate`](Self::accumulate) that then signals `counter`, a counter of `target`.
+    /// Needs no epoch.
+    pub fn accumulate_signal<T: Equivalence>(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+        counter: SyncCounter,
+    ) -> Result<()> {
+        self.with_signal(
+            "win_accumulate_signal",
+            target,
+            &counter,
+            Access::Acc,
+            || self.accumulate_inner(origin, target, disp, op),
+        )
     }
 
     /// MPI_Win_sync_object_init: a persistent request on this rank's `counter` that

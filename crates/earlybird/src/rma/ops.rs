@@ -297,7 +297,7 @@ impl Win {
     }
 
     #[inline]
-    fn put_inner<B: Buffer + ?Sized>(
+    pub(super) fn put_inner<B: Buffer + ?Sized>(
         &self,
         origin: &B,
         target: i32,
@@ -350,7 +350,7 @@ impl Win {
     }
 
     #[inline]
-    fn get_inner<B: BufferMut + ?Sized>(
+    pub(super) fn get_inner<B: BufferMut + ?Sized>(
         &self,
         result: &mut B,
         target: i32,
@@ -442,7 +442,19 @@ impl Win {
         disp: isize,
         op: &Op,
     ) -> Result<()> {
-        let r = (|| {
+        let r = self.accumulate_inner(origin, target, disp, op);
+        self.ret("win_accumulate", r)
+    }
+
+    /// [`accumulate`](Self::accumulate) without the error handler.
+    pub(super) fn accumulate_inner<T: Equivalence>(
+        &self,
+        origin: &[T],
+        target: i32,
+        disp: isize,
+        op: &Op,
+    ) -> Result<()> {
+        {
             const WHAT: &str = "win_accumulate";
             if let (Some(w), Some(Predefined::Sum)) = (int_width::<T>(), op.as_predefined()) {
                 let Some(t) = self.target(target, Access::Acc)? else {
@@ -479,8 +491,7 @@ impl Win {
                 let loan = lend(origin, l)?;
                 self.acc_loan("win_accumulate", &loan, &e, p, t, disp, None, None)
             })
-        })();
-        self.ret("win_accumulate", r)
+        }
     }
 
     /// MPI_Accumulate with datatypes at both ends (both made of one predefined type).
