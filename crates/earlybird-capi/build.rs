@@ -242,6 +242,12 @@ fn describe(text: &str, file: &str, g: &mut Gen, h: &mut String) {
                 }
                 let _ = writeln!(h, "typedef {ty} {name};");
             }
+            "value16" => {
+                // A 16-byte value of the library's, passed by value in two integer registers
+                // (the class `Pair`); C sees four ints it should not look into.
+                g.types.insert(words[0].to_string(), "Pair");
+                let _ = writeln!(h, "typedef struct {0} {{ int eb_word[4]; }} {0};", words[0]);
+            }
             "opaque" => {
                 g.types.insert(words[0].to_string(), "Ptr");
                 let _ = writeln!(h, "typedef struct {0}_opaque *{0};", words[0]);
@@ -421,7 +427,8 @@ fn main() {
     // The seeds' calls, under MPICH's and Open MPI's prefix for extensions.
     let mut ext = String::from(
         "/* mpi-ext.h: earlybird's extensions to MPI, the calls of the MPI Forum proposals it\n \
-         * implements (seed 000: bound channels, K-slack channels and bundles), under the MPIX_\n \
+         * implements (seed 000: bound channels, K-slack channels and bundles; seed 001: sync\n \
+         * counters), under the MPIX_\n \
          * prefix MPICH and Open MPI give their extensions (PMPIX_ names for tools too).\n \
          * Made by crates/earlybird-capi/build.rs from api/mpi-ext.api: edit that, not this. */\n\
          #ifndef MPI_EXT_INCLUDED\n#define MPI_EXT_INCLUDED\n\n#include <mpi.h>\n\n\

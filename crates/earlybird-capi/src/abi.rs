@@ -136,6 +136,7 @@ pub(crate) fn basic_type(h: Handle) -> Option<BasicType> {
         c::MPI_AINT => Aint,
         c::MPI_OFFSET => Offset,
         c::MPI_COUNT => Count,
+        c::MPIX_HANDLE_SYNC => HandleSync,
         _ => return None,
     })
 }
@@ -164,7 +165,7 @@ pub(crate) fn op(h: Handle) -> Option<earlybird::Op> {
 
 /// The handle of a predefined datatype (the inverse of [`basic_type`]).
 pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
-    const ALL: [Handle; 38] = [
+    const ALL: [Handle; 39] = [
         c::MPI_CHAR,
         c::MPI_SIGNED_CHAR,
         c::MPI_UNSIGNED_CHAR,
@@ -203,6 +204,7 @@ pub(crate) fn basic_handle(b: BasicType) -> Option<Handle> {
         c::MPI_AINT,
         c::MPI_OFFSET,
         c::MPI_COUNT,
+        c::MPIX_HANDLE_SYNC,
     ];
     ALL.iter().copied().find(|&h| basic_type(h) == Some(b))
 }

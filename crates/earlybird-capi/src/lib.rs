@@ -107,6 +107,7 @@ pub mod comms;
 pub mod datatypes;
 pub mod large_count;
 pub mod pt2pt;
+pub mod sync_counters;
 pub mod type_attributes;
 pub mod windows;
 

@@ -16,6 +16,8 @@ pub(crate) struct Int;
 pub(crate) struct Long;
 pub(crate) struct Ptr;
 pub(crate) struct Double;
+/// A 16-byte value of integers, passed in two integer registers (MPIX_Sync).
+pub(crate) struct Pair;
 
 /// A Rust type that C passes as the class `C`.
 pub(crate) trait Class<C> {}
@@ -23,6 +25,7 @@ impl Class<Int> for i32 {}
 impl Class<Long> for i64 {}
 impl Class<Long> for isize {}
 impl Class<Double> for f64 {}
+impl Class<Pair> for earlybird::SyncCounter {}
 impl<T: ?Sized> Class<Ptr> for *const T {}
 impl<T: ?Sized> Class<Ptr> for *mut T {}
 impl Class<Ptr> for Option<ErrhandlerFunction> {}
@@ -84,6 +87,6 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 use crate::*;
 use crate::{
     channels::*, collectives::*, comms::*, datatypes::*, large_count::*, pt2pt::*,
-    type_attributes::*, windows::*,
+    sync_counters::*, type_attributes::*, windows::*,
 };
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

@@ -196,6 +196,11 @@ fn seed_000_channels_slack_channels_and_bundles_through_mpi_ext_h() {
 }
 
 #[test]
+fn seed_001_examples_as_the_seed_writes_them_against_a_sendrecv_relaxation() {
+    run_everywhere("seed001_examples", OURS);
+}
+
+#[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
 }
