@@ -16,8 +16,9 @@
 #![forbid(unsafe_code)]
 
 use earlybird::{
-    bind_slack_channel, dims_create, scope, split_views, unbind_channel, wait_all, wait_all_into,
-    Comm, Datatype, Info, Op, Result, ScratchBuffer, Status, Typed, TypedMut, Universe, IN_PLACE,
+    bind_slack_channel, dims_create, scope, split_views, start_all, unbind_channel, wait_all,
+    wait_all_into, At, Comm, Datatype, Info, Op, Result, ScratchBuffer, Status, SyncCounter, Typed,
+    TypedMut, Universe, IN_PLACE, MODE_WIN_PUT,
 };
 use std::fmt::Write as _;
 
@@ -763,7 +764,150 @@ impl Halo {
     }
 }
 
+/// How a halo2d exchange synchronises when its halos travel by RMA.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RmaSync {
+    /// One fence after the four puts.
+    Fence,
+    /// Double-buffered halos and sync counters (seed 001): the four puts of exchange `i` go
+    /// to buffer `i % 2`, each signalled by a restarting sync ops request to its neighbour,
+    /// and an exchange ends when the four neighbours' signals have arrived. A neighbour's
+    /// signal of exchange `i` also says it is done with buffer `(i - 1) % 2`, the next one
+    /// written, so no other signal is needed.
+    Counter,
+}
+
+impl Halo {
+    /// Where what travels in direction `d` (up, down, left, right) lands in the receiver's
+    /// array, and its type there.
+    fn landing(&self, d: usize) -> (usize, &Datatype) {
+        let (n, ld) = (self.n, self.n + 2);
+        match d {
+            0 => ((n + 1) * ld + 1, &self.row),
+            1 => (1, &self.row),
+            2 => (ld + n + 1, &self.col),
+            _ => (ld, &self.col),
+        }
+    }
+}
+
 impl Bench<'_> {
+    /// halo2d through RMA (`halo2d_fence`, `halo2d_counter`): the exchange of [`halo2d`]
+    /// with each boundary put into the neighbour's halo in a window (rows contiguous, columns
+    /// through the vector type at the target), timed the same way; the halos are checked
+    /// after the batches. Returns the checksum.
+    fn halo2d_rma(
+        &self,
+        cart: &Comm,
+        h: &Halo,
+        g: &mut [f64],
+        how: RmaSync,
+        us: &mut Vec<f64>,
+    ) -> Result<f64> {
+        let (ld, batches) = (h.n + 2, self.o.reps.unwrap_or(10) as u64);
+        let per = self.o.iters.unwrap_or(2000) / batches;
+        let warmup = self.o.warmup.unwrap_or(200);
+        let whole = ld * ld;
+        let win = cart.win_allocate(2 * whole * 8, 8, &Info::new())?;
+        // Both buffers start as the array with its halos zeroed (corners kept), so that the
+        // check afterwards sees only what the puts wrote.
+        {
+            let mut blank = g.to_vec();
+            for k in 1..=h.n {
+                for c in [k, (h.n + 1) * ld + k, k * ld, k * ld + h.n + 1] {
+                    blank[c] = 0.0;
+                }
+            }
+            let l = win.local::<f64>()?;
+            l.write(0, &blank)?;
+            l.write(whole, &blank)?;
+        }
+        cart.barrier()?;
+        let mut restart = Info::new();
+        restart.set("restart", "true")?;
+        let mut counters = Vec::new();
+        let (mut puts, mut filled) = (Vec::new(), Vec::new());
+        if how == RmaSync::Counter {
+            // One counter per direction, signalled only by the neighbour that sends in it (a
+            // counter several neighbours signal counts a fast one's signals for a slow one's).
+            counters = win.alloc_sync_objects(4, &Info::new())?;
+            let mut theirs = [SyncCounter::NULL; 4];
+            for d in 0..4 {
+                // counters[d] is the one peers[d] signals; what arrives here is the counter
+                // peers[d ^ 1] keeps for me.
+                let mut got = [SyncCounter::NULL];
+                cart.sendrecv(
+                    &counters[d..=d],
+                    h.peers[d],
+                    d as i32,
+                    &mut got[..],
+                    h.peers[d ^ 1],
+                    d as i32,
+                )?;
+                theirs[d ^ 1] = got[0];
+            }
+            for d in 0..4 {
+                puts.push(win.sync_ops_init(h.peers[d], MODE_WIN_PUT, theirs[d], &restart)?);
+                filled.push(win.sync_object_init(counters[d], 1, &restart)?);
+            }
+            start_all(&mut puts)?;
+            start_all(&mut filled)?;
+        } else {
+            win.fence(0)?;
+        }
+        let mut parity = 0;
+        {
+            let (out, _) = h.views(g)?;
+            let mut exchange = || -> Result<()> {
+                let base = if how == RmaSync::Counter {
+                    parity * whole
+                } else {
+                    0
+                };
+                for (d, o) in out.iter().enumerate() {
+                    let (at, t) = h.landing(d);
+                    win.put_to(o, h.peers[d], (base + at) as isize, At::new(1, t))?;
+                }
+                if how == RmaSync::Counter {
+                    wait_all(&mut puts)?;
+                    wait_all(&mut filled)?;
+                } else {
+                    win.fence(0)?;
+                }
+                parity ^= 1;
+                Ok(())
+            };
+            for _ in 0..warmup {
+                exchange()?;
+            }
+            for _ in 0..batches {
+                cart.barrier()?;
+                let t0 = std::time::Instant::now();
+                for _ in 0..per {
+                    exchange()?;
+                }
+                let t = reduce_to_root(cart, &[t0.elapsed().as_secs_f64()], &Op::MAX)?;
+                us.push(t[0] / per as f64 * 1e6);
+            }
+        }
+        // The halos of the buffer written last.
+        let last = if how == RmaSync::Counter {
+            (parity ^ 1) * whole
+        } else {
+            0
+        };
+        win.local::<f64>()?.read(last, g)?;
+        let checksum = h.verify(cart, g, "after the timed RMA batches")?;
+        drop((puts, filled));
+        if how == RmaSync::Fence {
+            win.fence(earlybird::MODE_NOSUCCEED)?;
+        }
+        cart.barrier()?;
+        win.free_sync_objects(&mut counters)?;
+        win.free()?;
+        Ok(checksum)
+    }
+
     /// halo2d: the 2-D halo exchange of `bench/halo2d.c`, measured as it measures it.
     ///
     /// `dims_create` and a periodic `cart_create` shape the ranks (2 x 2 for 4); each owns
@@ -848,6 +992,20 @@ impl Bench<'_> {
                 stats(us),
                 &format!(",\"checksum\":{checksum:.1}"),
             );
+            for (name, how) in [
+                ("halo2d_fence", RmaSync::Fence),
+                ("halo2d_counter", RmaSync::Counter),
+            ] {
+                let mut us = Vec::with_capacity(batches as usize);
+                let checksum = self.halo2d_rma(&cart, &h, &mut g, how, &mut us)?;
+                self.emit(
+                    name,
+                    bytes,
+                    per * batches,
+                    stats(us),
+                    &format!(",\"checksum\":{checksum:.1}"),
+                );
+            }
         }
         Ok(())
     }

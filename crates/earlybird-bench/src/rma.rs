@@ -1,8 +1,8 @@
 //! `rma`: one-sided communication, as `bench/rma.c` measures it on MPICH and Open MPI (2
 //! ranks): the 1-D ring halo of bench-ref's `rma_halo.c` with fence, PSCW and lock_all +
 //! flush + accumulate notification, and (earlybird only, seed 001) with sync counters
-//! (`rma_halo_counter`: double-buffered halos, each read once both neighbours signalled that
-//! they filled it); put + flush latency; fetch_and_op latency; the rate of
+//! (`rma_halo_counter`: double-buffered halos, each read once its neighbour signalled that it
+//! filled it, one counter per neighbour); put + flush latency; fetch_and_op latency; the rate of
 //! 8-byte accumulates from one origin; and the memcpy of 64 KiB the fence halo is judged
 //! against. A repeat's time is the maximum over ranks.
 
@@ -51,28 +51,45 @@ impl Bench<'_> {
         };
         let mut sbuf = vec![0u8; maxs];
         let mut stamp = 0i64;
-        // Sync counters (seed 001), every request restarting by itself. The halos are
-        // double-buffered, so one counter each way serves: a neighbour's signal that it
-        // filled my slot of iteration i also says it has done with its slot of iteration
-        // i - 1 (it read it before its puts of iteration i), which is the slot I fill next.
+        // Sync counters (seed 001), every request restarting by itself: one counter per
+        // neighbour, which only that neighbour signals (a counter several neighbours signal
+        // counts a fast one's signals for a slow one's). The halos are double-buffered, so a
+        // neighbour's signal that it filled my slot of iteration i also says it has done with
+        // its slot of iteration i - 1 (it read it before its puts of iteration i), which is
+        // the slot I fill next; no other signal is needed.
         let mut restart = Info::new();
         restart.set("restart", "true")?;
-        let mine = win.alloc_sync_objects(1, &Info::new())?;
-        let mut from_left = [SyncCounter::NULL];
-        let mut from_right = [SyncCounter::NULL];
-        w.sendrecv(&mine[..], right, 7, &mut from_left[..], left, 7)?;
-        w.sendrecv(&mine[..], left, 8, &mut from_right[..], right, 8)?;
-        let mut peers = vec![(left, from_left[0])];
-        if right != left {
-            peers.push((right, from_right[0]));
+        let peers: Vec<i32> = if left == right {
+            vec![left]
+        } else {
+            vec![left, right]
+        };
+        let k = peers.len();
+        let mut mine = win.alloc_sync_objects(k, &Info::new())?;
+        let mut theirs = vec![SyncCounter::NULL; k];
+        for (d, &p) in peers.iter().enumerate() {
+            // mine[d] goes to peers[d]; what arrives is the counter the neighbour on the
+            // other side keeps for me.
+            let mut got = [SyncCounter::NULL];
+            let other = k - 1 - d;
+            w.sendrecv(
+                &mine[d..=d],
+                p,
+                7 + d as i32,
+                &mut got[..],
+                peers[other],
+                7 + d as i32,
+            )?;
+            theirs[other] = got[0];
         }
-        let mut puts = Vec::new();
-        for (p, h) in &peers {
-            puts.push(win.sync_ops_init(*p, MODE_WIN_PUT, *h, &restart)?);
+        let mut puts = Vec::with_capacity(k);
+        let mut filled = Vec::with_capacity(k);
+        for d in 0..k {
+            puts.push(win.sync_ops_init(peers[d], MODE_WIN_PUT, theirs[d], &restart)?);
+            filled.push(win.sync_object_init(mine[d], 1, &restart)?);
         }
-        let mut filled = win.sync_object_init(mine[0], peers.len() as i64, &restart)?;
         start_all(&mut puts)?;
-        filled.start()?;
+        start_all(&mut filled)?;
         for mode in ["fence", "pscw", "lock", "counter"] {
             for &s in &sizes {
                 let s = s.max(8);
@@ -103,7 +120,7 @@ impl Bench<'_> {
                         win.put(&sbuf[..s], left, offl + twin)?;
                         win.put(&sbuf[..s], right, offr + twin)?;
                         earlybird::wait_all(&mut puts)?;
-                        filled.wait()?;
+                        earlybird::wait_all(&mut filled)?;
                         Ok(())
                     })?,
                     "pscw" => self.timed(iters, |_| {
@@ -168,6 +185,7 @@ impl Bench<'_> {
         // below is after them all, and dropping the requests withdraws their runs.
         drop((puts, filled));
         w.barrier()?;
+        win.free_sync_objects(&mut mine)?;
         win.free()?;
         self.rma_passive()?;
         // The floor: one memcpy of 64 KiB, warm.

@@ -153,7 +153,14 @@ fn exchange_counters(c: &Comm, b: &Block, mine: SyncCounter) -> Result<[SyncCoun
         // Everyone sends in direction d: mine goes to nbr[d], and the counter that arrives
         // is that of the neighbour on the other side.
         let mut got = [SyncCounter::NULL];
-        c.sendrecv(&[mine][..], b.nbr[d], d as i32, &mut got[..], b.nbr[d ^ 1], d as i32)?;
+        c.sendrecv(
+            &[mine][..],
+            b.nbr[d],
+            d as i32,
+            &mut got[..],
+            b.nbr[d ^ 1],
+            d as i32,
+        )?;
         theirs[d ^ 1] = got[0];
     }
     Ok(theirs)

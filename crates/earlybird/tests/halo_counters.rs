@@ -43,5 +43,9 @@ fn example_under_ebrun_4() {
 fn example_rejects_bad_arguments() {
     let out = common::run_example("halo_counters", 2, &["0"]);
     assert_eq!(out.status.code(), Some(2), "{}", out.dump());
-    assert!(out.stderr.contains("usage: halo_counters"), "{}", out.dump());
+    assert!(
+        out.stderr.contains("usage: halo_counters"),
+        "{}",
+        out.dump()
+    );
 }

@@ -458,6 +458,29 @@ fn meet(
     f: &mut dyn FnMut(*mut u8, usize, usize) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut err = Ok(());
+    if let (Some(l), Place::Laid(t)) = (layout, &place) {
+        // Both laid out: walk each once, in step (asking the target's layout for the bytes
+        // of each origin piece would walk it from its start every time: quadratic in the
+        // pieces of a strided column).
+        let mut src: Vec<(usize, usize)> = Vec::new();
+        l.pieces(n, |b, _, len| src.push((b, len)));
+        let (mut i, mut used) = (0, 0);
+        t.pieces(n, |mut m, _, mut k| {
+            while k > 0 && err.is_ok() && i < src.len() {
+                let (b, len) = src[i];
+                let take = (len - used).min(k);
+                err = f(base.wrapping_add(b + used), take, m);
+                used += take;
+                m += take;
+                k -= take;
+                if used == len {
+                    i += 1;
+                    used = 0;
+                }
+            }
+        });
+        return err;
+    }
     let mut each = |b: usize, p: usize, l: usize| {
         let mut c = 0;
         place.pieces(p, l, &mut |m, k| {
