@@ -125,7 +125,7 @@ if any(f.exists() for f in rma_files.values()):
     for impl in ("mpich", "openmpi"):
         cols[impl] = by_bench(rma_files[impl], rma_ref(impl))
     cols = {impl: {k: med(v) for k, v in c.items()} for impl, c in cols.items()}
-    order = ["rma_halo_fence", "rma_halo_pscw", "rma_halo_lock", "rma_put_flush",
+    order = ["rma_halo_fence", "rma_halo_pscw", "rma_halo_lock", "rma_halo_counter", "rma_put_flush",
              "rma_fetch_and_op", "rma_acc_rate", "memcpy"]
     keys = sorted(set().union(*cols.values()),
                   key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
@@ -150,6 +150,18 @@ if any(f.exists() for f in rma_files.values()):
         r = f"{f / (2 * c):.2f}" if f is not None and c else "-"
         goal = " (goal: at most 1.2)" if impl == "eb" else ""
         print(f"floor, {label}: rma_halo_fence 64 KiB / (2 x memcpy 64 KiB) = {r}{goal}")
+    # Seed 001's goals: the counter halo against the fence halos and the copy floor.
+    e = cols["eb"]
+    ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"
+    c8, f8 = e.get(("rma_halo_counter", 8)), e.get(("rma_halo_fence", 8))
+    best = min((x for x in (cols[i].get(("rma_halo_fence", 8)) for i in ("mpich", "openmpi"))
+                if x is not None), default=None)
+    print(f"sync counters, 8 B: rma_halo_counter / better anchor's rma_halo_fence = "
+          f"{ratio(c8, best)} (goal: at most 0.4); / earlybird's rma_halo_fence = "
+          f"{ratio(c8, f8)} (goal: at most 0.6)")
+    c64, m64 = e.get(("rma_halo_counter", 65536)), e.get(("memcpy", 65536))
+    print(f"sync counters, 64 KiB: rma_halo_counter / (2 x memcpy 64 KiB) = "
+          f"{ratio(c64, 2 * m64 if m64 else None)} (goal: at most 1.1)")
     if fails:
         print("\ncheck FAILED: " + ", ".join(sorted(set(fails))))
     sys.exit(0)

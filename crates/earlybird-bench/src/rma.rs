@@ -119,8 +119,9 @@ impl Bench<'_> {
                         let twin = ((stamp % 2) as usize * 2 * maxs) as isize;
                         win.put(&sbuf[..s], left, offl + twin)?;
                         win.put(&sbuf[..s], right, offr + twin)?;
-                        earlybird::wait_all(&mut puts)?;
-                        earlybird::wait_all(&mut filled)?;
+                        for q in puts.iter_mut().chain(filled.iter_mut()) {
+                            q.wait()?;
+                        }
                         Ok(())
                     })?,
                     "pscw" => self.timed(iters, |_| {

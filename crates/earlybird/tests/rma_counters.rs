@@ -15,15 +15,16 @@ use std::time::{Duration, Instant};
 
 scenarios! {
     completes_after_exactly_k_signals [2, 3, 4, 8];
-    only_calls_of_active_requests_are_permitted [2, 3];
-    get_mode_data_is_valid_at_completion [2, 3];
+    only_calls_of_active_requests_are_permitted [2, 3, 4, 8];
+    get_mode_data_is_valid_at_completion [2, 3, 4, 8];
     accumulates_exact_under_many_origins [2, 3, 4, 8];
-    restart_ring_10000_iterations [2, 3];
+    restart_ring_10000_iterations [2, 3, 4, 8];
     early_signals_count_towards_the_next_start [2];
-    bundles_and_the_wait_family [2, 3];
-    handle_sync_travels_and_nothing_else [2, 3, 4];
+    bundles_and_the_wait_family [2, 3, 4, 8];
+    handle_sync_travels_and_nothing_else [2, 3, 4, 8];
     the_misuse_table [2];
-    signal_variants_carry_data_and_signal [2, 3, 4];
+    signal_variants_carry_data_and_signal [2, 3, 4, 8];
+    restarting_requests_in_bundles [2];
 }
 
 fn restart() -> Info {
@@ -602,6 +603,37 @@ fn signal_variants_carry_data_and_signal(u: &Universe) -> Result<()> {
             ErrorClass::Arg,
             "not on the target",
         );
+    }
+    c.barrier()?;
+    win.free()
+}
+
+/// Restarting requests may sit in a bundle: a start of the bundle starts them the first time
+/// and does nothing to them later (they restart by themselves), and each wait of the bundle
+/// completes one run.
+fn restarting_requests_in_bundles(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let r = c.rank();
+    let win = c.win_allocate(8, 8, &Info::new())?;
+    let h = counter_of_rank0(u, &win)?;
+    if r == 0 {
+        let obj = win.sync_object_init(h, 1, &restart())?;
+        let mut b = Bundle::new(vec![obj])?;
+        for round in 0..20i64 {
+            b.start()?;
+            b.wait()?;
+            assert_eq!(win.local::<i64>()?.get(0)?, round, "round {round}");
+            c.send(&[0u8][..], 1, 0)?;
+        }
+    } else if r == 1 {
+        let ops = win.sync_ops_init(0, MODE_WIN_PUT, h, &restart())?;
+        let mut b = Bundle::new(vec![ops])?;
+        for round in 0..20i64 {
+            b.start()?;
+            win.put(&[round][..], 0, 0)?;
+            b.wait()?;
+            c.recv(&mut [0u8; 1][..], 0, 0)?;
+        }
     }
     c.barrier()?;
     win.free()

@@ -576,6 +576,23 @@ impl<K: Kind + 'static> Completion for SyncRequest<K> {
         self.kind.peek()
     }
 
+    /// What a run waits for is a peer's store to a counter line, which needs no progress
+    /// from this rank: when every rank has a core, the line alone is polled for a short
+    /// while first (as `Win::wait_rma` does), so that the signal is seen a cache-line
+    /// transfer after it is made rather than after a round of the progress engine.
+    fn wait(&mut self, eng: &mut Engine) -> Result<Status> {
+        if eng.spin_budget() >= super::PRE_SPIN {
+            for _ in 0..super::PRE_SPIN {
+                if let Some(r) = self.poll(eng) {
+                    return r;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        let blocked = self.blocked_in();
+        eng.wait_for(blocked, |e| self.poll(e))?
+    }
+
     fn cancel(&mut self, _eng: &mut Engine) -> Result<()> {
         Err(err(
             ErrorClass::Request,
