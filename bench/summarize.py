@@ -125,8 +125,8 @@ if any(f.exists() for f in rma_files.values()):
     for impl in ("mpich", "openmpi"):
         cols[impl] = by_bench(rma_files[impl], rma_ref(impl))
     cols = {impl: {k: med(v) for k, v in c.items()} for impl, c in cols.items()}
-    order = ["rma_halo_fence", "rma_halo_pscw", "rma_halo_lock", "rma_halo_counter", "rma_put_flush",
-             "rma_fetch_and_op", "rma_acc_rate", "memcpy"]
+    order = ["rma_halo_fence", "rma_halo_pscw", "rma_halo_lock", "rma_halo_counter",
+             "rma_halo_counter_signal", "rma_put_flush", "rma_fetch_and_op", "rma_acc_rate", "memcpy"]
     keys = sorted(set().union(*cols.values()),
                   key=lambda k: (order.index(k[0]) if k[0] in order else len(order), k[0], k[1]))
     fmt = lambda x: "-" if x is None else (f"{x:.3f}" if x < 100 else f"{x:.1f}")

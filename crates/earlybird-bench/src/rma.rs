@@ -90,7 +90,7 @@ impl Bench<'_> {
         }
         start_all(&mut puts)?;
         start_all(&mut filled)?;
-        for mode in ["fence", "pscw", "lock", "counter"] {
+        for mode in ["fence", "pscw", "lock", "counter", "counter_signal"] {
             for &s in &sizes {
                 let s = s.max(8);
                 let iters = self.iters_for(10_000, 256 << 20, 2 * s as u64, 50);
@@ -120,6 +120,26 @@ impl Bench<'_> {
                         win.put(&sbuf[..s], left, offl + twin)?;
                         win.put(&sbuf[..s], right, offr + twin)?;
                         for q in puts.iter_mut().chain(filled.iter_mut()) {
+                            q.wait()?;
+                        }
+                        Ok(())
+                    })?,
+                    "counter_signal" => self.timed(iters, |_| {
+                        // The same with put_signal (beyond the seed): the last put to each
+                        // neighbour carries the signal, no sync ops request to wait on.
+                        stamp += 1;
+                        sbuf[..8].copy_from_slice(
+                            &((r as i64 + 1) * 1_000_000_000 + stamp).to_le_bytes(),
+                        );
+                        let twin = ((stamp % 2) as usize * 2 * maxs) as isize;
+                        if k == 1 {
+                            win.put(&sbuf[..s], left, offl + twin)?;
+                            win.put_signal(&sbuf[..s], right, offr + twin, theirs[0])?;
+                        } else {
+                            win.put_signal(&sbuf[..s], left, offl + twin, theirs[0])?;
+                            win.put_signal(&sbuf[..s], right, offr + twin, theirs[1])?;
+                        }
+                        for q in filled.iter_mut() {
                             q.wait()?;
                         }
                         Ok(())
