@@ -6,6 +6,7 @@
 mod common;
 
 use common::{assert_err, check_eq};
+use earlybird::UNDEFINED;
 use earlybird::{
     start_all, test_all, wait_all, wait_any, Bundle, Datatype, Equivalence, ErrorClass, Info, Op,
     Request, Result, SyncCounter, Universe, Win, WinErrHandler, MODE_NOPRECEDE, MODE_NOSUCCEED,
@@ -25,6 +26,7 @@ scenarios! {
     the_misuse_table [2];
     signal_variants_carry_data_and_signal [2, 3, 4, 8];
     restarting_requests_in_bundles [2];
+    change_comm_keeps_memory_and_counters [2, 3, 4, 8];
 }
 
 fn restart() -> Info {
@@ -637,4 +639,106 @@ fn restarting_requests_in_bundles(u: &Universe) -> Result<()> {
     }
     c.barrier()?;
     win.free()
+}
+
+/// win_change_comm (seed 001 section 1.2.6): a window of every rank but the last grows to
+/// the world (the last joins) and shrinks again (rank 1 leaves). The members' memory, rank
+/// 0's counter and the reference to it that every rank received before either change stay
+/// valid; requests made before a change fail; the joiner exposes no memory.
+fn change_comm_keeps_memory_and_counters(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let (r, n) = (c.rank(), c.size());
+    let none = Info::new();
+    let last = n - 1;
+    let first = c.split(if r < last { 0 } else { UNDEFINED }, r)?;
+    let win = match &first {
+        Some(a) => Some(a.win_allocate(8 * 16, 8, &none)?),
+        None => None,
+    };
+    let mut h = [SyncCounter::NULL];
+    let mut old_ops = None;
+    if let Some(w) = &win {
+        ret(w);
+        w.local::<i64>()?.write(0, &[1000 + r as i64])?;
+        if r == 0 {
+            h = [w.alloc_sync_objects(1, &none)?[0]];
+        }
+    }
+    c.bcast(&mut h[..], 0)?;
+    if let Some(w) = &win {
+        old_ops = Some(w.sync_ops_init(0, MODE_WIN_PUT, h[0], &none)?);
+    }
+    // Larger: the world; rank 0 (a member) tells the joiner what the window is.
+    let mut win = match win {
+        Some(mut w) => {
+            w.change_comm(Some(c), 0)?;
+            w
+        }
+        None => c.win_join(0)?,
+    };
+    ret(&win);
+    assert_eq!(win.group_size(), n);
+    assert_eq!(win.rank(), r);
+    if r < last {
+        assert_eq!(win.local::<i64>()?.get(0)?, 1000 + r as i64, "memory kept");
+        let e = old_ops
+            .take()
+            .expect("made before")
+            .start()
+            .expect_err("an old request");
+        assert_eq!(e.class(), ErrorClass::Win, "{e}");
+    } else {
+        assert_eq!(win.size(), 0, "a joiner exposes no memory");
+    }
+    // Every member, the joiner too, signals rank 0's counter through the old reference,
+    // after a put of `tag` plus its window rank; rank 0 checks them all.
+    let signal_round = |win: &Win, comm: &earlybird::Comm, tag: i64| -> Result<()> {
+        let (wr, members) = (win.rank(), win.group_size());
+        let mut obj = if wr == 0 {
+            let mut o = win.sync_object_init(h[0], members as i64, &none)?;
+            o.start()?;
+            Some(o)
+        } else {
+            None
+        };
+        comm.barrier()?;
+        let mut ops = win.sync_ops_init(0, MODE_WIN_PUT, h[0], &none)?;
+        ops.start()?;
+        win.put(&[tag + wr as i64][..], 0, 1 + wr as isize)?;
+        ops.wait()?;
+        if let Some(o) = obj.as_mut() {
+            o.wait()?;
+            let l = win.local::<i64>()?;
+            assert_eq!(l.get(0)?, 1000, "rank 0's own memory kept");
+            for q in 0..members {
+                assert_eq!(l.get(1 + q as usize)?, tag + q as i64, "put of rank {q}");
+            }
+        }
+        comm.barrier()
+    };
+    signal_round(&win, c, 100)?;
+    // Smaller: rank 1 leaves.
+    let stay = r != 1;
+    let second = c.split(if stay { 0 } else { UNDEFINED }, r)?;
+    if stay {
+        let s = second
+            .as_ref()
+            .expect("a stayer is in the new communicator");
+        win.change_comm(Some(s), 0)?;
+        assert_eq!(win.group_size(), n - 1);
+        if r < last {
+            assert_eq!(
+                win.local::<i64>()?.get(0)?,
+                1000 + r as i64,
+                "memory kept again"
+            );
+        }
+        signal_round(&win, s, 200)?;
+        win.free()?;
+    } else {
+        win.change_comm(None, 0)?;
+        assert_err(win.put(&[1i64][..], 0, 0), ErrorClass::Win, "win_free");
+    }
+    c.barrier()?;
+    Ok(())
 }

@@ -93,7 +93,9 @@ impl SyncCounter {
         *self == Self::NULL
     }
 
-    /// The window rank whose control block holds the counter.
+    /// The owner's member id on its window: the window rank it had when the window was
+    /// made (ranks that join with [`Comm::win_join`](crate::Comm::win_join) get new ones), so
+    /// that counters outlive [`Win::change_comm`].
     pub fn owner(&self) -> i32 {
         self.owner as i32
     }
@@ -173,14 +175,22 @@ impl Win {
                 ),
             ));
         }
-        let (o, i) = (c.owner as usize, c.index as usize);
-        if o >= self.inner.size || i >= SYNC_COUNTERS {
+        let i = c.index as usize;
+        let Some(o) = self.owner_rank(c).filter(|_| i < SYNC_COUNTERS) else {
             return Err(err(
                 ErrorClass::Arg,
-                format!("{what}: a malformed sync counter (rank {o}, counter {i})"),
+                format!(
+                    "{what}: counter {i} of member {} is not on this window (malformed, or its owner left it)",
+                    c.owner
+                ),
             ));
-        }
+        };
         Ok(self.inner.seg.sync_counter(o, i))
+    }
+
+    /// The window rank of counter `c`'s owner, if it is a member of the window.
+    fn owner_rank(&self, c: &SyncCounter) -> Option<usize> {
+        self.inner.ids.iter().position(|&id| id == c.owner)
     }
 
     /// Counter `c` checked to be allocated now, as generation `c.generation`.
@@ -231,7 +241,7 @@ impl Win {
                 generation.store(u64::from(g), Ordering::Release);
                 out.push(SyncCounter {
                     win: self.inner.serial,
-                    owner: me as u32,
+                    owner: self.inner.ids[me],
                     index: i as u16,
                     generation: g,
                 });
@@ -252,12 +262,13 @@ impl Win {
             let mut cs = self.inner.counters.borrow_mut();
             for c in counters.iter() {
                 let (_, generation) = self.counter_words(WHAT, c)?;
-                if c.owner as usize != me {
+                if c.owner != self.inner.ids[me] {
                     return Err(err(
                         ErrorClass::Arg,
                         format!(
                             "{WHAT}: counter {} belongs to rank {} (only its owner frees it)",
-                            c.index, c.owner
+                            c.index,
+                            self.owner_rank(c).unwrap_or(usize::MAX)
                         ),
                     ));
                 }
@@ -346,7 +357,7 @@ impl Win {
         let t = self.check_rank(target)?;
         let (_, generation) = self.counter_words(what, counter)?;
         let me = self.inner.rank;
-        let owner = counter.owner as usize;
+        let owner = self.owner_rank(counter).unwrap_or(usize::MAX);
         if owner != t {
             let why = if owner == me {
                 format!(
@@ -458,12 +469,13 @@ impl Win {
             self.check_live()?;
             let restart = restart(info)?;
             let (_, generation) = self.counter_words(WHAT, &counter)?;
-            if counter.owner as usize != self.inner.rank {
+            if counter.owner != self.inner.ids[self.inner.rank] {
                 return Err(err(
                     ErrorClass::Arg,
                     format!(
                         "{WHAT}: counter {} belongs to rank {}: only the rank that allocated a counter waits on it",
-                        counter.index, counter.owner
+                        counter.index,
+                        self.owner_rank(&counter).unwrap_or(usize::MAX)
                     ),
                 ));
             }

@@ -72,6 +72,7 @@
 
 mod acc;
 mod counter;
+mod membership;
 mod ops;
 mod sync;
 
@@ -282,6 +283,10 @@ pub(crate) struct WinInner {
     epochs: RefCell<sync::Epochs>,
     /// The window's serial (the same on every rank; see `segment`), which sync counters carry.
     serial: u64,
+    /// Per window rank, its member id: the rank it had when the window was made, or, for a
+    /// rank that joined with `win_change_comm`, one given then. Sync counters name their
+    /// owner by it, so that they outlive a change of communicator.
+    ids: Vec<u32>,
     /// This rank's sync counters (seed 001).
     counters: RefCell<counter::Counters>,
     /// Whether this rank has written window memory with plain stores (puts, accumulates
@@ -394,7 +399,7 @@ impl Win {
         }
         let hints = Hints::from_info(info)?;
         let comm = comm.dup()?;
-        let (rank, size) = (comm.rank() as usize, comm.size() as usize);
+        let size = comm.size() as usize;
         let pid = crate::sys::process::pid();
         // A bad local argument still takes part in the exchange (others would wait for this
         // rank), with a zero unit that every rank reads as "failed".
@@ -426,6 +431,23 @@ impl Win {
                 format!("rank {r} gave a bad size or displacement unit to window creation"),
             ));
         }
+        Self::assemble(comm, flavor, hints, &all, user.map(|u| u.1), None)
+    }
+
+    /// The window over `comm` (its private duplicate) once every rank's record (`RECORD`
+    /// words: bytes, displacement unit, pid, address of its memory) is known: the segment,
+    /// made here over `comm`, every rank's part, and a fresh state. `kept`, for a window that
+    /// changes its communicator: its serial and the ranks' member ids, which stay.
+    fn assemble(
+        comm: Comm,
+        flavor: Flavor,
+        hints: Hints,
+        all: &[u64],
+        owned: Option<Owned>,
+        kept: Option<(u64, Vec<u32>)>,
+    ) -> Result<Win> {
+        let (rank, size) = (comm.rank() as usize, comm.size() as usize);
+        let pid = crate::sys::process::pid();
         let shape = WinShape {
             nranks: size,
             dynamic: flavor == Flavor::Dynamic,
@@ -448,7 +470,8 @@ impl Win {
             Flavor::Allocate | Flavor::Shared => end,
             _ => 0,
         };
-        let (seg, serial) = Self::segment(&comm, shape, shape.data_start() + data)?;
+        let (seg, new_serial) = Self::segment(&comm, shape, shape.data_start() + data)?;
+        let (serial, ids) = kept.unwrap_or_else(|| (new_serial, (0..size as u32).collect()));
         // The library's segments are mapped by every rank; user memory is loadable by all
         // only when every rank is a thread of this process.
         let atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared)
@@ -500,12 +523,13 @@ impl Win {
                 atomics,
                 epochs: RefCell::new(sync::Epochs::new(size)),
                 serial,
+                ids,
                 counters: RefCell::new(counter::Counters::new()),
                 stores: Cell::new(true),
                 hints: RefCell::new(hints),
                 name: RefCell::new(String::new()),
                 errh: RefCell::new(WinErrHandler::default()),
-                owned: RefCell::new(user.map(|u| u.1)),
+                owned: RefCell::new(owned),
                 attached: RefCell::new(Vec::new()),
                 freed: Cell::new(false),
             }),
