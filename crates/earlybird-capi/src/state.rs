@@ -578,7 +578,12 @@ fn lookup<T: Clone>(pick: fn(&State) -> &Table<T>, kind: &Kind, h: Handle) -> Re
 
 /// Keep window `w`; its handle.
 pub(crate) fn add_win(w: crate::windows::CWin) -> Result<Handle> {
-    keep(|st| &mut st.wins, &WINS, Rc::new(w))
+    keep_win(Rc::new(w))
+}
+
+/// A window (shared) into the table: its handle.
+pub(crate) fn keep_win(w: Rc<crate::windows::CWin>) -> Result<Handle> {
+    keep(|st| &mut st.wins, &WINS, w)
 }
 
 /// The window `h` names, out of the table (MPI_Win_free).

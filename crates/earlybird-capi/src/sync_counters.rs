@@ -94,6 +94,11 @@ mpi! {
         }))
     }
 
+    fn MPIX_Win_change_comm / PMPIX_Win_change_comm(new_comm: Handle, peer: c_int, win: *mut Handle) {
+        // SAFETY: `win` points to a window handle to read and write (the call's contract).
+        unsafe { crate::windows::change_comm(new_comm, peer, win) }
+    }
+
     fn MPIX_Win_sync_object_init / PMPIX_Win_sync_object_init(counter: SyncCounter, count: c_int, win: Handle, info: Handle, req: *mut Handle) {
         const WHAT: &str = "MPIX_Win_sync_object_init";
         ok_or_code(with_win(win, WHAT, |w| {

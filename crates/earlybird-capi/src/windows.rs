@@ -72,6 +72,105 @@ unsafe impl ExposedMemory for ProgramMemory {
     }
 }
 
+/// The window `h` out of the table, for a call that ends it here (MPI_Win_free, a rank
+/// leaving it by MPIX_Win_change_comm): the program's attributes are deleted first, with the
+/// window still usable by their delete functions (MPI 4.1 §7.7.1), last set first; the
+/// result of those deletions beside it. An unknown handle is reported as every window call
+/// reports it.
+fn release(h: Handle, what: &str) -> Result<(CWin, earlybird::Result<()>), c_int> {
+    let attrs = with_win(h, what, |w| Ok(std::mem::take(&mut *w.user.borrow_mut())))
+        .map_err(|e| e.code())?;
+    let mut r = Ok(());
+    for (k, v, kv) in attrs.into_iter().rev() {
+        r = r.and(kv.delete(h, k, v));
+    }
+    let w = state::take_win(h).map_err(|e| state::fail(abi::COMM_WORLD, what, e))?;
+    let w = std::rc::Rc::try_unwrap(w).map_err(|_| {
+        state::fail(
+            abi::COMM_WORLD,
+            what,
+            Error::new(
+                ErrorClass::Win,
+                "the window is in use by a call in progress",
+            ),
+        )
+    })?;
+    Ok((w, r))
+}
+
+/// MPIX_Win_change_comm (seed 001): the window `*win` moves to `new_comm` (the Rust API's
+/// `Win::change_comm`), keeping its attributes and error handler under a new handle; a
+/// member not in `new_comm` passes MPI_COMM_NULL and leaves (its attributes are deleted as at
+/// MPI_Win_free, and `*win` becomes MPI_WIN_NULL); a rank of `new_comm` that is not a member
+/// passes MPI_WIN_NULL in `*win` and gets the window's new handle (`Comm::win_join`).
+///
+/// # Safety
+/// `win` is null or points to a window handle to read and write.
+pub(crate) unsafe fn change_comm(new_comm: Handle, peer: c_int, win: *mut Handle) -> c_int {
+    const WHAT: &str = "MPIX_Win_change_comm";
+    if win.is_null() {
+        return state::fail(
+            abi::COMM_WORLD,
+            WHAT,
+            Error::new(ErrorClass::Win, "a null window pointer"),
+        );
+    }
+    // SAFETY: the function's contract, checked for null.
+    let h = unsafe { win.read() };
+    if h == abi::WIN_NULL {
+        return made(win, state::with_comm_owned(new_comm, |c| c.win_join(peer)));
+    }
+    if new_comm == abi::COMM_NULL {
+        let (mut w, r) = match release(h, WHAT) {
+            Ok(x) => x,
+            Err(code) => return code,
+        };
+        let r = r.and(w.win.change_comm(None, peer));
+        // SAFETY: as above.
+        unsafe { win.write(abi::WIN_NULL) };
+        return ok_or_code(r);
+    }
+    let w = match state::take_win(h).map(std::rc::Rc::try_unwrap) {
+        Ok(Ok(w)) => w,
+        Ok(Err(w)) => {
+            // Back in the table, under a handle the program is told.
+            if let Ok(h2) = state::keep_win(w) {
+                // SAFETY: as above.
+                unsafe { win.write(h2) };
+            }
+            return state::fail(
+                abi::COMM_WORLD,
+                WHAT,
+                Error::new(
+                    ErrorClass::Win,
+                    "the window is in use by a call in progress",
+                ),
+            );
+        }
+        Err(e) => return state::fail(abi::COMM_WORLD, WHAT, e),
+    };
+    let CWin {
+        win: mut inner,
+        attrs,
+        user,
+        errh,
+    } = w;
+    let r = state::with_comm_owned(new_comm, |c| inner.change_comm(Some(c), peer));
+    let kept = CWin {
+        win: inner,
+        attrs,
+        user,
+        errh,
+    };
+    let h2 = match state::add_win(kept) {
+        Ok(h2) => h2,
+        Err(e) => return e.code(),
+    };
+    // SAFETY: as above.
+    unsafe { win.write(h2) };
+    ok_or_code(r)
+}
+
 /// A made window: its handle into `*out`.
 fn made(out: *mut Handle, r: earlybird::Result<Win>) -> c_int {
     let r = r.and_then(|w| state::add_win(CWin::new(w)));
@@ -434,21 +533,9 @@ mpi! {
         // The program's attributes are deleted first, the window still usable by their
         // delete functions (MPI 4.1 §7.7.1), last set first. An unknown handle is reported
         // here, as every window call reports it.
-        let attrs = match with_win(h, "MPI_Win_free", |w| Ok(std::mem::take(&mut *w.user.borrow_mut()))) {
-            Ok(a) => a,
-            Err(e) => return e.code(),
-        };
-        let mut r = Ok(());
-        for (k, v, kv) in attrs.into_iter().rev() {
-            r = r.and(kv.delete(h, k, v));
-        }
-        let w = match state::take_win(h) {
-            Ok(w) => w,
-            Err(e) => return state::fail(abi::COMM_WORLD, "MPI_Win_free", e),
-        };
-        let w = match std::rc::Rc::try_unwrap(w) {
-            Ok(w) => w,
-            Err(_) => return state::fail(abi::COMM_WORLD, "MPI_Win_free", Error::new(ErrorClass::Win, "the window is in use by a call in progress")),
+        let (w, r) = match release(h, "MPI_Win_free") {
+            Ok(x) => x,
+            Err(code) => return code,
         };
         // The window's own error handler takes a failure (an epoch still open).
         let r = r.and(w.win.free());

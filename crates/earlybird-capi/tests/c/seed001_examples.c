@@ -18,7 +18,8 @@
  * todisp[i] / totype[i] where it lands in that neighbour's halo.
  *
  * Also: MPIX_HANDLE_SYNC by MPI_Allgather, and what may not carry it (a reduction, a derived
- * datatype), and MPIX_ERR_WIN_COUNTER. Prints "seed001_examples: ok <rank>". */
+ * datatype), MPIX_ERR_WIN_COUNTER, and MPIX_Win_change_comm to a larger and a smaller
+ * communicator. Prints "seed001_examples: ok <rank>". */
 #include <mpi.h>
 #include <mpi-ext.h>
 #include <stdlib.h>
@@ -303,6 +304,73 @@ static void handle_rules(MPI_Win win, int size) {
     free(all);
 }
 
+/* MPIX_Win_change_comm: a window of every rank but the last grows to MPI_COMM_WORLD (the
+ * last rank joins with MPI_WIN_NULL) and shrinks again (rank 1 leaves with MPI_COMM_NULL);
+ * rank 0's counter, and the reference every rank received before, stay valid, and so does
+ * the members' memory (read through MPI_WIN_BASE: the library's memory moved). */
+static void change_comm_rules(int size) {
+    if (size < 2) return;
+    int last = size - 1, flag, wsize;
+    MPI_Comm first, second;
+    MPI_Win w = MPI_WIN_NULL;
+    MPI_Group g;
+    long *base = NULL;
+    MPIX_Sync h = MPIX_SYNC_NULL;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < last ? 0 : MPI_UNDEFINED, rank, &first);
+    if (rank < last) {
+        MPI_Win_allocate(16 * sizeof(long), sizeof(long), MPI_INFO_NULL, first, &base, &w);
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, w);
+        base[0] = 1000 + rank;
+        MPI_Win_unlock(rank, w);
+        if (rank == 0) MPIX_Win_alloc_sync_objects(1, &h, w, MPI_INFO_NULL);
+    }
+    MPI_Bcast(&h, 1, MPIX_HANDLE_SYNC, 0, MPI_COMM_WORLD);
+    int err = MPIX_Win_change_comm(MPI_COMM_WORLD, 0, &w);
+    CHECK(err == MPI_SUCCESS && w != MPI_WIN_NULL, "change_comm to the world (%d)", err);
+    MPI_Win_set_errhandler(w, MPI_ERRORS_RETURN);
+    MPI_Win_get_group(w, &g);
+    MPI_Group_size(g, &wsize);
+    MPI_Group_free(&g);
+    CHECK(wsize == size, "the window has %d ranks, not %d", wsize, size);
+    MPI_Request obj = MPI_REQUEST_NULL, ops;
+    if (rank == 0) {
+        MPIX_Win_sync_object_init(h, size, w, MPI_INFO_NULL, &obj);
+        MPI_Start(&obj);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPIX_Win_sync_ops_init(0, MPIX_MODE_WIN_PUT, h, w, MPI_INFO_NULL, &ops);
+    MPI_Start(&ops);
+    long v = 100 + rank;
+    MPI_Put(&v, 1, MPI_LONG, 0, 1 + rank, 1, MPI_LONG, w);
+    MPI_Wait(&ops, MPI_STATUS_IGNORE);
+    MPI_Request_free(&ops);
+    if (rank == 0) {
+        MPI_Wait(&obj, MPI_STATUS_IGNORE);
+        MPI_Request_free(&obj);
+        long *p = NULL;
+        MPI_Win_get_attr(w, MPI_WIN_BASE, &p, &flag);
+        CHECK(flag && p && p[0] == 1000, "rank 0's memory kept through the change");
+        for (int q = 0; q < size && flag && p; q++)
+            CHECK(p[1 + q] == 100 + q, "the put of rank %d after the change: %ld", q, p[1 + q]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm_split(MPI_COMM_WORLD, rank != 1 ? 0 : MPI_UNDEFINED, rank, &second);
+    err = MPIX_Win_change_comm(rank != 1 ? second : MPI_COMM_NULL, 0, &w);
+    CHECK(err == MPI_SUCCESS, "change_comm to a smaller communicator (%d)", err);
+    if (rank == 1) {
+        CHECK(w == MPI_WIN_NULL, "a rank that leaves gets MPI_WIN_NULL");
+    } else {
+        MPI_Win_get_group(w, &g);
+        MPI_Group_size(g, &wsize);
+        MPI_Group_free(&g);
+        CHECK(wsize == size - 1, "the window has %d ranks, not %d", wsize, size - 1);
+        if (rank == 0) MPIX_Win_free_sync_objects(1, &h, w);
+        MPI_Win_free(&w);
+        MPI_Comm_free(&second);
+    }
+    if (first != MPI_COMM_NULL) MPI_Comm_free(&first);
+}
+
 int main(int argc, char **argv) {
     int size, dims[2] = {0, 0}, periods[2] = {1, 1}, coords[2];
     MPI_Comm cart;
@@ -339,6 +407,7 @@ int main(int argc, char **argv) {
         CHECK(same, "example %c: the grid differs from the MPI_Sendrecv relaxation", 'A' + e);
     }
     handle_rules(win, size);
+    change_comm_rules(size);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);
     MPI_Comm_free(&cart);
