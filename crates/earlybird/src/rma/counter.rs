@@ -38,9 +38,11 @@
 //!   and compare_and_swap. A mode of 0 signals without permitting any call (the seed's
 //!   "simply notify").
 //! - A sync ops request to MPI_PROC_NULL completes at once and signals nothing.
-//! - Requests of either kind cannot be cancelled (the seed asks not to), and freeing or
-//!   dropping an active one withdraws its run: an object request takes its `count` back, an
-//!   ops request does not signal.
+//! - Requests of either kind cannot be cancelled (the seed asks not to). Freeing an active
+//!   one is MPI_ERR_REQUEST (complete it first) unless it restarts by itself; dropping an
+//!   active ops request completes it (it signals, as a wait would); an object request
+//!   dropped active, or a restarting request freed or dropped, has its run withdrawn (an
+//!   object request takes its `count` back, an ops request does not signal).
 //! - The `restart` info key (`true`): a wait or test that completes a run starts the next at
 //!   once, so the request stays active and a loop needs no start. A start of such a request
 //!   that is already running does nothing, so it may sit in a bundle or a startall.

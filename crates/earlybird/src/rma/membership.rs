@@ -123,9 +123,9 @@ impl Win {
         let old = self.inner.clone();
         let plan = agree(c, peer_rank, Some(header), record)?;
         agreed?;
-        // Only now does the memory the window owns move to the new state.
-        let owned = old.owned.borrow_mut().take();
-        let new = plan.assemble(c, old.hints.borrow().clone(), owned)?;
+        let new = plan.assemble(c, old.hints.borrow().clone(), None)?;
+        // Only now, the new window made, does the memory the old one owns move to it.
+        *new.inner.owned.borrow_mut() = old.owned.borrow_mut().take();
         let nr = new.inner.rank;
         // Carry this rank's own state over: memory, counters, attach table.
         if matches!(old.flavor, Flavor::Allocate | Flavor::Shared) {
