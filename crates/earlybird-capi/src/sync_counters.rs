@@ -63,8 +63,8 @@ mpi! {
             let cs = w.win.alloc_sync_objects(n, &info_of(info)?)?;
             for (i, c) in cs.into_iter().enumerate() {
                 // SAFETY: `out` holds `n` counters to write (the call's contract), checked
-                // for null.
-                unsafe { out.add(i).write(c) };
+                // for null; C aligns MPIX_Sync (four ints) to 4 bytes only, hence unaligned.
+                unsafe { out.add(i).write_unaligned(c) };
             }
             Ok(())
         }))
@@ -78,9 +78,15 @@ mpi! {
                 return Ok(());
             }
             // SAFETY: `cs` holds `n` counters, read and written (the call's contract), checked
-            // for null; MPIX_Sync is SyncCounter's layout (16 bytes of integers).
-            let slice = unsafe { std::slice::from_raw_parts_mut(cs, n) };
-            w.win.free_sync_objects(slice)
+            // for null; MPIX_Sync is SyncCounter's layout (16 bytes of integers) with C's
+            // 4-byte alignment, hence unaligned copies in and out.
+            let mut v: Vec<SyncCounter> = (0..n).map(|i| unsafe { cs.add(i).read_unaligned() }).collect();
+            let r = w.win.free_sync_objects(&mut v);
+            for (i, c) in v.into_iter().enumerate() {
+                // SAFETY: as above.
+                unsafe { cs.add(i).write_unaligned(c) };
+            }
+            r
         }))
     }
 

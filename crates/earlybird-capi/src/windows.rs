@@ -120,16 +120,6 @@ pub(crate) unsafe fn change_comm(new_comm: Handle, peer: c_int, win: *mut Handle
     if h == abi::WIN_NULL {
         return made(win, state::with_comm_owned(new_comm, |c| c.win_join(peer)));
     }
-    if new_comm == abi::COMM_NULL {
-        let (mut w, r) = match release(h, WHAT) {
-            Ok(x) => x,
-            Err(code) => return code,
-        };
-        let r = r.and(w.win.change_comm(None, peer));
-        // SAFETY: as above.
-        unsafe { win.write(abi::WIN_NULL) };
-        return ok_or_code(r);
-    }
     let w = match state::take_win(h).map(std::rc::Rc::try_unwrap) {
         Ok(Ok(w)) => w,
         Ok(Err(w)) => {
@@ -155,7 +145,11 @@ pub(crate) unsafe fn change_comm(new_comm: Handle, peer: c_int, win: *mut Handle
         user,
         errh,
     } = w;
-    let r = state::with_comm_owned(new_comm, |c| inner.change_comm(Some(c), peer));
+    let r = if new_comm == abi::COMM_NULL {
+        inner.change_comm(None, peer)
+    } else {
+        state::with_comm_owned(new_comm, |c| inner.change_comm(Some(c), peer))
+    };
     let kept = CWin {
         win: inner,
         attrs,
@@ -166,9 +160,44 @@ pub(crate) unsafe fn change_comm(new_comm: Handle, peer: c_int, win: *mut Handle
         Ok(h2) => h2,
         Err(e) => return e.code(),
     };
+    // The program's error handler is told the window's handle: the new one from now on.
+    if let Some(f) = user_handler(h2, errh_of(h2)) {
+        let _ = with_win(h2, WHAT, |w| {
+            w.win.set_errhandler(f);
+            Ok(())
+        });
+    }
+    if r.is_ok() && new_comm == abi::COMM_NULL {
+        // Left: the window ends here as at MPI_Win_free (its attributes deleted first).
+        let r = release(h2, WHAT).map(|(_, r)| r);
+        // SAFETY: as above.
+        unsafe { win.write(abi::WIN_NULL) };
+        return match r {
+            Ok(r) => ok_or_code(r),
+            Err(code) => code,
+        };
+    }
     // SAFETY: as above.
     unsafe { win.write(h2) };
     ok_or_code(r)
+}
+
+/// The handle of the error handler set on window `h` (MPI_ERRORS_ARE_FATAL if unknown).
+fn errh_of(h: Handle) -> Handle {
+    with_win(h, "MPIX_Win_change_comm", |w| Ok(w.errh.get())).unwrap_or(abi::ERRORS_ARE_FATAL)
+}
+
+/// The window error handler the program made as `eh` (MPI_Win_create_errhandler), told the
+/// window handle `win`; `None` for a predefined handler or an unknown one.
+fn user_handler(win: Handle, eh: Handle) -> Option<WinErrHandler> {
+    let f = state::win_errhandler_of(eh)?;
+    Some(Win::create_errhandler(move |_: &Win, e: &Error| {
+        let (mut w, mut code) = (win, e.code());
+        state::USER_HANDLER_RAN.with(|r| r.set(true));
+        // SAFETY: the program's handler, called as MPI's C binding says (a pointer to the
+        // window's handle and one to the error code).
+        unsafe { f(&mut w, &mut code) }
+    }))
 }
 
 /// A made window: its handle into `*out`.
@@ -631,15 +660,9 @@ mpi! {
             abi::ERRORS_ARE_FATAL => WinErrHandler::Fatal,
             abi::ERRORS_RETURN => WinErrHandler::Return,
             abi::ERRORS_ABORT => WinErrHandler::Abort,
-            eh => match state::win_errhandler_of(eh) {
+            eh => match user_handler(win, eh) {
                 // The program's handler, told this window's handle.
-                Some(f) => Win::create_errhandler(move |_: &Win, e: &Error| {
-                    let (mut w, mut code) = (win, e.code());
-                    state::USER_HANDLER_RAN.with(|r| r.set(true));
-                    // SAFETY: the program's handler, called as MPI's C binding says (a pointer
-                    // to the window's handle and one to the error code).
-                    unsafe { f(&mut w, &mut code) }
-                }),
+                Some(f) => f,
                 None => {
                     let e = Error::new(ErrorClass::Arg, format!("error handler {eh:#x} is not one for windows (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT, or one MPI_Win_create_errhandler made)"));
                     return ok_or_code(with_win(win, "MPI_Win_set_errhandler", |_| Err::<(), _>(e)));

@@ -103,13 +103,11 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             fn datatype() -> ::earlybird::Datatype {
                 ::std::thread_local! {
                     static TYPE: ::earlybird::Datatype = {
-                        let s = ::earlybird::Datatype::create_struct(
-                            &[1usize; #n],
+                        let s = ::earlybird::Datatype::derived_struct(
                             &[#(::core::mem::offset_of!(#name, #members) as isize),*],
                             &[#(<#types as ::earlybird::Equivalence>::datatype()),*],
+                            ::core::mem::size_of::<#name>() as isize,
                         )
-                        .and_then(|s| ::earlybird::Datatype::create_resized(
-                            &s, 0, ::core::mem::size_of::<#name>() as isize))
                         .expect("the fields of a #[repr(C)] struct make a valid struct datatype");
                         s.set_name(::core::stringify!(#name));
                         s.commit().expect("commit");

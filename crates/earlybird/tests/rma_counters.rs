@@ -27,6 +27,8 @@ scenarios! {
     signal_variants_carry_data_and_signal [2, 3, 4, 8];
     restarting_requests_in_bundles [2];
     change_comm_keeps_memory_and_counters [2, 3, 4, 8];
+    change_comm_refused_everywhere [3, 4];
+    counters_inside_derived_structs [2];
 }
 
 fn restart() -> Info {
@@ -741,4 +743,65 @@ fn change_comm_keeps_memory_and_counters(u: &Universe) -> Result<()> {
     }
     c.barrier()?;
     Ok(())
+}
+
+/// A bad peer_rank seen by the members that stay fails the call on every member, the one
+/// that leaves included, and the window stays whole and usable.
+fn change_comm_refused_everywhere(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let (r, n) = (c.rank(), c.size());
+    let mut win = c.win_allocate(8, 8, &Info::new())?;
+    ret(&win);
+    let leaver = n - 1;
+    let stay = c.split(if r != leaver { 0 } else { UNDEFINED }, r)?;
+    // peer_rank n - 1 is no rank of the new communicator (n - 1 ranks).
+    let e = win
+        .change_comm(stay.as_ref(), n - 1)
+        .expect_err("a bad peer_rank fails everywhere");
+    if r == leaver {
+        assert_eq!(e.class(), ErrorClass::RmaSync, "{e}");
+    } else {
+        assert_eq!(e.class(), ErrorClass::Rank, "{e}");
+    }
+    // Still the old window, whole.
+    assert_eq!(win.group_size(), n);
+    win.fence(MODE_NOPRECEDE)?;
+    win.put(&[r as i64][..], (r + 1) % n, 0)?;
+    win.fence(MODE_NOSUCCEED)?;
+    assert_eq!(win.local::<i64>()?.get(0)?, ((r + n - 1) % n) as i64);
+    c.barrier()?;
+    win.free()
+}
+
+#[repr(C)]
+#[derive(earlybird::Equivalence, Clone, Copy, Debug, PartialEq)]
+struct Tagged {
+    counter: SyncCounter,
+    tag: u64,
+}
+
+/// A Rust struct may carry a sync counter (the derive's datatype allows it, where a struct
+/// datatype the program builds may not): it travels by point-to-point and arrives usable.
+fn counters_inside_derived_structs(u: &Universe) -> Result<()> {
+    let c = u.world();
+    let r = c.rank();
+    let win = c.win_allocate(8, 8, &Info::new())?;
+    if r == 0 {
+        let h = win.alloc_sync_objects(1, &Info::new())?[0];
+        let mut obj = win.sync_object_init(h, 1, &Info::new())?;
+        obj.start()?;
+        c.send(&[Tagged { counter: h, tag: 7 }][..], 1, 0)?;
+        obj.wait()?;
+        assert_eq!(win.local::<i64>()?.get(0)?, 77);
+    } else if r == 1 {
+        let mut got = [Tagged {
+            counter: SyncCounter::NULL,
+            tag: 0,
+        }];
+        c.recv(&mut got[..], 0, 0)?;
+        assert_eq!(got[0].tag, 7);
+        win.put_signal(&[77i64][..], 0, 0, got[0].counter)?;
+    }
+    c.barrier()?;
+    win.free()
 }

@@ -301,6 +301,17 @@ static void handle_rules(MPI_Win win, int size) {
     MPI_Request_free(&obj);
     MPI_Request_free(&ops);
     MPIX_Win_free_sync_objects(1, &mine, win);
+    /* An array of MPIX_Sync at C's 4-byte alignment (after an int): allocated and freed. */
+    struct {
+        int n;
+        MPIX_Sync s[2];
+    } packed;
+    err = MPIX_Win_alloc_sync_objects(2, packed.s, win, MPI_INFO_NULL);
+    CHECK(err == MPI_SUCCESS && !MPIX_SYNC_IS_NULL(packed.s[0]) && !MPIX_SYNC_IS_NULL(packed.s[1]),
+          "counters into a 4-aligned array (%d)", err);
+    err = MPIX_Win_free_sync_objects(2, packed.s, win);
+    CHECK(err == MPI_SUCCESS && MPIX_SYNC_IS_NULL(packed.s[0]) && MPIX_SYNC_IS_NULL(packed.s[1]),
+          "counters freed from a 4-aligned array (%d)", err);
     free(all);
 }
 

@@ -453,6 +453,28 @@ impl Datatype {
         displacements: &[isize],
         types: &[Datatype],
     ) -> Result<Datatype> {
+        Self::struct_of(blocklengths, displacements, types, false)
+    }
+
+    /// The datatype `#[derive(Equivalence)]` makes for a `#[repr(C)]` struct: its fields'
+    /// types at their offsets, resized to the struct's size. A Rust struct may hold sync
+    /// counters (MPIX_HANDLE_SYNC), which a struct datatype made by the program may not.
+    #[doc(hidden)]
+    pub fn derived_struct(
+        displacements: &[isize],
+        types: &[Datatype],
+        size: isize,
+    ) -> Result<Datatype> {
+        let s = Self::struct_of(&vec![1; types.len()], displacements, types, true)?;
+        Ok(s.resized_to(0, size))
+    }
+
+    fn struct_of(
+        blocklengths: &[usize],
+        displacements: &[isize],
+        types: &[Datatype],
+        handles_ok: bool,
+    ) -> Result<Datatype> {
         let what = "type_create_struct";
         same_len(
             what,
@@ -465,6 +487,7 @@ impl Datatype {
             ("types", types.len()),
         )?;
         let mut b = Builder::new(what);
+        b.handles_ok = handles_ok;
         for ((&n, &d), t) in blocklengths.iter().zip(displacements).zip(types) {
             b.add(d, n, t)?;
         }
@@ -574,16 +597,19 @@ impl Datatype {
     /// consecutive elements); the data stays where it is.
     pub fn create_resized(old: &Datatype, lb: isize, extent: isize) -> Result<Datatype> {
         refuse_handle_sync("type_create_resized", old)?;
-        let ub = lb
-            .checked_add(extent)
+        lb.checked_add(extent)
             .ok_or_else(|| overflow("type_create_resized"))?;
-        Ok(old
-            .copy_with(lb, ub, false, true)
+        Ok(old.resized_to(lb, extent))
+    }
+
+    /// `self` with lower bound `lb` and extent `extent` (checked not to overflow).
+    fn resized_to(&self, lb: isize, extent: isize) -> Datatype {
+        self.copy_with(lb, lb + extent, false, true)
             .made_by(Combiner::Resized {
                 lb,
                 extent,
-                old: old.clone(),
-            }))
+                old: self.clone(),
+            })
     }
 
     /// MPI_Type_dup: a new handle with the same type map, committed if `self` is.

@@ -68,16 +68,23 @@ impl Win {
     fn change_comm_inner(&mut self, new_comm: Option<&Comm>, peer_rank: i32) -> Result<()> {
         self.check_live()?;
         let w = &self.inner;
-        // Over the old communicator: may every member move, and where does each go?
-        let mine = w.epochs.borrow().check_free().and_then(|()| {
-            if w.counters.borrow().any_waited() {
-                return Err(err(
-                    ErrorClass::RmaSync,
-                    "win_change_comm while a sync object request is active",
-                ));
-            }
-            Ok(())
-        });
+        // Over the old communicator: may every member move? What a member can check of the
+        // new communicator is checked here too, so that a failure there fails every member,
+        // the leavers included, before anyone commits.
+        let mine = w
+            .epochs
+            .borrow()
+            .check_free()
+            .and_then(|()| {
+                if w.counters.borrow().any_waited() {
+                    return Err(err(
+                        ErrorClass::RmaSync,
+                        "win_change_comm while a sync object request is active",
+                    ));
+                }
+                Ok(())
+            })
+            .and_then(|()| new_comm.map_or(Ok(()), |c| check_peer(c, peer_rank, &w.comm)));
         let flag = [u64::from(mine.is_ok())];
         let mut all_ok = [0u64];
         w.comm
@@ -86,7 +93,7 @@ impl Win {
             if all_ok[0] == 0 {
                 return Err(err(
                     ErrorClass::RmaSync,
-                    "win_change_comm failed on another member of the window (an epoch was open or a sync request running there)",
+                    "win_change_comm failed on another member of the window (an epoch open, a sync request running, or a bad new communicator or peer_rank there)",
                 ));
             }
             Ok(())
@@ -110,7 +117,7 @@ impl Win {
             u64::from(agreed.is_ok()),
             w.flavor as u64,
             w.serial,
-            u64::from(w.ids.iter().copied().max().unwrap_or(0)) + 1,
+            u64::from(w.next_id),
             u64::from(w.hints.borrow().alloc_shared_noncontig),
         ];
         let record = [
@@ -128,12 +135,14 @@ impl Win {
         *new.inner.owned.borrow_mut() = old.owned.borrow_mut().take();
         let nr = new.inner.rank;
         // Carry this rank's own state over: memory, counters, attach table.
+        let mut copied = Ok(());
         if matches!(old.flavor, Flavor::Allocate | Flavor::Shared) {
             if let (Some(from), Some(to)) = (&old.parts[me].mem, &new.inner.parts[nr].mem) {
                 let mut bytes = vec![0u8; from.len()];
-                from.read(0, &mut bytes)
+                copied = from
+                    .read(0, &mut bytes)
                     .and_then(|()| to.write(0, &bytes))
-                    .map_err(|e| err(ErrorClass::Intern, format!("win_change_comm: {e}")))?;
+                    .map_err(|e| err(ErrorClass::Intern, format!("win_change_comm: {e}")));
             }
         }
         for i in 0..SYNC_COUNTERS {
@@ -157,8 +166,10 @@ impl Win {
         *new.inner.attached.borrow_mut() = regions;
         *new.inner.name.borrow_mut() = old.name.borrow().clone();
         *new.inner.errh.borrow_mut() = old.errh.borrow().clone();
-        // Nobody uses the new window before every member has carried its state over.
+        // Nobody uses the new window before every member has carried its state over (the
+        // others wait here even if this rank's copy failed).
         new.inner.comm.barrier()?;
+        copied?;
         old.freed.set(true);
         self.inner = new.inner.clone();
         // `new` shares its state with `self` now, so dropping it leaves the state alone.
@@ -193,6 +204,7 @@ struct Plan {
     noncontig: bool,
     records: Vec<u64>,
     ids: Vec<u32>,
+    next_id: u32,
 }
 
 impl Plan {
@@ -205,9 +217,39 @@ impl Plan {
             hints,
             &self.records,
             owned,
-            Some((self.serial, self.ids)),
+            Some((self.serial, self.ids, self.next_id)),
         )
     }
+}
+
+/// What a member checks of the new communicator before the members agree: an
+/// intracommunicator, and `peer_rank` one of its ranks that is a member of the window
+/// (whose communicator is `old`).
+fn check_peer(c: &Comm, peer_rank: i32, old: &Comm) -> Result<()> {
+    c.check_live()?;
+    if c.is_inter() {
+        return Err(err(
+            ErrorClass::Comm,
+            "win_change_comm: the new communicator must be an intracommunicator",
+        ));
+    }
+    if peer_rank < 0 || peer_rank >= c.size() {
+        return Err(err(
+            ErrorClass::Rank,
+            format!(
+                "win_change_comm: peer_rank {peer_rank} is not a rank of the new communicator ({} ranks)",
+                c.size()
+            ),
+        ));
+    }
+    let there = c.group().translate_ranks(&[peer_rank], &old.group())?;
+    if there[0] == crate::comm::group::UNDEFINED {
+        return Err(err(
+            ErrorClass::Arg,
+            format!("win_change_comm: peer_rank {peer_rank} is not a member of the window"),
+        ));
+    }
+    Ok(())
 }
 
 /// Over the new communicator `c`: the peer's `header` reaches every rank, every rank's
@@ -274,5 +316,6 @@ fn agree(
         noncontig: h[4] != 0,
         records,
         ids,
+        next_id: next,
     })
 }

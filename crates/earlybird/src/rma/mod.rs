@@ -287,6 +287,8 @@ pub(crate) struct WinInner {
     /// rank that joined with `win_change_comm`, one given then. Sync counters name their
     /// owner by it, so that they outlive a change of communicator.
     ids: Vec<u32>,
+    /// The member id the next rank to join will get (ids are never given twice).
+    next_id: u32,
     /// This rank's sync counters (seed 001).
     counters: RefCell<counter::Counters>,
     /// Whether this rank has written window memory with plain stores (puts, accumulates
@@ -444,7 +446,7 @@ impl Win {
         hints: Hints,
         all: &[u64],
         owned: Option<Owned>,
-        kept: Option<(u64, Vec<u32>)>,
+        kept: Option<(u64, Vec<u32>, u32)>,
     ) -> Result<Win> {
         let (rank, size) = (comm.rank() as usize, comm.size() as usize);
         let pid = crate::sys::process::pid();
@@ -471,7 +473,8 @@ impl Win {
             _ => 0,
         };
         let (seg, new_serial) = Self::segment(&comm, shape, shape.data_start() + data)?;
-        let (serial, ids) = kept.unwrap_or_else(|| (new_serial, (0..size as u32).collect()));
+        let (serial, ids, next_id) =
+            kept.unwrap_or_else(|| (new_serial, (0..size as u32).collect(), size as u32));
         // The library's segments are mapped by every rank; user memory is loadable by all
         // only when every rank is a thread of this process.
         let atomics = matches!(flavor, Flavor::Allocate | Flavor::Shared)
@@ -524,6 +527,7 @@ impl Win {
                 epochs: RefCell::new(sync::Epochs::new(size)),
                 serial,
                 ids,
+                next_id,
                 counters: RefCell::new(counter::Counters::new()),
                 stores: Cell::new(true),
                 hints: RefCell::new(hints),
@@ -1094,18 +1098,19 @@ impl Win {
     }
 }
 
-impl Drop for Win {
-    /// A window dropped without [`free`](Win::free) is freed locally: memory the library
-    /// allocated is unmapped here (peers keep their own mappings), and memory the program
-    /// gave (`win_create`, `win_attach`) is leaked, since a peer may still write it.
+impl Drop for WinInner {
+    /// A window that goes without [`Win::free`] (its last handle and the last request made on
+    /// it dropped) is freed locally: memory the library allocated is unmapped here (peers
+    /// keep their own mappings), and memory the program gave (`win_create`, `win_attach`) is
+    /// leaked, since a peer may still write it.
     fn drop(&mut self) {
-        if Rc::strong_count(&self.inner) > 1 || self.inner.freed.get() {
+        if self.freed.get() {
             return;
         }
-        if let Some(o) = self.inner.owned.borrow_mut().take() {
+        if let Some(o) = self.owned.get_mut().take() {
             std::mem::forget(o.value);
         }
-        for r in self.inner.attached.borrow_mut().drain(..) {
+        for r in self.attached.get_mut().drain(..) {
             std::mem::forget(r.owned.value);
         }
     }
