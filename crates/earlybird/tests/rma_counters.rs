@@ -12,7 +12,6 @@ use earlybird::{
     Request, Result, SyncCounter, Universe, Win, WinErrHandler, MODE_NOPRECEDE, MODE_NOSUCCEED,
     MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT, PROC_NULL,
 };
-use std::time::{Duration, Instant};
 
 scenarios! {
     completes_after_exactly_k_signals [2, 3, 4, 8];
@@ -39,11 +38,6 @@ fn restart() -> Info {
 
 fn ret(w: &Win) {
     w.set_errhandler(WinErrHandler::Return);
-}
-
-/// A bounded wait of a scenario's own (never a hang in the test suite).
-fn deadline() -> Instant {
-    Instant::now() + Duration::from_secs(60)
 }
 
 /// Rank 0's counter, allocated there and broadcast as MPIX_HANDLE_SYNC.
@@ -246,7 +240,6 @@ fn restart_ring_10000_iterations(u: &Universe) -> Result<()> {
     // My slot is free to begin with.
     ack_req.wait()?;
     let l = win.local::<i64>()?;
-    let end = deadline();
     for i in 0..10_000i64 {
         free_req.wait()?;
         win.put(&[i * 10 + r as i64][..], right, 0)?;
@@ -254,7 +247,6 @@ fn restart_ring_10000_iterations(u: &Universe) -> Result<()> {
         filled_req.wait()?;
         assert_eq!(l.get(0)?, i * 10 + left as i64, "iteration {i}");
         ack_req.wait()?;
-        assert!(Instant::now() < end, "the ring took over a minute");
     }
     // The last free signal of the right neighbour is still to come: take it, then stop.
     free_req.wait()?;
