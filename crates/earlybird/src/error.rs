@@ -153,6 +153,22 @@ error_classes! {
     ProcFailed = 101, "MPIX_ERR_PROC_FAILED", "a process of the job failed";
     /// A sync counter (seed 001) was driven below zero (MPI_ERR_WIN_COUNTER of the seed).
     WinCounter = 102, "MPIX_ERR_WIN_COUNTER", "sync counter driven below zero";
+    /// Seed 004: the pmem root path does not exist or is not a directory.
+    PmemRootPath = 103, "MPI_ERR_PMEM_ROOT_PATH", "Invalid root path";
+    /// Seed 004: a persistent window's name is invalid or names no window.
+    PmemName = 104, "MPI_ERR_PMEM_NAME", "Invalid persistent memory area name";
+    /// Seed 004: no such checkpoint version, or it is damaged.
+    PmemCkptVer = 105, "MPI_ERR_PMEM_CKPT_VER", "Invalid checkpoint version";
+    /// Seed 004: an invalid pmem_mode.
+    PmemMode = 106, "MPI_ERR_PMEM_MODE", "Invalid mode";
+    /// Seed 004: an invalid windows list argument.
+    PmemWindows = 107, "MPI_ERR_PMEM_WINDOWS", "Invalid windows argument";
+    /// Seed 004: an invalid versions list argument.
+    PmemVersions = 108, "MPI_ERR_PMEM_VERSIONS", "Invalid versions argument";
+    /// Seed 004: another invalid argument of a pmem call.
+    PmemArg = 109, "MPI_ERR_PMEM_ARG", "Invalid argument of some other kind";
+    /// Seed 004: memory for a persistent window could not be had.
+    PmemNoMem = 110, "MPI_ERR_PMEM_NO_MEM", "Unable to allocate memory";
 }
 
 /// The number of a class added with [`add_error_class`] (only the registry makes them).

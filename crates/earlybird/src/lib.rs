@@ -36,6 +36,7 @@ pub(crate) mod fabric;
 pub mod grequest;
 pub mod info;
 pub mod p2p;
+pub mod pmem;
 pub mod request;
 pub mod rma;
 pub mod status;
@@ -146,6 +147,7 @@ pub fn init() -> Result<Universe> {
 
 impl Universe {
     pub(crate) fn from_placement(p: bootstrap::Placement) -> Result<Universe> {
+        pmem::bind_rank(p.rank as u32);
         let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)?));
         let world = Comm::world(eng.clone());
         let self_comm = Comm::self_comm(eng.clone());

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("channel", 9),
     ("grequest", 9),
     ("rma", 9),
+    ("pmem", 9),
     // The API: the crate root (`lib.rs`) and the thread-job runner.
     ("lib", 10),
     ("threads", 10),

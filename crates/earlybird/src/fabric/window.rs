@@ -82,12 +82,20 @@ pub(crate) struct WinShape {
     pub(crate) nranks: usize,
     /// Whether control blocks carry an attach table.
     pub(crate) dynamic: bool,
+    /// Words of the write bitmap each control block carries (persistent windows, seed 004;
+    /// 0 for others).
+    pub(crate) dirty_words: usize,
 }
 
 impl WinShape {
     /// Bytes of one rank's control block.
     pub(crate) fn ctl_bytes(&self) -> usize {
-        self.generations_at() + SYNC_COUNTERS * 8
+        self.dirty_at() + self.dirty_words * 8
+    }
+
+    /// Where the write bitmap starts in a control block: on a line of its own.
+    fn dirty_at(&self) -> usize {
+        (self.generations_at() + SYNC_COUNTERS * 8).next_multiple_of(LINE)
     }
 
     /// Where the counters' generations start in a control block: on lines of their own, so
@@ -202,6 +210,7 @@ impl WinSegment {
             seg: self.seg.clone(),
             off: self.mail_off(rank, from, parity) + MAIL_HEAD,
             len: MAIL_PAYLOAD,
+            track: None,
         }
     }
 
@@ -225,6 +234,17 @@ impl WinSegment {
         )
     }
 
+    /// The write bitmap of `rank`'s memory, for blocks of `1 << shift` bytes.
+    pub(crate) fn track(&self, rank: usize, shift: u32) -> Track {
+        assert!(self.shape.dirty_words > 0, "a window without write bitmaps");
+        Track {
+            seg: self.seg.clone(),
+            at: self.block(rank) + self.shape.dirty_at(),
+            words: self.shape.dirty_words,
+            shift,
+        }
+    }
+
     /// Bytes `off..off + len` of the segment's data area.
     pub(crate) fn data(&self, off: usize, len: usize) -> Result<Mem, String> {
         let start = self.shape.data_start() + off;
@@ -238,18 +258,93 @@ impl WinSegment {
             seg: self.seg.clone(),
             off: start,
             len,
+            track: None,
         })
+    }
+}
+
+/// The write bitmap of one rank's memory in a persistent window (seed 004): one bit per
+/// block, in the rank's control block, set by every write to the memory (a peer's put or
+/// accumulate, the owner's stores through the library), cleared by the owner when it
+/// commits. Marks are relaxed: a commit reads them after a synchronisation (fence, wait)
+/// that orders every write of the epoch before it.
+#[derive(Clone, Debug)]
+pub(crate) struct Track {
+    seg: Arc<Segment>,
+    at: usize,
+    words: usize,
+    shift: u32,
+}
+
+impl Track {
+    fn word(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.words, "bitmap word {i} of {}", self.words);
+        let off = self.at + 8 * i;
+        assert!(off + 8 <= self.seg.len());
+        // SAFETY: (1) the bitmap lies in a control block of the segment (built by
+        // `WinSegment::track`, whose shape the segment was checked to hold); (2) `at` is a
+        // multiple of a line and the mapping page-aligned, so the word is aligned; (3) the Arc
+        // keeps the mapping alive while `self` is borrowed; (4) bitmap words are only ever
+        // accessed through atomics.
+        unsafe { &*(self.seg.base().add(off) as *const AtomicU64) }
+    }
+
+    /// Record a write of `len` bytes at `off`.
+    #[inline]
+    pub(crate) fn mark(&self, off: usize, len: usize) {
+        if len == 0 {
+            return;
+        }
+        let (first, last) = (off >> self.shift, (off + len - 1) >> self.shift);
+        let last = last.min(self.words * 64 - 1);
+        let mut b = first;
+        while b <= last {
+            let w = b / 64;
+            let hi = last.min(w * 64 + 63);
+            let n = hi - b + 1;
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << (b % 64)
+            };
+            let word = self.word(w);
+            if word.load(Ordering::Relaxed) & mask != mask {
+                word.fetch_or(mask, Ordering::Relaxed);
+            }
+            b = hi + 1;
+        }
+    }
+
+    /// The bitmap, cleared.
+    pub(crate) fn take(&self) -> Vec<u64> {
+        (0..self.words)
+            .map(|i| self.word(i).swap(0, Ordering::AcqRel))
+            .collect()
+    }
+
+    /// Put bits back (after a commit failed).
+    pub(crate) fn restore(&self, bits: &[u64]) {
+        for (i, &b) in bits.iter().enumerate().take(self.words) {
+            self.word(i).fetch_or(b, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether any block was written since the last `take`.
+    pub(crate) fn any(&self) -> bool {
+        (0..self.words).any(|i| self.word(i).load(Ordering::Acquire) != 0)
     }
 }
 
 /// One rank's exposed bytes, as this rank reaches them.
 #[derive(Clone, Debug)]
 pub(crate) enum Mem {
-    /// Bytes of a segment every rank maps.
+    /// Bytes of a segment every rank maps (for a persistent window, its data file), with the
+    /// bitmap its writes are recorded in, if any.
     Mapped {
         seg: Arc<Segment>,
         off: usize,
         len: usize,
+        track: Option<Track>,
     },
     /// Memory of this process at `addr`: user memory a window keeps alive (owns) until every
     /// rank has left the collective that frees it, or until it is detached under the attach
@@ -318,6 +413,24 @@ impl Atomic<'_> {
 }
 
 impl Mem {
+    /// Bytes `0..len` of `seg`, whose writes are recorded in `track`.
+    pub(crate) fn mapped(seg: Arc<Segment>, len: usize, track: Option<Track>) -> Mem {
+        Mem::Mapped {
+            seg,
+            off: 0,
+            len,
+            track,
+        }
+    }
+
+    /// The bitmap writes to this memory are recorded in.
+    pub(crate) fn track(&self) -> Option<&Track> {
+        match self {
+            Mem::Mapped { track, .. } => track.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Bytes exposed.
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -365,7 +478,11 @@ impl Mem {
 
     /// Copy `src` to bytes `off..` of the memory.
     pub(crate) fn write(&self, off: usize, src: &[u8]) -> io::Result<()> {
-        match self.ptr(off, src.len())? {
+        let p = self.ptr(off, src.len())?;
+        if let Some(t) = self.track() {
+            t.mark(off, src.len());
+        }
+        match p {
             // SAFETY: (1) the destination lies within the memory (checked by `ptr`), which is
             // alive: a mapping held through the Arc, or user memory kept alive as `Local`
             // says; (2) `src` is a borrow of other memory (window memory is never handed out
@@ -407,6 +524,10 @@ impl Mem {
         let p = self.ptr(off, width).ok()??;
         if !(p as usize).is_multiple_of(width) {
             return None;
+        }
+        // The caller may write through it: counted as a write.
+        if let Some(t) = self.track() {
+            t.mark(off, width);
         }
         // SAFETY: (1) `width` bytes at `p` lie within live memory (as in `write`) and are
         // aligned for the atomic of that width (checked); (2) the borrow of `self` keeps a

@@ -82,6 +82,13 @@ impl Win {
                         "win_change_comm while a sync object request is active",
                     ));
                 }
+                if w.pmem.borrow().is_some() {
+                    return Err(err(
+                        ErrorClass::RmaFlavor,
+                        "win_change_comm on a persistent window (pmem_is_pmem): its files are \
+                         per rank of its communicator",
+                    ));
+                }
                 Ok(())
             })
             .and_then(|()| new_comm.map_or(Ok(()), |c| check_peer(c, peer_rank, &w.comm)));
@@ -218,6 +225,7 @@ impl Plan {
             &self.records,
             owned,
             Some((self.serial, self.ids, self.next_id)),
+            None,
         )
     }
 }

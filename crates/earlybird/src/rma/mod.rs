@@ -74,6 +74,7 @@ mod acc;
 mod counter;
 mod membership;
 mod ops;
+mod persist;
 mod sync;
 
 pub use counter::{SyncCounter, MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT};
@@ -291,6 +292,8 @@ pub(crate) struct WinInner {
     next_id: u32,
     /// This rank's sync counters (seed 001).
     counters: RefCell<counter::Counters>,
+    /// This rank's persistent state (seed 004), for windows made with `pmem_is_pmem=true`.
+    pmem: RefCell<Option<crate::pmem::Persist>>,
     /// Whether this rank has written window memory with plain stores (puts, accumulates
     /// under the lock) since its last full fence (see `flush`).
     stores: Cell<bool>,
@@ -331,8 +334,16 @@ impl Comm {
     /// MPI_Win_allocate: a window of `bytes` bytes of memory the library allocates on each
     /// rank (zero-filled), in a segment every rank of the communicator maps. `disp_unit` is
     /// the unit of displacements into this rank's memory (commonly the element size).
+    ///
+    /// With the info key `pmem_is_pmem=true` the window is persistent (seed 004's
+    /// `MPI_Win_allocate_pmem`; see [`crate::pmem`]): its memory is a file under the root
+    /// path, and the `*_persist` synchronisations commit it as checkpoint versions.
     pub fn win_allocate(&self, bytes: usize, disp_unit: usize, info: &Info) -> Result<Win> {
-        let r = Win::make(self, Flavor::Allocate, bytes, disp_unit, info, None);
+        let r = match crate::pmem::Hints::from_info(info, true) {
+            Ok(Some(h)) => Win::make_pmem(self, bytes, disp_unit, info, h),
+            Ok(None) => Win::make(self, Flavor::Allocate, bytes, disp_unit, info, None, None),
+            Err(e) => Win::make_pmem_failed(self, bytes, disp_unit, info, e),
+        };
         self.ret("win_allocate", r)
     }
 
@@ -341,7 +352,7 @@ impl Comm {
     /// memories are contiguous, in rank order, unless the info key `alloc_shared_noncontig`
     /// is `true` (then each starts on a page).
     pub fn win_allocate_shared(&self, bytes: usize, disp_unit: usize, info: &Info) -> Result<Win> {
-        let r = Win::make(self, Flavor::Shared, bytes, disp_unit, info, None);
+        let r = Win::make(self, Flavor::Shared, bytes, disp_unit, info, None, None);
         self.ret("win_allocate_shared", r)
     }
 
@@ -371,14 +382,17 @@ impl Comm {
             disp_unit,
             info,
             Some((addr, owned)),
-        );
+            None,
+        )
+        .and_then(|w| w.flush_only(info));
         self.ret("win_create", r)
     }
 
     /// MPI_Win_create_dynamic: a window with no memory until ranks [`attach`](Win::attach)
     /// some; displacements are addresses ([`Attached::address`]), the unit 1.
     pub fn win_create_dynamic(&self, info: &Info) -> Result<Win> {
-        let r = Win::make(self, Flavor::Dynamic, 0, 1, info, None);
+        let r = Win::make(self, Flavor::Dynamic, 0, 1, info, None, None)
+            .and_then(|w| w.flush_only(info));
         self.ret("win_create_dynamic", r)
     }
 }
@@ -391,6 +405,7 @@ impl Win {
         disp_unit: usize,
         info: &Info,
         user: Option<(u64, Owned)>,
+        pmem: Option<persist::Local>,
     ) -> Result<Win> {
         comm.check_live()?;
         if comm.is_inter() {
@@ -405,7 +420,10 @@ impl Win {
         let pid = crate::sys::process::pid();
         // A bad local argument still takes part in the exchange (others would wait for this
         // rank), with a zero unit that every rank reads as "failed".
-        let bad = if disp_unit == 0 {
+        let (pmem_word, pmem_err) = persist::record_word(&pmem);
+        let bad = if let Some(e) = pmem_err {
+            Some(e)
+        } else if disp_unit == 0 {
             Some(err(
                 ErrorClass::Disp,
                 "displacement unit 0: it must be a positive number of bytes",
@@ -415,7 +433,7 @@ impl Win {
         } else {
             None
         };
-        let addr = user.as_ref().map_or(0, |u| u.0);
+        let addr = user.as_ref().map_or(pmem_word, |u| u.0);
         let mine = [
             bytes as u64,
             if bad.is_some() { 0 } else { disp_unit as u64 },
@@ -430,10 +448,15 @@ impl Win {
         if let Some(r) = (0..size).find(|&r| all[r * RECORD + 1] == 0) {
             return Err(err(
                 ErrorClass::Disp,
-                format!("rank {r} gave a bad size or displacement unit to window creation"),
+                format!("rank {r} could not take part in window creation (a bad size, displacement unit, or persistent window)"),
             ));
         }
-        Self::assemble(comm, flavor, hints, &all, user.map(|u| u.1), None)
+        let files = persist::map_files(&comm, flavor, &all, pmem.as_ref())?;
+        let w = Self::assemble(comm, flavor, hints, &all, user.map(|u| u.1), None, files)?;
+        if let Some(l) = pmem {
+            w.install_pmem(l)?;
+        }
+        Ok(w)
     }
 
     /// The window over `comm` (its private duplicate) once every rank's record (`RECORD`
@@ -447,18 +470,29 @@ impl Win {
         all: &[u64],
         owned: Option<Owned>,
         kept: Option<(u64, Vec<u32>, u32)>,
+        files: Option<persist::Files>,
     ) -> Result<Win> {
         let (rank, size) = (comm.rank() as usize, comm.size() as usize);
         let pid = crate::sys::process::pid();
         let shape = WinShape {
             nranks: size,
             dynamic: flavor == Flavor::Dynamic,
+            dirty_words: if files.is_some() {
+                persist::DIRTY_WORDS
+            } else {
+                0
+            },
         };
         // Where each rank's memory starts in the data area.
         let mut offs = Vec::with_capacity(size);
         let mut end = 0usize;
         for r in 0..size {
-            let b = all[r * RECORD] as usize;
+            // Memory in a file of its own takes no room in the segment.
+            let b = if files.as_ref().is_some_and(|f| f.in_file(r)) {
+                0
+            } else {
+                all[r * RECORD] as usize
+            };
             let align = match flavor {
                 Flavor::Shared if !hints.alloc_shared_noncontig => 1,
                 Flavor::Shared => 4096,
@@ -488,6 +522,13 @@ impl Win {
                 all[r * RECORD + 3],
             );
             let mem = match flavor {
+                Flavor::Allocate if files.is_some() => Some(
+                    files
+                        .as_ref()
+                        .expect("checked")
+                        .mem(r, &seg, offs[r], b)
+                        .map_err(|e| err(ErrorClass::Intern, e))?,
+                ),
                 Flavor::Allocate | Flavor::Shared => Some(
                     seg.data(offs[r], b)
                         .map_err(|e| err(ErrorClass::Intern, e))?,
@@ -529,6 +570,7 @@ impl Win {
                 ids,
                 next_id,
                 counters: RefCell::new(counter::Counters::new()),
+                pmem: RefCell::new(None),
                 stores: Cell::new(true),
                 hints: RefCell::new(hints),
                 name: RefCell::new(String::new()),
@@ -749,7 +791,11 @@ impl Win {
 
     /// MPI_Win_get_info: the hints in force, with their values (defaults included).
     pub fn info(&self) -> Info {
-        self.inner.hints.borrow().to_info()
+        let mut i = self.inner.hints.borrow().to_info();
+        if let Some(p) = self.inner.pmem.borrow().as_ref() {
+            p.hints.add_to(&mut i, p.last);
+        }
+        i
     }
 
     /// MPI_Win_set_info: change the hints. `accumulate_ordering` and `accumulate_ops` may
@@ -771,6 +817,9 @@ impl Win {
             h.no_locks = new.no_locks;
             h.same_size = new.same_size;
             h.same_disp_unit = new.same_disp_unit;
+            if let Some(p) = self.inner.pmem.borrow_mut().as_mut() {
+                p.hints.update(info)?;
+            }
             Ok(())
         })();
         self.ret("win_set_info", r)
@@ -1066,6 +1115,9 @@ impl Win {
                 ));
             }
             self.inner.freed.set(true);
+            if let Some(p) = self.inner.pmem.borrow_mut().as_mut() {
+                p.release()?;
+            }
             self.inner.attached.borrow_mut().clear();
             Ok(self.inner.owned.borrow_mut().take())
         })();

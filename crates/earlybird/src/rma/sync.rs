@@ -265,7 +265,7 @@ impl Win {
         self.ret("win_fence", r)
     }
 
-    fn fence_inner(&self, assert: u32) -> Result<()> {
+    pub(super) fn fence_inner(&self, assert: u32) -> Result<()> {
         self.check_live()?;
         // A bad assertion is the caller's alone: every rank checks the same call, so MPI's
         // rule that all give the same assertions makes every rank fail here together.
@@ -822,7 +822,7 @@ macro_rules! epoch_guard {
         $(#[$m])*
         #[must_use = "the epoch ends when this value is consumed or dropped"]
         pub struct $name<'w> {
-            win: &'w Win,
+            pub(super) win: &'w Win,
             done: bool,
         }
 

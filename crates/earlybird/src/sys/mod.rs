@@ -10,6 +10,7 @@ pub(crate) mod layout;
 pub(crate) mod lend;
 pub(crate) mod overlap;
 pub(crate) mod plain;
+pub(crate) mod pmem_io;
 pub(crate) mod process;
 pub(crate) mod segment;
 pub(crate) mod sig;

@@ -1,0 +1,708 @@
+//! The checkpoint store of one rank's part of a persistent window: one file holding every
+//! kept version, in which versions share the blocks they have in common.
+//!
+//! # Format
+//!
+//! The file is a row of **slots** of the window's block size (4 KiB, or more for windows
+//! of more than 4 MiB so that a window has at most 1024 blocks). Slot 0 holds the
+//! superblock, twice (at bytes 0 and 2048, each with its own sequence number and checksum,
+//! so that rewriting one can never lose both). Every other slot is free, holds one block of
+//! window data, or starts a **manifest**: the record of one version.
+//!
+//! ```text
+//! superblock: magic "EBPMEMSB", format, rank, store id, window bytes, block shift,
+//!             highest version ever, sequence, crc32c
+//! manifest:   magic "EBPMEMVR", store id, version, commit sequence, time (ns), blocks,
+//!             flags (SOLE), highest version ever, crc32c of header and entries
+//!             entries: per block of the window, (slot holding it, crc32c of its bytes)
+//! ```
+//!
+//! # Commit
+//!
+//! A commit writes the blocks that changed since the version it follows into free slots
+//! (slots no live version refers to), then the new manifest (which refers to those slots for
+//! the changed blocks and to the previous version's slots for the others) into a free slot,
+//! and syncs the file once (`fdatasync`). The slots are overwritten in place in a file whose
+//! space was written when it grew, so the sync carries data only and no file-system
+//! metadata. Nothing a live version refers to is ever written, so:
+//!
+//! - a crash at any instant before the sync returns leaves every earlier version as it was;
+//!   the new manifest is then absent, damaged (checksum), or present with blocks that are
+//!   not all there, which the blocks' checksums show: a version is **complete** only when
+//!   its manifest and every block it refers to verify, and only complete versions are
+//!   loaded;
+//! - once the sync returns the version is durable.
+//!
+//! Of the versions whose manifests verify, only the newest can be incomplete after a crash
+//! (its commit was cut); an incomplete older one is damage, which loading reports.
+//!
+//! Keeping only the latest version: a manifest flagged SOLE declares that no version
+//! committed before it (lower commit sequence) is kept. It takes effect when it is complete:
+//! a cut commit leaves the previous version live, whose blocks it never touched.
+//!
+//! Deleting a version overwrites the start of its manifest with zeros and syncs; a cut
+//! deletion leaves the manifest whole (still a version) or damaged (deleted). Blocks are
+//! freed by no longer being referred to; no other version is touched.
+#![forbid(unsafe_code)]
+
+use crate::sys::pmem_io::{PmemFile, PmemIo};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+const SB_MAGIC: &[u8; 8] = b"EBPMEMSB";
+const MF_MAGIC: &[u8; 8] = b"EBPMEMVR";
+const FORMAT: u32 = 1;
+/// Bytes of a superblock copy (its fields and checksum).
+const SB_BYTES: usize = 64;
+/// Offset of the second superblock copy in slot 0.
+const SB_B: u64 = 2048;
+/// Bytes of a manifest's header.
+const MF_HEAD: usize = 64;
+/// A manifest flag: versions committed before this one are not kept.
+const SOLE: u32 = 1;
+/// Most blocks a window is cut into (the block size grows beyond 4 KiB to keep to this).
+pub(crate) const MAX_BLOCKS: usize = 1024;
+
+/// The block size (as a shift) of a window part of `bytes` bytes.
+pub(crate) fn block_shift(bytes: u64) -> u32 {
+    let mut s = 12;
+    while (bytes >> s) > MAX_BLOCKS as u64 {
+        s += 1;
+    }
+    s
+}
+
+/// What the store knows of the window part it keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    pub(crate) id: u64,
+    pub(crate) rank: u32,
+    pub(crate) bytes: u64,
+    pub(crate) shift: u32,
+}
+
+impl Geometry {
+    pub(crate) fn block(&self) -> usize {
+        1 << self.shift
+    }
+
+    pub(crate) fn nblocks(&self) -> usize {
+        (self.bytes as usize).div_ceil(self.block())
+    }
+
+    /// Bytes of block `b` (the last may be short).
+    fn block_len(&self, b: usize) -> usize {
+        (self.bytes as usize - b * self.block()).min(self.block())
+    }
+
+    /// Slots a manifest takes.
+    fn manifest_slots(&self) -> usize {
+        (MF_HEAD + 8 * self.nblocks()).div_ceil(self.block())
+    }
+}
+
+/// One version's record, as read or written.
+#[derive(Clone, Debug)]
+pub(crate) struct Manifest {
+    pub(crate) version: u64,
+    pub(crate) seq: u64,
+    pub(crate) time_ns: u64,
+    /// The first slot it occupies.
+    slot: u64,
+    sole: bool,
+    highest: u64,
+    /// Per block: (slot, crc32c).
+    entries: Vec<(u32, u32)>,
+}
+
+/// Why a version cannot be read.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    /// No such version in the store.
+    Missing,
+    /// The version's data fails its checksums (which block, and what was found).
+    Damaged(String),
+    /// The file system failed.
+    Io(io::Error),
+}
+
+impl From<io::Error> for LoadError {
+    fn from(e: io::Error) -> Self {
+        LoadError::Io(e)
+    }
+}
+
+/// One rank's checkpoint store (see the module's docs).
+pub(crate) struct Store {
+    file: Box<dyn PmemFile>,
+    pub(crate) geo: Geometry,
+    /// Slots in the file (slot 0, the superblock's, included).
+    slots: u64,
+    /// The highest version number ever committed (None before the first).
+    highest: Option<u64>,
+    /// The sequence of the superblock copy read or written last.
+    sb_seq: u64,
+    /// The commit sequence of the newest manifest seen or written.
+    seq: u64,
+    /// The live versions (complete or not yet checked), by number.
+    live: BTreeMap<u64, Manifest>,
+    /// Versions found damaged (a block failing its checksum) when loaded or verified.
+    damaged: BTreeMap<u64, String>,
+    /// A commit cut by a crash, found (and erased) at open: its number and what was wrong.
+    pub(crate) cut: Option<(u64, String)>,
+    /// Slots that start like a manifest of this store but fail its checksum: a commit cut
+    /// before its manifest was whole, or damage.
+    pub(crate) bad_manifests: Vec<u64>,
+}
+
+fn crc(b: &[u8]) -> u32 {
+    crc32c::crc32c(b)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Write all of `buf` at `off`, looping over short writes.
+pub(crate) fn write_all_at(f: &mut dyn PmemFile, mut off: u64, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = f.write_at(off, buf)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "the file system wrote nothing",
+            ));
+        }
+        off += n as u64;
+        buf = &buf[n..];
+    }
+    Ok(())
+}
+
+/// Read all of `buf` from `off`; an error at the end of the file.
+pub(crate) fn read_exact_at(
+    f: &mut dyn PmemFile,
+    mut off: u64,
+    mut buf: &mut [u8],
+) -> io::Result<()> {
+    while !buf.is_empty() {
+        let n = f.read_at(off, buf)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the file ends before byte {off}"),
+            ));
+        }
+        off += n as u64;
+        buf = &mut buf[n..];
+    }
+    Ok(())
+}
+
+fn encode_sb(geo: &Geometry, highest: Option<u64>, seq: u64) -> [u8; SB_BYTES] {
+    let mut b = [0u8; SB_BYTES];
+    b[0..8].copy_from_slice(SB_MAGIC);
+    b[8..12].copy_from_slice(&FORMAT.to_le_bytes());
+    b[12..16].copy_from_slice(&geo.rank.to_le_bytes());
+    b[16..24].copy_from_slice(&geo.id.to_le_bytes());
+    b[24..32].copy_from_slice(&geo.bytes.to_le_bytes());
+    b[32..36].copy_from_slice(&geo.shift.to_le_bytes());
+    b[40..48].copy_from_slice(&highest.map_or(u64::MAX, |h| h).to_le_bytes());
+    b[48..56].copy_from_slice(&seq.to_le_bytes());
+    let c = crc(&b[..60]);
+    b[60..64].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
+/// A superblock copy: geometry, highest version ever, sequence; `None` if it fails.
+fn decode_sb(b: &[u8]) -> Option<(Geometry, Option<u64>, u64)> {
+    if &b[0..8] != SB_MAGIC || u32_at(b, 8) != FORMAT || crc(&b[..60]) != u32_at(b, 60) {
+        return None;
+    }
+    let geo = Geometry {
+        rank: u32_at(b, 12),
+        id: u64_at(b, 16),
+        bytes: u64_at(b, 24),
+        shift: u32_at(b, 32),
+    };
+    if !(12..=40).contains(&geo.shift) || geo.bytes == 0 {
+        return None;
+    }
+    let h = u64_at(b, 40);
+    Some((geo, (h != u64::MAX).then_some(h), u64_at(b, 48)))
+}
+
+fn encode_manifest(geo: &Geometry, m: &Manifest) -> Vec<u8> {
+    let mut b = vec![0u8; MF_HEAD + 8 * m.entries.len()];
+    b[0..8].copy_from_slice(MF_MAGIC);
+    b[8..16].copy_from_slice(&geo.id.to_le_bytes());
+    b[16..24].copy_from_slice(&m.version.to_le_bytes());
+    b[24..32].copy_from_slice(&m.seq.to_le_bytes());
+    b[32..40].copy_from_slice(&m.time_ns.to_le_bytes());
+    b[40..44].copy_from_slice(&(m.entries.len() as u32).to_le_bytes());
+    b[44..48].copy_from_slice(&(if m.sole { SOLE } else { 0 }).to_le_bytes());
+    b[48..56].copy_from_slice(&m.highest.to_le_bytes());
+    b[56..64].copy_from_slice(&m.slot.to_le_bytes());
+    for (i, &(s, c)) in m.entries.iter().enumerate() {
+        b[MF_HEAD + 8 * i..][..4].copy_from_slice(&s.to_le_bytes());
+        b[MF_HEAD + 8 * i + 4..][..4].copy_from_slice(&c.to_le_bytes());
+    }
+    // The checksum of header and entries follows them.
+    let c = crc(&b);
+    let mut out = b;
+    out.extend_from_slice(&c.to_le_bytes());
+    out
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl Store {
+    /// The store's file name in a window's directory, for `rank`.
+    pub(crate) fn file_name(rank: u32) -> String {
+        format!("rank{rank}.store")
+    }
+
+    /// Make a new, empty store for `geo` at `path` (which must not exist), with room for
+    /// two versions of every block, durable (file and directory entry) when this returns.
+    pub(crate) fn create(io: Arc<dyn PmemIo>, path: &Path, geo: Geometry) -> io::Result<Store> {
+        let mut file = io.create(path)?;
+        let sb = encode_sb(&geo, None, 1);
+        let mut slot0 = vec![0u8; geo.block()];
+        slot0[..SB_BYTES].copy_from_slice(&sb);
+        slot0[SB_B as usize..SB_B as usize + SB_BYTES].copy_from_slice(&sb);
+        write_all_at(&mut *file, 0, &slot0)?;
+        let mut s = Store {
+            file,
+            geo,
+            slots: 1,
+            highest: None,
+            sb_seq: 1,
+            seq: 0,
+            live: BTreeMap::new(),
+            damaged: BTreeMap::new(),
+            cut: None,
+            bad_manifests: Vec::new(),
+        };
+        s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
+        s.file.sync_data()?;
+        if let Some(dir) = path.parent() {
+            io.sync_dir(dir)?;
+        }
+        Ok(s)
+    }
+
+    /// Open the store at `path`: read its superblock and every manifest, and work out which
+    /// versions are live and whether the newest is complete.
+    pub(crate) fn open(io: Arc<dyn PmemIo>, path: &Path, write: bool) -> io::Result<Store> {
+        let bad = |what: String| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {what}", path.display()),
+            )
+        };
+        let mut file = io.open(path, write)?;
+        let len = file.len()?;
+        let mut head = [0u8; SB_B as usize + SB_BYTES];
+        if len < head.len() as u64 {
+            return Err(bad(format!(
+                "{len} bytes, too short for a store's superblock"
+            )));
+        }
+        read_exact_at(&mut *file, 0, &mut head)?;
+        let a = decode_sb(&head[..SB_BYTES]);
+        let b = decode_sb(&head[SB_B as usize..]);
+        let (geo, highest, sb_seq) = match (a, b) {
+            (Some(x), Some(y)) => {
+                if x.0 != y.0 {
+                    return Err(bad("its two superblocks disagree on the geometry".into()));
+                }
+                if x.2 >= y.2 {
+                    x
+                } else {
+                    y
+                }
+            }
+            (Some(x), None) | (None, Some(x)) => x,
+            (None, None) => return Err(bad("no valid superblock (bad magic or checksum)".into())),
+        };
+        let slots = len >> geo.shift;
+        let mut s = Store {
+            file,
+            geo,
+            slots,
+            highest,
+            sb_seq,
+            seq: 0,
+            live: BTreeMap::new(),
+            damaged: BTreeMap::new(),
+            cut: None,
+            bad_manifests: Vec::new(),
+        };
+        let mut found = s.scan()?;
+        // The newest sequence of any manifest, a cut commit's too (new commits go above it).
+        s.seq = found.iter().map(|m| m.seq).max().unwrap_or(0);
+        // Newest commit first: of two manifests with one number the newer counts; a
+        // complete SOLE manifest ends the list. Only the newest manifest can be a cut
+        // commit: it does not count (nor does its SOLE flag), and it is erased so that it
+        // never comes back as a damaged version.
+        found.sort_by(|x, y| y.seq.cmp(&x.seq));
+        let mut cut = None;
+        let mut dead = Vec::new();
+        let mut ended = false;
+        for (i, m) in found.into_iter().enumerate() {
+            if ended || s.live.contains_key(&m.version) {
+                dead.push(m.slot);
+                continue;
+            }
+            if i == 0 {
+                if let Err(why) = s.check_blocks(&m)? {
+                    cut = Some((m, why));
+                    continue;
+                }
+            }
+            let sole = m.sole;
+            s.live.insert(m.version, m);
+            ended = sole;
+        }
+        // Manifests no longer kept are erased (unsynced: until a sync carries the zeros, the
+        // manifest that ended them is durable and still ends them), so that deleting that one
+        // later cannot bring them back.
+        if write {
+            for slot in dead {
+                s.erase_manifest(slot);
+            }
+        }
+        if let Some(h) = s.live.values().map(|m| m.highest).max() {
+            s.highest = Some(s.highest.map_or(h, |x| x.max(h)));
+        }
+        if let (Some((m, _)), true) = (&cut, write) {
+            write_all_at(&mut *s.file, m.slot << s.geo.shift, &[0u8; MF_HEAD])?;
+            s.file.sync_data()?;
+        }
+        s.cut = cut.map(|(m, why)| (m.version, why));
+        Ok(s)
+    }
+
+    /// Every manifest in the file whose header and entries verify.
+    fn scan(&mut self) -> io::Result<Vec<Manifest>> {
+        let mut out = Vec::new();
+        let n = self.geo.nblocks();
+        let span = self.geo.manifest_slots() as u64;
+        let mut head = [0u8; MF_HEAD];
+        let mut slot = 1;
+        while slot < self.slots {
+            read_exact_at(&mut *self.file, slot << self.geo.shift, &mut head)?;
+            if &head[0..8] != MF_MAGIC
+                || u64_at(&head, 8) != self.geo.id
+                || u32_at(&head, 40) as usize != n
+                || u64_at(&head, 56) != slot
+                || slot + span > self.slots
+            {
+                slot += 1;
+                continue;
+            }
+            let mut b = vec![0u8; MF_HEAD + 8 * n + 4];
+            read_exact_at(&mut *self.file, slot << self.geo.shift, &mut b)?;
+            let body = MF_HEAD + 8 * n;
+            if crc(&b[..body]) != u32_at(&b, body) {
+                self.bad_manifests.push(slot);
+                slot += 1;
+                continue;
+            }
+            let entries: Vec<(u32, u32)> = (0..n)
+                .map(|i| (u32_at(&b, MF_HEAD + 8 * i), u32_at(&b, MF_HEAD + 8 * i + 4)))
+                .collect();
+            if entries
+                .iter()
+                .any(|&(s, _)| s == 0 || u64::from(s) >= self.slots)
+            {
+                self.bad_manifests.push(slot);
+                slot += 1;
+                continue;
+            }
+            out.push(Manifest {
+                version: u64_at(&b, 16),
+                seq: u64_at(&b, 24),
+                time_ns: u64_at(&b, 32),
+                slot,
+                sole: u32_at(&b, 44) & SOLE != 0,
+                highest: u64_at(&b, 48),
+                entries,
+            });
+            slot += span;
+        }
+        Ok(out)
+    }
+
+    /// Whether every block of `m` verifies (`Err` names the first that does not).
+    fn check_blocks(&mut self, m: &Manifest) -> io::Result<Result<(), String>> {
+        let mut buf = vec![0u8; self.geo.block()];
+        for (b, &(slot, c)) in m.entries.iter().enumerate() {
+            let len = self.geo.block_len(b);
+            read_exact_at(
+                &mut *self.file,
+                u64::from(slot) << self.geo.shift,
+                &mut buf[..len],
+            )?;
+            if crc(&buf[..len]) != c {
+                return Ok(Err(format!("block {b} (slot {slot}) fails its checksum")));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Append `n` zero-filled slots (written, so that later commits overwrite allocated
+    /// space). Not synced here: the commit that needs them syncs.
+    fn grow(&mut self, n: u64) -> io::Result<()> {
+        let zeros = vec![0u8; self.geo.block().max(1 << 20)];
+        let mut left = n << self.geo.shift;
+        let mut at = self.slots << self.geo.shift;
+        while left > 0 {
+            let k = left.min(zeros.len() as u64) as usize;
+            write_all_at(&mut *self.file, at, &zeros[..k])?;
+            at += k as u64;
+            left -= k as u64;
+        }
+        self.slots += n;
+        Ok(())
+    }
+
+    /// The slots no live version refers to, lowest first.
+    fn free_slots(&self) -> Vec<u64> {
+        let mut used = BTreeSet::new();
+        let span = self.geo.manifest_slots() as u64;
+        for m in self.live.values() {
+            for k in 0..span {
+                used.insert(m.slot + k);
+            }
+            for &(s, _) in &m.entries {
+                used.insert(u64::from(s));
+            }
+        }
+        (1..self.slots).filter(|s| !used.contains(s)).collect()
+    }
+
+    /// The live versions, oldest first: (number, time in ns since the epoch, whether its
+    /// blocks verified when the store was opened or it was committed).
+    pub(crate) fn versions(&self) -> Vec<(u64, u64, bool)> {
+        self.live
+            .values()
+            .map(|m| (m.version, m.time_ns, !self.damaged.contains_key(&m.version)))
+            .collect()
+    }
+
+    /// The newest live version that is not known to be damaged.
+    pub(crate) fn newest(&self) -> Option<u64> {
+        self.live
+            .keys()
+            .rev()
+            .find(|v| !self.damaged.contains_key(v))
+            .copied()
+    }
+
+    /// The highest version number ever committed.
+    pub(crate) fn highest(&self) -> Option<u64> {
+        self.highest
+    }
+
+    pub(crate) fn has(&self, v: u64) -> bool {
+        self.live.contains_key(&v) && !self.damaged.contains_key(&v)
+    }
+
+    /// Commit version `version`: the window's bytes come from `read(offset, buf)`; the
+    /// blocks that changed since `base` (a live version) are those with a bit in `dirty`
+    /// (`None`, or no `base`: every block). `sole`: no earlier version is kept once this one
+    /// is durable. Durable when this returns `Ok`; on error every live version is intact and
+    /// this one may or may not exist after a restart.
+    pub(crate) fn commit(
+        &mut self,
+        version: u64,
+        base: Option<u64>,
+        dirty: Option<&[u64]>,
+        sole: bool,
+        read: &mut dyn FnMut(usize, &mut [u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let n = self.geo.nblocks();
+        let base = base.and_then(|b| self.live.get(&b)).cloned();
+        let changed: Vec<usize> = match (&base, dirty) {
+            (Some(_), Some(bits)) => (0..n)
+                .filter(|&b| bits.get(b / 64).is_some_and(|w| w >> (b % 64) & 1 == 1))
+                .collect(),
+            _ => (0..n).collect(),
+        };
+        let span = self.geo.manifest_slots();
+        let mut free = self.free_slots();
+        let need = changed.len() + span;
+        if free.len() < need {
+            // Room for this and one more commit of every block.
+            let more = (need - free.len() + n + span) as u64;
+            let from = self.slots;
+            self.grow(more)?;
+            free.extend(from..self.slots);
+        }
+        // The manifest goes in the first run of `span` consecutive free slots.
+        let mpos = (0..=free.len() - span)
+            .find(|&i| free[i + span - 1] == free[i] + span as u64 - 1)
+            .unwrap_or_else(|| {
+                // Only when free slots are scattered: take the tail after growing.
+                free.len() - span
+            });
+        let mslot = free[mpos];
+        if free[mpos + span - 1] != mslot + span as u64 - 1 {
+            return Err(io::Error::other(
+                "no run of free slots for the manifest after growing",
+            ));
+        }
+        let data_slots: Vec<u64> = free
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i < mpos || i >= mpos + span)
+            .map(|(_, &s)| s)
+            .take(changed.len())
+            .collect();
+        // Gather the changed blocks into runs of consecutive slots, one write per run.
+        let block = self.geo.block();
+        let mut entries = base
+            .as_ref()
+            .map_or_else(|| vec![(0u32, 0u32); n], |b| b.entries.clone());
+        let mut buf: Vec<u8> = Vec::new();
+        let mut i = 0;
+        while i < changed.len() {
+            buf.clear();
+            let run_start = data_slots[i];
+            let mut j = i;
+            while j < changed.len() && data_slots[j] == run_start + (j - i) as u64 {
+                let b = changed[j];
+                let len = self.geo.block_len(b);
+                let at = buf.len();
+                buf.resize(at + block, 0);
+                read(b * block, &mut buf[at..at + len])?;
+                entries[b] = (data_slots[j] as u32, crc(&buf[at..at + len]));
+                j += 1;
+            }
+            write_all_at(&mut *self.file, run_start << self.geo.shift, &buf)?;
+            i = j;
+        }
+        let highest = self.highest.map_or(version, |h| h.max(version));
+        let m = Manifest {
+            version,
+            seq: self.seq + 1,
+            time_ns: now_ns(),
+            slot: mslot,
+            sole,
+            highest,
+            entries,
+        };
+        let bytes = encode_manifest(&self.geo, &m);
+        write_all_at(&mut *self.file, mslot << self.geo.shift, &bytes)?;
+        self.file.sync_data()?;
+        self.seq += 1;
+        self.highest = Some(highest);
+        // The manifests this one ends (all others if SOLE, else one of the same number) are
+        // erased: see `open`.
+        let ended: Vec<u64> = self
+            .live
+            .values()
+            .filter(|o| sole || o.version == version)
+            .map(|o| o.slot)
+            .collect();
+        for slot in ended {
+            self.erase_manifest(slot);
+        }
+        if sole {
+            self.live.clear();
+            self.damaged.clear();
+        }
+        self.damaged.remove(&version);
+        self.live.insert(version, m);
+        Ok(())
+    }
+
+    /// Copy version `version` into the window through `write(offset, bytes)`, checking every
+    /// block.
+    pub(crate) fn load(
+        &mut self,
+        version: u64,
+        write: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>,
+    ) -> Result<(), LoadError> {
+        let m = self.live.get(&version).cloned().ok_or(LoadError::Missing)?;
+        if let Some(why) = self.damaged.get(&version) {
+            return Err(LoadError::Damaged(why.clone()));
+        }
+        let mut buf = vec![0u8; self.geo.block()];
+        for (b, &(slot, c)) in m.entries.iter().enumerate() {
+            let len = self.geo.block_len(b);
+            read_exact_at(
+                &mut *self.file,
+                u64::from(slot) << self.geo.shift,
+                &mut buf[..len],
+            )?;
+            if crc(&buf[..len]) != c {
+                let why = format!("block {b} (slot {slot}) fails its checksum");
+                self.damaged.insert(version, why.clone());
+                return Err(LoadError::Damaged(why));
+            }
+            write(b * self.geo.block(), &buf[..len])?;
+        }
+        Ok(())
+    }
+
+    /// Check every block of every live version: (version, first problem).
+    pub(crate) fn verify(&mut self) -> io::Result<Vec<(u64, Result<(), String>)>> {
+        let ms: Vec<Manifest> = self.live.values().cloned().collect();
+        let mut out = Vec::new();
+        for m in ms {
+            let r = self.check_blocks(&m)?;
+            if let Err(why) = &r {
+                self.damaged.insert(m.version, why.clone());
+            }
+            out.push((m.version, r));
+        }
+        Ok(out)
+    }
+
+    /// Delete version `v` (durable when this returns). `Ok(false)` if it is not live.
+    pub(crate) fn delete_version(&mut self, v: u64) -> io::Result<bool> {
+        let Some(m) = self.live.get(&v).cloned() else {
+            return Ok(false);
+        };
+        // The highest number ever given must outlive the manifest that carried it.
+        if self.highest == Some(v) && self.live.keys().next_back() == Some(&v) {
+            self.write_superblock()?;
+        }
+        write_all_at(&mut *self.file, m.slot << self.geo.shift, &[0u8; MF_HEAD])?;
+        self.file.sync_data()?;
+        self.live.remove(&v);
+        self.damaged.remove(&v);
+        Ok(true)
+    }
+
+    /// Overwrite the start of the manifest at `slot` with zeros, unsynced. A failure leaves a
+    /// manifest that a later version ends anyway, so it is not an error.
+    fn erase_manifest(&mut self, slot: u64) {
+        let _ = write_all_at(&mut *self.file, slot << self.geo.shift, &[0u8; MF_HEAD]);
+    }
+
+    /// Rewrite the older superblock copy with the current highest version.
+    fn write_superblock(&mut self) -> io::Result<()> {
+        self.sb_seq += 1;
+        let sb = encode_sb(&self.geo, self.highest, self.sb_seq);
+        let at = if self.sb_seq % 2 == 0 { SB_B } else { 0 };
+        write_all_at(&mut *self.file, at, &sb)?;
+        self.file.sync_data()
+    }
+}
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;
