@@ -37,7 +37,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
          coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
@@ -98,6 +98,7 @@ fn parse_args() -> Opts {
     o
 }
 
+mod pmem;
 mod rma;
 
 fn main() {
@@ -115,7 +116,7 @@ fn main() {
 
 fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
     let w = u.world().clone();
-    if w.size() < 2 && o.bench != "halo2d" && o.bench != "coll" {
+    if w.size() < 2 && !matches!(o.bench.as_str(), "halo2d" | "coll" | "pmem") {
         eprintln!("earlybird-bench: needs 2 ranks (ebrun -n 2 or --threads 2)");
         std::process::exit(2);
     }
@@ -137,6 +138,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         "coll" => b.coll()?,
         "channel" => b.channel()?,
         "rma" => b.rma()?,
+        "pmem" => b.pmem()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()

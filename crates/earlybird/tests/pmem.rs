@@ -304,6 +304,23 @@ fn info_keys_and_unchanged_commits(u: &Universe) -> Result<()> {
     }
     w.fence_persist(0)?;
     assert_eq!(versions(), vec![0, 1]);
+    // Only a put, to a rank that wrote nothing and may enter the fence before the put
+    // lands: the origin's word makes every rank commit.
+    if u.world().rank() == 1 {
+        w.put(&[77u64][..], 0, 3)?;
+    }
+    w.fence_persist(0)?;
+    assert_eq!(versions(), vec![0, 1, 2]);
+    if u.world().rank() == 0 {
+        assert_eq!(w.local::<u64>()?.get(3)?, 77);
+    }
+    w.free()?;
+    // The put is in version 2.
+    let w = alloc(u, &[("pmem_mode", "checkpoint")])?;
+    assert_eq!(w.pmem_version(), Some(2));
+    if u.world().rank() == 0 {
+        assert_eq!(w.local::<u64>()?.get(3)?, 77);
+    }
     w.free()?;
     // In RAM, without transactions: the data file is not the memory, and nothing commits.
     let w = u.world().win_allocate(

@@ -178,6 +178,13 @@ impl WinSegment {
         self.at(self.block(rank) + w as usize * LINE)
     }
 
+    /// In `rank`'s block, on its fence word's line (read with it, for no extra transfer):
+    /// what the rank brings to its persisting fence number `n` (seed 004), word `n % 2` of
+    /// two, since a peer may already be one fence ahead (never two).
+    pub(crate) fn persist_flag(&self, rank: usize, n: u64) -> &AtomicU64 {
+        self.at(self.block(rank) + Word::Fence as usize * LINE + 8 + 8 * (n % 2) as usize)
+    }
+
     /// In `rank`'s block: the exposure epochs `from` has opened to it (PSCW posts).
     pub(crate) fn post(&self, rank: usize, from: usize) -> &AtomicU64 {
         assert!(from < self.shape.nranks);

@@ -155,6 +155,11 @@ pub(crate) struct Store {
     /// Slots that start like a manifest of this store but fail its checksum: a commit cut
     /// before its manifest was whole, or damage.
     pub(crate) bad_manifests: Vec<u64>,
+    /// The blocks of a commit on their way to the file.
+    stage: Vec<u8>,
+    /// Slots of manifests that a durable commit ended, to erase with the next write that
+    /// syncs (see `commit`).
+    pending_erase: Vec<u64>,
 }
 
 fn crc(b: &[u8]) -> u32 {
@@ -292,6 +297,8 @@ impl Store {
             damaged: BTreeMap::new(),
             cut: None,
             bad_manifests: Vec::new(),
+            stage: Vec::new(),
+            pending_erase: Vec::new(),
         };
         s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
         s.file.sync_data()?;
@@ -347,6 +354,8 @@ impl Store {
             damaged: BTreeMap::new(),
             cut: None,
             bad_manifests: Vec::new(),
+            stage: Vec::new(),
+            pending_erase: Vec::new(),
         };
         let mut found = s.scan()?;
         // The newest sequence of any manifest, a cut commit's too (new commits go above it).
@@ -570,28 +579,30 @@ impl Store {
             .map(|(_, &s)| s)
             .take(changed.len())
             .collect();
-        // Gather the changed blocks into runs of consecutive slots, one write per run.
+        // Stage the manifest (first `span` slots' worth) and the changed blocks, then write
+        // them in runs of consecutive slots: with the manifest just before the blocks (the
+        // usual case) a whole commit is one write.
         let block = self.geo.block();
         let mut entries = base
             .as_ref()
             .map_or_else(|| vec![(0u32, 0u32); n], |b| b.entries.clone());
-        let mut buf: Vec<u8> = Vec::new();
-        let mut i = 0;
-        while i < changed.len() {
-            buf.clear();
-            let run_start = data_slots[i];
-            let mut j = i;
-            while j < changed.len() && data_slots[j] == run_start + (j - i) as u64 {
-                let b = changed[j];
-                let len = self.geo.block_len(b);
-                let at = buf.len();
-                buf.resize(at + block, 0);
-                read(b * block, &mut buf[at..at + len])?;
-                entries[b] = (data_slots[j] as u32, crc(&buf[at..at + len]));
-                j += 1;
+        // The staging buffer is kept from commit to commit (no allocation, no zeroing).
+        let mut buf = std::mem::take(&mut self.stage);
+        let total = (span + changed.len()) * block;
+        if buf.len() < total {
+            buf.resize(total, 0);
+        }
+        let mut result = Ok(());
+        for (j, &b) in changed.iter().enumerate() {
+            let len = self.geo.block_len(b);
+            let at = (span + j) * block;
+            if let Err(e) = read(b * block, &mut buf[at..at + len]) {
+                result = Err(e);
+                break;
             }
-            write_all_at(&mut *self.file, run_start << self.geo.shift, &buf)?;
-            i = j;
+            // The tail of a short last block is written as zeros.
+            buf[at + len..at + block].fill(0);
+            entries[b] = (data_slots[j] as u32, crc(&buf[at..at + len]));
         }
         let highest = self.highest.map_or(version, |h| h.max(version));
         let m = Manifest {
@@ -603,22 +614,65 @@ impl Store {
             highest,
             entries,
         };
-        let bytes = encode_manifest(&self.geo, &m);
-        write_all_at(&mut *self.file, mslot << self.geo.shift, &bytes)?;
+        if result.is_ok() {
+            let bytes = encode_manifest(&self.geo, &m);
+            buf[..bytes.len()].copy_from_slice(&bytes);
+            buf[bytes.len()..span * block].fill(0);
+            // (slot, offset in the buffer) of every staged slot, in slot order.
+            let mut items: Vec<(u64, usize)> = (0..span)
+                .map(|k| (mslot + k as u64, k * block))
+                .chain(
+                    data_slots
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &sl)| (sl, (span + j) * block)),
+                )
+                .collect();
+            items.sort_unstable();
+            let mut i = 0;
+            while i < items.len() && result.is_ok() {
+                let mut j = i + 1;
+                while j < items.len()
+                    && items[j].0 == items[j - 1].0 + 1
+                    && items[j].1 == items[j - 1].1 + block
+                {
+                    j += 1;
+                }
+                let (slot, at) = items[i];
+                result = write_all_at(
+                    &mut *self.file,
+                    slot << self.geo.shift,
+                    &buf[at..at + (j - i) * block],
+                );
+                i = j;
+            }
+            // Manifests ended by earlier commits, whose slots this one does not overwrite.
+            let written: BTreeSet<u64> = items.iter().map(|x| x.0).collect();
+            let erase: Vec<u64> = std::mem::take(&mut self.pending_erase)
+                .into_iter()
+                .filter(|s| !written.contains(s))
+                .collect();
+            for slot in erase {
+                if result.is_ok() {
+                    result = write_all_at(&mut *self.file, slot << self.geo.shift, &[0u8; MF_HEAD]);
+                }
+            }
+        }
+        self.stage = buf;
+        result?;
         self.file.sync_data()?;
         self.seq += 1;
         self.highest = Some(highest);
         // The manifests this one ends (all others if SOLE, else one of the same number) are
-        // erased: see `open`.
+        // erased with the next write that syncs, unless a commit overwrites them first:
+        // until then the durable manifest that ended them ends them again at every open.
         let ended: Vec<u64> = self
             .live
             .values()
             .filter(|o| sole || o.version == version)
             .map(|o| o.slot)
             .collect();
-        for slot in ended {
-            self.erase_manifest(slot);
-        }
+        self.pending_erase.extend(ended);
         if sole {
             self.live.clear();
             self.damaged.clear();

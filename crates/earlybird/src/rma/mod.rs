@@ -294,6 +294,9 @@ pub(crate) struct WinInner {
     counters: RefCell<counter::Counters>,
     /// This rank's persistent state (seed 004), for windows made with `pmem_is_pmem=true`.
     pmem: RefCell<Option<crate::pmem::Persist>>,
+    /// Whether this rank has called an operation that writes a target's memory since its
+    /// last persisting fence (which must then commit: see `persist`).
+    wrote: Cell<bool>,
     /// Whether this rank has written window memory with plain stores (puts, accumulates
     /// under the lock) since its last full fence (see `flush`).
     stores: Cell<bool>,
@@ -571,6 +574,7 @@ impl Win {
                 next_id,
                 counters: RefCell::new(counter::Counters::new()),
                 pmem: RefCell::new(None),
+                wrote: Cell::new(false),
                 stores: Cell::new(true),
                 hints: RefCell::new(hints),
                 name: RefCell::new(String::new()),

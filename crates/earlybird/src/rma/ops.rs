@@ -217,6 +217,9 @@ impl Win {
         }
         let t = self.check_rank(target)?;
         self.inner.epochs.borrow_mut().may_access(t, what)?;
+        if what != Access::Get {
+            self.inner.wrote.set(true);
+        }
         Ok(Some(t))
     }
 

@@ -367,34 +367,34 @@ impl Win {
     /// transactions it flushes. On a window that is not persistent, a fence.
     pub fn fence_persist(&self, assert: u32) -> Result<()> {
         let r = (|| {
-            self.fence_inner(assert)?;
+            // Whether to commit is agreed in the fence's own barrier: each rank says whether
+            // its memory changed before the fence (its own stores, or a commit still owed)
+            // or it called an operation that writes a peer's memory since the last
+            // persisting fence; a peer's write to this rank's memory is its to say, since
+            // when this rank enters the fence the peer may not have made it yet.
             let (transactional, wants) = match self.inner.pmem.borrow().as_ref() {
-                Some(p) => (p.transactional(), p.wants_commit(self.dirty())),
-                None => (false, false),
+                Some(p) => (
+                    p.transactional(),
+                    p.wants_commit(self.dirty() || self.inner.wrote.get()),
+                ),
+                None => (false, self.inner.wrote.get()),
             };
-            // Flushing needs no agreement; committing does (every rank numbers the same
-            // versions): whether any rank has something to commit or failed to flush.
+            self.inner.wrote.set(false);
+            let any = self.fence_core(assert, Some(wants))?;
             let pre = if transactional {
                 Ok(())
             } else {
                 self.commit_local(false)
             };
-            let mut any = [0u8];
-            self.inner.comm.allreduce(
-                &[u8::from(wants || pre.is_err())][..],
-                &mut any[..],
-                &crate::coll::op::Op::MAX,
-            )?;
-            if any[0] == 0 {
+            if !transactional {
+                // Every rank learns whether a flush failed (the flush comes after the fence:
+                // peers' writes to this rank's memory are complete only then).
+                return self.agree("win_fence_persist", pre);
+            }
+            if !any {
                 return Ok(());
             }
-            let mine = pre.and_then(|()| {
-                if transactional {
-                    self.commit_local(true)
-                } else {
-                    Ok(())
-                }
-            });
+            let mine = self.commit_local(true);
             self.agree("win_fence_persist", mine)
         })();
         self.ret("win_fence_persist", r)

@@ -265,7 +265,14 @@ impl Win {
         self.ret("win_fence", r)
     }
 
-    pub(super) fn fence_inner(&self, assert: u32) -> Result<()> {
+    fn fence_inner(&self, assert: u32) -> Result<()> {
+        self.fence_core(assert, None).map(drop)
+    }
+
+    /// The fence; with `flag` (a persisting fence, seed 004), each rank also publishes a
+    /// flag with its fence word, and this returns whether any rank's flag was set: an
+    /// agreement that costs no more than the fence's own barrier.
+    pub(super) fn fence_core(&self, assert: u32, flag: Option<bool>) -> Result<bool> {
         self.check_live()?;
         // A bad assertion is the caller's alone: every rank checks the same call, so MPI's
         // rule that all give the same assertions makes every rank fail here together.
@@ -291,11 +298,19 @@ impl Win {
         };
         let seg = &self.inner.seg;
         let me = self.inner.rank;
+        let mut any = flag == Some(true);
+        if let Some(f) = flag {
+            seg.persist_flag(me, n)
+                .store(u64::from(f), Ordering::Relaxed);
+        }
         seg.word(me, Word::Fence).store(n, Ordering::Release);
         for q in 0..self.inner.size {
             if q != me {
                 let w = seg.word(q, Word::Fence);
                 self.wait_rma(q, || w.load(Ordering::Acquire) >= n)?;
+                if flag.is_some() {
+                    any |= seg.persist_flag(q, n).load(Ordering::Relaxed) != 0;
+                }
             }
         }
         if wrong {
@@ -304,7 +319,7 @@ impl Win {
                 "win_fence while a lock, lock_all, win_start or win_post epoch is open",
             ));
         }
-        Ok(())
+        Ok(any)
     }
 
     /// MPI_Win_post: open an exposure epoch to the ranks of `group` (of the window's
