@@ -106,6 +106,7 @@ pub mod collectives;
 pub mod comms;
 pub mod datatypes;
 pub mod large_count;
+pub mod pmem;
 pub mod pt2pt;
 pub mod sync_counters;
 pub mod type_attributes;

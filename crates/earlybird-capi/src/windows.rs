@@ -277,7 +277,7 @@ fn lock_type(t: c_int) -> earlybird::Result<LockType> {
 }
 
 /// An assertion argument (MPI_ERR_ASSERT for a negative one; the window checks the bits).
-fn assert(a: c_int) -> earlybird::Result<u32> {
+pub(crate) fn assert(a: c_int) -> earlybird::Result<u32> {
     u32::try_from(a)
         .map_err(|_| Error::new(ErrorClass::Assert, format!("assertion {a} is negative")))
 }

@@ -201,6 +201,11 @@ fn seed_001_examples_as_the_seed_writes_them_against_a_sendrecv_relaxation() {
 }
 
 #[test]
+fn seed_004_persistent_windows_and_their_management() {
+    run_everywhere("seed004_pmem", OURS);
+}
+
+#[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
 }

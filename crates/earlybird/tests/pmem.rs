@@ -164,7 +164,11 @@ fn keep_latest_only_and_overwrite_numbering(u: &Universe) -> Result<()> {
     w.fence(0)?;
     for k in 0..4 {
         iterate(u, &w, k)?;
-        assert_eq!(versions(), vec![k], "only the latest is kept");
+        // The latest, and until the next commit's sync carries its erasure, the one before
+        // it (what a crash between the ranks' commits needs).
+        let v = versions();
+        assert_eq!(v.last(), Some(&k), "{v:?}");
+        assert!(v.len() <= 2, "{v:?}");
     }
     w.free()?;
     let w = alloc(
@@ -177,10 +181,12 @@ fn keep_latest_only_and_overwrite_numbering(u: &Universe) -> Result<()> {
     check_iteration(u, &w, 3);
     w.fence(0)?;
     iterate(u, &w, 9)?;
-    assert_eq!(versions(), vec![4]);
+    assert_eq!(versions().last(), Some(&4));
     w.free()?;
     // delete_version and delete.
-    pmem::delete_version("grid", 4)?;
+    for v in versions() {
+        pmem::delete_version("grid", v)?;
+    }
     assert_eq!(versions(), Vec::<u64>::new());
     let e = pmem::delete_version("grid", 4).unwrap_err();
     assert_eq!(e.class(), ErrorClass::PmemCkptVer, "{e}");

@@ -618,24 +618,36 @@ impl Persist {
         read: &mut dyn FnMut(usize, &mut [u8]) -> std::io::Result<()>,
     ) -> Result<u64> {
         let v = self.next;
-        let sole = !self.hints.keep_all;
+        let keep_latest = !self.hints.keep_all;
         let base = self.last;
         let s = self
             .store
             .as_mut()
             .ok_or_else(|| err(ErrorClass::PmemArg, "a volatile window has no checkpoints"))?;
-        s.commit(v, base, Some(bits), sole, read).map_err(|e| {
-            io_err(
-                &format!(
-                    "committing version {v} of window {:?} (rank {})",
-                    self.hints.name, self.rank
-                ),
-                &e,
-            )
-        })?;
+        s.commit(v, base, Some(bits), keep_latest, read)
+            .map_err(|e| {
+                io_err(
+                    &format!(
+                        "committing version {v} of window {:?} (rank {})",
+                        self.hints.name, self.rank
+                    ),
+                    &e,
+                )
+            })?;
         self.last = Some(v);
         self.next = v + 1;
         Ok(v)
+    }
+
+    /// Keeping the latest version only: stop keeping the one the last commit followed. A
+    /// persisting fence does this once every rank has committed (so that a crash leaves a
+    /// version every rank holds); the other commit points at once.
+    pub(crate) fn release_base(&mut self) {
+        if !self.hints.keep_all {
+            if let Some(s) = self.store.as_mut() {
+                s.release_base();
+            }
+        }
     }
 
     /// At free: a volatile window's files go.

@@ -13,7 +13,8 @@
 //! superblock: magic "EBPMEMSB", format, rank, store id, window bytes, block shift,
 //!             highest version ever, sequence, crc32c
 //! manifest:   magic "EBPMEMVR", store id, version, commit sequence, time (ns), blocks,
-//!             flags (SOLE), highest version ever, crc32c of header and entries
+//!             flags (KEEPS_BASE), highest version ever, slot, base version,
+//!             crc32c of header and entries
 //!             entries: per block of the window, (slot holding it, crc32c of its bytes)
 //! ```
 //!
@@ -36,9 +37,13 @@
 //! Of the versions whose manifests verify, only the newest can be incomplete after a crash
 //! (its commit was cut); an incomplete older one is damage, which loading reports.
 //!
-//! Keeping only the latest version: a manifest flagged SOLE declares that no version
-//! committed before it (lower commit sequence) is kept. It takes effect when it is complete:
-//! a cut commit leaves the previous version live, whose blocks it never touched.
+//! Keeping only the latest version: a manifest flagged KEEPS_BASE declares that, of the
+//! versions committed before it (lower commit sequence), only its base (the version it was
+//! committed on) is kept. It takes effect when it is complete: a cut commit leaves the
+//! versions before it as they were, whose blocks it never touched. The base is released
+//! later ([`Store::release_base`]): by a persisting fence once every rank has committed the
+//! new version, so that a crash at any instant leaves a version every rank holds. A
+//! released manifest's slots are reused only once its erasure is synced.
 //!
 //! Deleting a version overwrites the start of its manifest with zeros and syncs; a cut
 //! deletion leaves the manifest whole (still a version) or damaged (deleted). Blocks are
@@ -59,9 +64,9 @@ const SB_BYTES: usize = 64;
 /// Offset of the second superblock copy in slot 0.
 const SB_B: u64 = 2048;
 /// Bytes of a manifest's header.
-const MF_HEAD: usize = 64;
-/// A manifest flag: versions committed before this one are not kept.
-const SOLE: u32 = 1;
+const MF_HEAD: usize = 72;
+/// A manifest flag: of the versions committed before this one, only its base is kept.
+const KEEPS_BASE: u32 = 2;
 /// Most blocks a window is cut into (the block size grows beyond 4 KiB to keep to this).
 pub(crate) const MAX_BLOCKS: usize = 1024;
 
@@ -111,7 +116,9 @@ pub(crate) struct Manifest {
     pub(crate) time_ns: u64,
     /// The first slot it occupies.
     slot: u64,
-    sole: bool,
+    /// Keep only this one's base of the versions before it (`Some(base)`; `Some(None)`:
+    /// none), or keep them all (`None`).
+    keeps: Option<Option<u64>>,
     highest: u64,
     /// Per block: (slot, crc32c).
     entries: Vec<(u32, u32)>,
@@ -160,6 +167,8 @@ pub(crate) struct Store {
     /// Slots of manifests that a durable commit ended, to erase with the next write that
     /// syncs (see `commit`).
     pending_erase: Vec<u64>,
+    /// Versions released from keeping (see `release_base`) whose erasure is not synced yet.
+    releasing: Vec<Manifest>,
 }
 
 fn crc(b: &[u8]) -> u32 {
@@ -251,9 +260,10 @@ fn encode_manifest(geo: &Geometry, m: &Manifest) -> Vec<u8> {
     b[24..32].copy_from_slice(&m.seq.to_le_bytes());
     b[32..40].copy_from_slice(&m.time_ns.to_le_bytes());
     b[40..44].copy_from_slice(&(m.entries.len() as u32).to_le_bytes());
-    b[44..48].copy_from_slice(&(if m.sole { SOLE } else { 0 }).to_le_bytes());
+    b[44..48].copy_from_slice(&(if m.keeps.is_some() { KEEPS_BASE } else { 0 }).to_le_bytes());
     b[48..56].copy_from_slice(&m.highest.to_le_bytes());
     b[56..64].copy_from_slice(&m.slot.to_le_bytes());
+    b[64..72].copy_from_slice(&m.keeps.flatten().unwrap_or(u64::MAX).to_le_bytes());
     for (i, &(s, c)) in m.entries.iter().enumerate() {
         b[MF_HEAD + 8 * i..][..4].copy_from_slice(&s.to_le_bytes());
         b[MF_HEAD + 8 * i + 4..][..4].copy_from_slice(&c.to_le_bytes());
@@ -299,6 +309,7 @@ impl Store {
             bad_manifests: Vec::new(),
             stage: Vec::new(),
             pending_erase: Vec::new(),
+            releasing: Vec::new(),
         };
         s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
         s.file.sync_data()?;
@@ -356,20 +367,25 @@ impl Store {
             bad_manifests: Vec::new(),
             stage: Vec::new(),
             pending_erase: Vec::new(),
+            releasing: Vec::new(),
         };
         let mut found = s.scan()?;
         // The newest sequence of any manifest, a cut commit's too (new commits go above it).
         s.seq = found.iter().map(|m| m.seq).max().unwrap_or(0);
-        // Newest commit first: of two manifests with one number the newer counts; a
-        // complete SOLE manifest ends the list. Only the newest manifest can be a cut
-        // commit: it does not count (nor does its SOLE flag), and it is erased so that it
+        // Newest commit first: of two manifests with one number the newer counts; after a
+        // complete KEEPS_BASE manifest only its base is kept. Only the newest manifest can be
+        // a cut commit: it does not count (nor does its flag), and it is erased so that it
         // never comes back as a damaged version.
         found.sort_by(|x, y| y.seq.cmp(&x.seq));
         let mut cut = None;
         let mut dead = Vec::new();
-        let mut ended = false;
+        let mut only: Option<Option<u64>> = None;
         for (i, m) in found.into_iter().enumerate() {
-            if ended || s.live.contains_key(&m.version) {
+            let wanted = match only {
+                Some(base) => base == Some(m.version),
+                None => true,
+            };
+            if !wanted || s.live.contains_key(&m.version) {
                 dead.push(m.slot);
                 continue;
             }
@@ -379,9 +395,13 @@ impl Store {
                     continue;
                 }
             }
-            let sole = m.sole;
+            if only.is_some() {
+                // The base: nothing older is kept.
+                only = Some(None);
+            } else if let Some(k) = m.keeps {
+                only = Some(k);
+            }
             s.live.insert(m.version, m);
-            ended = sole;
         }
         // Manifests no longer kept are erased (unsynced: until a sync carries the zeros, the
         // manifest that ended them is durable and still ends them), so that deleting that one
@@ -444,7 +464,10 @@ impl Store {
                 seq: u64_at(&b, 24),
                 time_ns: u64_at(&b, 32),
                 slot,
-                sole: u32_at(&b, 44) & SOLE != 0,
+                keeps: (u32_at(&b, 44) & KEEPS_BASE != 0).then(|| {
+                    let base = u64_at(&b, 64);
+                    (base != u64::MAX).then_some(base)
+                }),
                 highest: u64_at(&b, 48),
                 entries,
             });
@@ -486,11 +509,27 @@ impl Store {
         Ok(())
     }
 
-    /// The slots no live version refers to, lowest first.
+    /// Stop keeping every version but the newest (`keep_latest` commits keep their base
+    /// until this): they are erased with the next write that syncs, and their slots reused
+    /// only after it.
+    pub(crate) fn release_base(&mut self) {
+        let Some(&newest) = self.live.keys().next_back() else {
+            return;
+        };
+        let old: Vec<u64> = self.live.keys().copied().filter(|&v| v != newest).collect();
+        for v in old {
+            if let Some(m) = self.live.remove(&v) {
+                self.damaged.remove(&v);
+                self.releasing.push(m);
+            }
+        }
+    }
+
+    /// The slots no live or releasing version refers to, lowest first.
     fn free_slots(&self) -> Vec<u64> {
         let mut used = BTreeSet::new();
         let span = self.geo.manifest_slots() as u64;
-        for m in self.live.values() {
+        for m in self.live.values().chain(self.releasing.iter()) {
             for k in 0..span {
                 used.insert(m.slot + k);
             }
@@ -530,7 +569,8 @@ impl Store {
 
     /// Commit version `version`: the window's bytes come from `read(offset, buf)`; the
     /// blocks that changed since `base` (a live version) are those with a bit in `dirty`
-    /// (`None`, or no `base`: every block). `sole`: no earlier version is kept once this one
+    /// (`None`, or no `base`: every block). `keep_latest`: of the earlier versions only
+    /// `base` is kept once this one is durable, until [`Store::release_base`]; else all are.
     /// is durable. Durable when this returns `Ok`; on error every live version is intact and
     /// this one may or may not exist after a restart.
     pub(crate) fn commit(
@@ -538,10 +578,11 @@ impl Store {
         version: u64,
         base: Option<u64>,
         dirty: Option<&[u64]>,
-        sole: bool,
+        keep_latest: bool,
         read: &mut dyn FnMut(usize, &mut [u8]) -> io::Result<()>,
     ) -> io::Result<()> {
         let n = self.geo.nblocks();
+        let base_version = base.filter(|b| self.live.contains_key(b));
         let base = base.and_then(|b| self.live.get(&b)).cloned();
         let changed: Vec<usize> = match (&base, dirty) {
             (Some(_), Some(bits)) => (0..n)
@@ -610,7 +651,7 @@ impl Store {
             seq: self.seq + 1,
             time_ns: now_ns(),
             slot: mslot,
-            sole,
+            keeps: keep_latest.then_some(base_version),
             highest,
             entries,
         };
@@ -646,11 +687,15 @@ impl Store {
                 );
                 i = j;
             }
-            // Manifests ended by earlier commits, whose slots this one does not overwrite.
+            // Manifests ended by earlier commits, whose slots this one does not overwrite, and
+            // released ones (whose slots it may not overwrite).
             let written: BTreeSet<u64> = items.iter().map(|x| x.0).collect();
-            let erase: Vec<u64> = std::mem::take(&mut self.pending_erase)
-                .into_iter()
+            let erase: Vec<u64> = self
+                .pending_erase
+                .iter()
+                .copied()
                 .filter(|s| !written.contains(s))
+                .chain(self.releasing.iter().map(|m| m.slot))
                 .collect();
             for slot in erase {
                 if result.is_ok() {
@@ -663,19 +708,22 @@ impl Store {
         self.file.sync_data()?;
         self.seq += 1;
         self.highest = Some(highest);
-        // The manifests this one ends (all others if SOLE, else one of the same number) are
-        // erased with the next write that syncs, unless a commit overwrites them first:
-        // until then the durable manifest that ended them ends them again at every open.
-        let ended: Vec<u64> = self
+        self.pending_erase.clear();
+        self.releasing.clear();
+        // The manifests this one ends (all but its base when keeping the latest, else one
+        // of the same number) are erased with the next write that syncs, unless a commit
+        // overwrites them first: until then the durable manifest that ended them ends them
+        // again at every open.
+        let ended: Vec<Manifest> = self
             .live
             .values()
-            .filter(|o| sole || o.version == version)
-            .map(|o| o.slot)
+            .filter(|o| o.version == version || (keep_latest && Some(o.version) != base_version))
+            .cloned()
             .collect();
-        self.pending_erase.extend(ended);
-        if sole {
-            self.live.clear();
-            self.damaged.clear();
+        for o in ended {
+            self.live.remove(&o.version);
+            self.damaged.remove(&o.version);
+            self.pending_erase.push(o.slot);
         }
         self.damaged.remove(&version);
         self.live.insert(version, m);

@@ -138,17 +138,35 @@ fn keeping_the_latest_only_reuses_space() {
     let path = t.0.join("rank3.store");
     let mut s = Store::create(Arc::new(OsIo), &path, geo(BYTES as u64)).unwrap();
     let len0 = std::fs::metadata(&path).unwrap().len();
-    for k in 0..20u64 {
+    let mut len1 = 0;
+    for k in 0..40u64 {
         let img = image(BYTES, k as u8, true);
         commit(&mut s, k, k.checked_sub(1), &img, true).unwrap();
+        // Until released, the base is kept too.
+        let kept: Vec<u64> = s.versions().iter().map(|v| v.0).collect();
+        assert_eq!(kept, (k.saturating_sub(1)..=k).collect::<Vec<_>>());
+        s.release_base();
+        assert_eq!(
+            s.versions().iter().map(|v| v.0).collect::<Vec<_>>(),
+            vec![k]
+        );
+        if k == 5 {
+            len1 = std::fs::metadata(&path).unwrap().len();
+        }
     }
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), len0);
+    // The file stops growing: room for the kept version, a released one whose erasure is
+    // not synced yet, and the new one.
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(len, len1, "grew after the first commits");
+    assert!(len <= len0 * 2, "{len} after {len0}");
+    drop(s);
+    // On disk: the newest and, its erasure not synced yet, its base.
     let mut s = Store::open(Arc::new(OsIo), &path, true).unwrap();
     assert_eq!(
         s.versions().iter().map(|v| v.0).collect::<Vec<_>>(),
-        vec![19]
+        vec![38, 39]
     );
-    assert_eq!(load(&mut s, 19, BYTES).unwrap(), image(BYTES, 19, true));
+    assert!(load(&mut s, 39, BYTES).unwrap() == image(BYTES, 39, true));
 }
 
 // ---- faults ---------------------------------------------------------------------------------
@@ -502,6 +520,9 @@ fn a_crash_during_a_commit_recovers_the_previous_or_the_new_version() {
             tag,
             &|s| {
                 commit(s, 0, None, &img(0), sole).unwrap();
+                if sole {
+                    s.release_base();
+                }
                 let mut bits = vec![0u64; 16];
                 bits[0] = (1 << 1) | (1 << 5);
                 let i1 = img(1);
@@ -510,6 +531,9 @@ fn a_crash_during_a_commit_recovers_the_previous_or_the_new_version() {
                     Ok(())
                 })
                 .unwrap();
+                if sole {
+                    s.release_base();
+                }
             },
             &|s| {
                 let i2 = image(BYTES, 2, true);

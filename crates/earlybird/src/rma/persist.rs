@@ -312,7 +312,9 @@ impl Win {
     }
 
     /// This rank's part of a commit point: commit a version if transactional (always when
-    /// `force`, else only if something changed or none exists), or flush the memory.
+    /// `force`, else only if something changed or none exists), or flush the memory. Unless
+    /// `force` (a fence, which releases after every rank committed), the version the commit
+    /// followed is released at once when only the latest is kept.
     fn commit_local(&self, force: bool) -> Result<()> {
         let mut pm = self.inner.pmem.borrow_mut();
         let Some(p) = pm.as_mut() else {
@@ -330,7 +332,12 @@ impl Win {
         };
         let bits = t.take();
         match p.commit(&bits, &mut |off, b| mem.read(off, b)) {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                if !force {
+                    p.release_base();
+                }
+                Ok(())
+            }
             Err(e) => {
                 t.restore(&bits);
                 Err(e)
@@ -395,7 +402,12 @@ impl Win {
                 return Ok(());
             }
             let mine = self.commit_local(true);
-            self.agree("win_fence_persist", mine)
+            self.agree("win_fence_persist", mine)?;
+            // Every rank holds the new version: the one before it may go.
+            if let Some(p) = self.inner.pmem.borrow_mut().as_mut() {
+                p.release_base();
+            }
+            Ok(())
         })();
         self.ret("win_fence_persist", r)
     }
@@ -425,6 +437,31 @@ impl Win {
             Ok(done)
         });
         self.ret("win_test_persist", r)
+    }
+
+    /// Count every byte of this rank's memory as written since the last version: for
+    /// bindings whose programs store through a raw pointer (C's base pointer), which the
+    /// library cannot see. Nothing for windows that are not persistent.
+    pub fn pmem_touch_all(&self) {
+        if self.inner.pmem.borrow().is_none() {
+            return;
+        }
+        if let Some(m) = &self.part(self.inner.rank).mem {
+            if let Some(t) = m.track() {
+                t.mark(0, m.len());
+            }
+        }
+    }
+
+    /// MPI_Win_pmem_persist (the reference implementation's): flush this rank's memory to
+    /// its file (`msync`), without a new version. Nothing for windows that are not
+    /// persistent, in RAM or volatile.
+    pub fn pmem_flush(&self) -> Result<()> {
+        let r = match self.inner.pmem.borrow().as_ref() {
+            Some(p) => self.flush_memory(p),
+            None => Ok(()),
+        };
+        self.ret("win_pmem_persist", r)
     }
 
     /// The version this rank's memory was last committed as or loaded from (persistent
