@@ -18,6 +18,7 @@ scenarios! {
     pscw_persist_commits_at_post_and_wait [2];
     info_keys_and_unchanged_commits [2];
     errors_name_the_bad_value [2];
+    a_wrong_persisting_fence_fails_everywhere_and_hangs_nowhere [2, 3];
 }
 
 /// A fresh root directory for the job (rank 0 names it, every rank uses it).
@@ -143,10 +144,14 @@ fn fence_persist_commits_and_checkpoint_mode_reloads(u: &Universe) -> Result<()>
     check_iteration(u, &w, 1);
     assert_eq!(w.info().get("pmem_checkpoint_version")?, Some("1"));
     w.fence(0)?;
-    iterate(u, &w, 7)?;
+    // Nothing changed, but version 1 is not the newest: this state is committed (as 2),
+    // so that a restart without a version number finds it.
+    w.fence_persist(0)?;
     assert_eq!(w.pmem_version(), Some(2));
+    iterate(u, &w, 7)?;
+    assert_eq!(w.pmem_version(), Some(3));
     w.free()?;
-    // The newest is now iteration 7's version 2.
+    // The newest is now iteration 7's version 3.
     let w = alloc(u, &[("pmem_mode", "checkpoint")])?;
     check_iteration(u, &w, 7);
     w.free()?;
@@ -411,5 +416,38 @@ fn errors_name_the_bad_value(u: &Universe) -> Result<()> {
         l.versions(0)?.version(3).unwrap_err().class(),
         ErrorClass::PmemArg
     );
+    remove_root(u, root)
+}
+
+/// A rank calls fence_persist with a lock open: it fails (MPI_ERR_RMA_SYNC), the others
+/// learn that the commit failed somewhere, nobody waits forever, and the next fence_persist
+/// gives every rank the same version number again.
+fn a_wrong_persisting_fence_fails_everywhere_and_hangs_nowhere(u: &Universe) -> Result<()> {
+    let root = fresh_root(u)?;
+    let r = u.world().rank();
+    let w = alloc(u, &[("pmem_mode", "expand")])?;
+    w.fence(0)?;
+    w.local::<u64>()?.set(0, 1)?;
+    {
+        let lock = if r == 1 {
+            Some(w.lock(earlybird::LockType::Shared, 0, 0)?)
+        } else {
+            None
+        };
+        let e = w.fence_persist(0).unwrap_err();
+        let want = if r == 1 {
+            ErrorClass::RmaSync
+        } else {
+            ErrorClass::Io
+        };
+        assert_eq!(e.class(), want, "rank {r}: {e}");
+        if let Some(l) = lock {
+            l.unlock()?;
+        }
+    }
+    w.fence_persist(0)?;
+    assert_eq!(w.pmem_version(), Some(0), "rank {r}");
+    assert_eq!(versions().last(), Some(&0));
+    w.free()?;
     remove_root(u, root)
 }

@@ -363,7 +363,14 @@ pub(crate) enum Mem {
 
 /// The hardware atomic covering one element of 1, 2, 4 or 8 bytes; values travel as `u64`
 /// holding the element's bytes in memory order (little-endian here).
-pub(crate) enum Atomic<'a> {
+/// A write through it is recorded in the memory's bitmap, if any, after it is made (a
+/// commit that clears the bitmap meanwhile then sees it at the next one).
+pub(crate) struct Atomic<'a> {
+    cell: Cell<'a>,
+    mark: Option<(&'a Track, usize, usize)>,
+}
+
+enum Cell<'a> {
     B1(&'a AtomicU8),
     B2(&'a AtomicU16),
     B4(&'a AtomicU32),
@@ -372,11 +379,11 @@ pub(crate) enum Atomic<'a> {
 
 macro_rules! each_width {
     ($self:ident, $a:ident => $e:expr) => {
-        match $self {
-            Atomic::B1($a) => $e,
-            Atomic::B2($a) => $e,
-            Atomic::B4($a) => $e,
-            Atomic::B8($a) => $e,
+        match $self.cell {
+            Cell::B1($a) => $e,
+            Cell::B2($a) => $e,
+            Cell::B4($a) => $e,
+            Cell::B8($a) => $e,
         }
     };
 }
@@ -389,21 +396,30 @@ impl Atomic<'_> {
         each_width!(self, a => a.load(Ordering::Acquire) as u64)
     }
 
+    /// Record a write in the bitmap.
+    #[inline]
+    fn marked(&self, v: u64) -> u64 {
+        if let Some((t, off, n)) = self.mark {
+            t.mark(off, n);
+        }
+        v
+    }
+
     /// Replace the element, returning the old bytes.
     pub(crate) fn swap(&self, v: u64) -> u64 {
-        each_width!(self, a => a.swap(v as _, Ordering::AcqRel) as u64)
+        self.marked(each_width!(self, a => a.swap(v as _, Ordering::AcqRel) as u64))
     }
 
     /// Wrapping integer add, returning the old bytes.
     pub(crate) fn fetch_add(&self, v: u64) -> u64 {
-        each_width!(self, a => a.fetch_add(v as _, Ordering::AcqRel) as u64)
+        self.marked(each_width!(self, a => a.fetch_add(v as _, Ordering::AcqRel) as u64))
     }
 
     /// Replace `old` by `new` if the element holds `old`; the bytes it held.
     pub(crate) fn compare_swap(&self, old: u64, new: u64) -> u64 {
-        each_width!(self, a => match a.compare_exchange(old as _, new as _, Ordering::AcqRel, Ordering::Acquire) {
+        self.marked(each_width!(self, a => match a.compare_exchange(old as _, new as _, Ordering::AcqRel, Ordering::Acquire) {
             Ok(v) | Err(v) => v as u64,
-        })
+        }))
     }
 
     /// Replace the element by `f(old)` atomically (a compare-and-swap loop); the old bytes.
@@ -485,11 +501,16 @@ impl Mem {
 
     /// Copy `src` to bytes `off..` of the memory.
     pub(crate) fn write(&self, off: usize, src: &[u8]) -> io::Result<()> {
-        let p = self.ptr(off, src.len())?;
+        let r = self.write_unmarked(off, src);
+        // After the write: a commit that clears the bitmap meanwhile sees it next time.
         if let Some(t) = self.track() {
             t.mark(off, src.len());
         }
-        match p {
+        r
+    }
+
+    fn write_unmarked(&self, off: usize, src: &[u8]) -> io::Result<()> {
+        match self.ptr(off, src.len())? {
             // SAFETY: (1) the destination lies within the memory (checked by `ptr`), which is
             // alive: a mapping held through the Arc, or user memory kept alive as `Local`
             // says; (2) `src` is a borrow of other memory (window memory is never handed out
@@ -532,23 +553,21 @@ impl Mem {
         if !(p as usize).is_multiple_of(width) {
             return None;
         }
-        // The caller may write through it: counted as a write.
-        if let Some(t) = self.track() {
-            t.mark(off, width);
-        }
+        let mark = self.track().map(|t| (t, off, width));
         // SAFETY: (1) `width` bytes at `p` lie within live memory (as in `write`) and are
         // aligned for the atomic of that width (checked); (2) the borrow of `self` keeps a
         // mapping alive; user memory stays alive as `Local` says; (3) the atomic types have
         // the size and alignment of the integers, and every bit pattern is valid.
-        Some(unsafe {
+        let cell = unsafe {
             match width {
-                1 => Atomic::B1(&*(p as *const AtomicU8)),
-                2 => Atomic::B2(&*(p as *const AtomicU16)),
-                4 => Atomic::B4(&*(p as *const AtomicU32)),
-                8 => Atomic::B8(&*(p as *const AtomicU64)),
+                1 => Cell::B1(&*(p as *const AtomicU8)),
+                2 => Cell::B2(&*(p as *const AtomicU16)),
+                4 => Cell::B4(&*(p as *const AtomicU32)),
+                8 => Cell::B8(&*(p as *const AtomicU64)),
                 _ => return None,
             }
-        })
+        };
+        Some(Atomic { cell, mark })
     }
 }
 

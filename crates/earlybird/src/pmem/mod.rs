@@ -37,16 +37,25 @@
 //!   deleting a version never damages another.
 //! - Damage found later (a bit flipped on the disk) is reported, never loaded: loading a
 //!   damaged version is MPI_ERR_PMEM_CKPT_VER naming the block; `ebpmem verify` checks
-//!   every version.
+//!   every version. The one damage that cannot be told from a crash is to the newest
+//!   version's blocks (a commit is one sync: cut, it looks the same): that version is then
+//!   not loaded, the one before it is, and the window's creation says so on stderr.
+//! - With a persisting fence, a crash at any instant leaves a version every rank holds
+//!   (`pmem_global_checkpoint` finds it): keeping the latest only, a rank keeps the
+//!   version before the newest until every rank has committed the newest, and on disk until
+//!   its next commit's sync (so a listing may show two).
 //!
 //! **Versions share unchanged blocks**: a commit writes only the blocks written since the
 //! version before it. earlybird knows every write to window memory: peers' puts and
 //! accumulates, and the owner's own stores, which safe Rust makes only through
 //! [`LocalView`](crate::rma::LocalView) (and the views of `shared_query`); each marks the
 //! blocks it touches in a bitmap in the window's control block. A window of which nothing
-//! changed since its last version commits nothing: the newest version already holds that
-//! state, and no new number is given (so a fence_persist of an unchanged window costs a
-//! fence and one small agreement).
+//! changed since its last version commits nothing: that version already holds the state,
+//! and no new number is given (so a fence_persist of an unchanged window costs a fence:
+//! whether any rank wrote rides in the fence's own barrier). After a load of a version that
+//! is not the newest, the first commit point commits even so. C programs store through
+//! the base pointer, which the library cannot see: there every commit point counts all of
+//! the rank's memory as written.
 //!
 //! # Choices where the seed is open
 //!
@@ -54,7 +63,13 @@
 //!   (MPI_ERR_PMEM_NAME, MPI_ERR_PMEM_MODE): a forgotten mode must not silently expand
 //!   (which deletes every checkpoint).
 //! - The first version is 0. Keeping the latest only (the default) means: once version v is
-//!   durable no other version is kept.
+//!   committed by every rank, no other version is kept.
+//! - The pmem info keys are the same on every rank (creation and the persisting fence are
+//!   collective and take the roads the keys choose); expand mode replaces a rank's store
+//!   during creation, before it is known whether every rank's creation succeeds.
+//! - If a persisting fence fails on some rank, a rank that committed gives its next commit
+//!   the same number, replacing that version, so that one number names one fence on every
+//!   rank.
 //! - The error classes are predefined classes of earlybird (numbers 103 to 110), present
 //!   from init as the seed asks, with their strings, rather than numbers a program's own
 //!   `add_error_class` calls would interleave with. I/O failures are MPI_ERR_IO and
@@ -381,6 +396,13 @@ pub(crate) struct Persist {
     pub(crate) last: Option<u64>,
     /// The number the next commit gets.
     next: u64,
+    /// Whether the next commit point must commit even if nothing changed: the memory was
+    /// loaded from a version that is not the newest (a restart without a version number
+    /// must then find this state, not the newer one).
+    owed: bool,
+    /// The next commit replaces a version that not every rank has: it keeps every version
+    /// until a fence releases them (the failed ranks may hold only older ones).
+    retrying: bool,
     _lock: Option<std::fs::File>,
 }
 
@@ -457,6 +479,14 @@ impl Persist {
         } else {
             let s = Store::open(io.clone(), &store_path, true)
                 .map_err(|e| io_err(&format!("opening {}", store_path.display()), &e))?;
+            if let Some((v, why)) = &s.cut {
+                // A commit cut by a crash looks like this; so does damage to the newest
+                // version's blocks. Either way it is not loaded; say so.
+                eprintln!(
+                    "earlybird: pmem window {name:?} rank {rank}: version {v} is incomplete ({why}): \
+                     a commit cut by a crash, or damage; it is not kept"
+                );
+            }
             if s.geo.bytes != bytes.max(1) as u64 {
                 return Err(err(
                     ErrorClass::Size,
@@ -512,6 +542,8 @@ impl Persist {
                 data: (!matches!(data, None)).then_some(data_path),
                 last: None,
                 next: 0,
+                owed: false,
+                retrying: false,
                 _lock: Some(lock),
             },
             data,
@@ -530,6 +562,8 @@ impl Persist {
             data: None,
             last: None,
             next: 0,
+            owed: false,
+            retrying: false,
             _lock: None,
         }
     }
@@ -591,6 +625,7 @@ impl Persist {
             Err(LoadError::Io(e)) => return Err(io_err(&format!("reading version {v}"), &e)),
         }
         self.last = Some(v);
+        self.owed = s.newest() != Some(v);
         self.next = if self.hints.append && self.hints.version.is_some() {
             s.highest().map_or(0, |h| h + 1)
         } else {
@@ -607,7 +642,7 @@ impl Persist {
     /// Whether a commit point has anything to commit: something changed (`dirty`) or no
     /// version exists yet.
     pub(crate) fn wants_commit(&self, dirty: bool) -> bool {
-        self.transactional() && (dirty || self.last.is_none())
+        self.transactional() && (dirty || self.owed || self.last.is_none())
     }
 
     /// Commit the window as the next version: `bits` marks the blocks written since the
@@ -618,7 +653,7 @@ impl Persist {
         read: &mut dyn FnMut(usize, &mut [u8]) -> std::io::Result<()>,
     ) -> Result<u64> {
         let v = self.next;
-        let keep_latest = !self.hints.keep_all;
+        let keep_latest = !self.hints.keep_all && !self.retrying;
         let base = self.last;
         let s = self
             .store
@@ -636,7 +671,20 @@ impl Persist {
             })?;
         self.last = Some(v);
         self.next = v + 1;
+        self.owed = false;
+        self.retrying = false;
         Ok(v)
+    }
+
+    /// A persisting fence failed on another rank after this rank committed: the next
+    /// commit gets the number this one had (and replaces it), so that the ranks' numbers
+    /// stay in step.
+    pub(crate) fn retry_number(&mut self) {
+        if let Some(v) = self.last {
+            self.next = v;
+            self.owed = true;
+            self.retrying = true;
+        }
     }
 
     /// Keeping the latest version only: stop keeping the one the last commit followed. A

@@ -25,7 +25,8 @@
 //! the changed blocks and to the previous version's slots for the others) into a free slot,
 //! and syncs the file once (`fdatasync`). The slots are overwritten in place in a file whose
 //! space was written when it grew, so the sync carries data only and no file-system
-//! metadata. Nothing a live version refers to is ever written, so:
+//! metadata (except for a commit that has to grow the file first). Nothing a live version
+//! refers to is ever written, so:
 //!
 //! - a crash at any instant before the sync returns leaves every earlier version as it was;
 //!   the new manifest is then absent, damaged (checksum), or present with blocks that are
@@ -104,7 +105,8 @@ impl Geometry {
 
     /// Slots a manifest takes.
     fn manifest_slots(&self) -> usize {
-        (MF_HEAD + 8 * self.nblocks()).div_ceil(self.block())
+        // Header, entries and the checksum after them.
+        (MF_HEAD + 8 * self.nblocks() + 4).div_ceil(self.block())
     }
 }
 
@@ -169,6 +171,8 @@ pub(crate) struct Store {
     pending_erase: Vec<u64>,
     /// Versions released from keeping (see `release_base`) whose erasure is not synced yet.
     releasing: Vec<Manifest>,
+    /// Slots of manifests found ended at open and erased then, unsynced.
+    dead_at_open: Vec<u64>,
 }
 
 fn crc(b: &[u8]) -> u32 {
@@ -310,6 +314,7 @@ impl Store {
             stage: Vec::new(),
             pending_erase: Vec::new(),
             releasing: Vec::new(),
+            dead_at_open: Vec::new(),
         };
         s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
         s.file.sync_data()?;
@@ -368,6 +373,7 @@ impl Store {
             stage: Vec::new(),
             pending_erase: Vec::new(),
             releasing: Vec::new(),
+            dead_at_open: Vec::new(),
         };
         let mut found = s.scan()?;
         // The newest sequence of any manifest, a cut commit's too (new commits go above it).
@@ -407,9 +413,10 @@ impl Store {
         // manifest that ended them is durable and still ends them), so that deleting that one
         // later cannot bring them back.
         if write {
-            for slot in dead {
+            for &slot in &dead {
                 s.erase_manifest(slot);
             }
+            s.dead_at_open = dead;
         }
         if let Some(h) = s.live.values().map(|m| m.highest).max() {
             s.highest = Some(s.highest.map_or(h, |x| x.max(h)));
@@ -540,8 +547,8 @@ impl Store {
         (1..self.slots).filter(|s| !used.contains(s)).collect()
     }
 
-    /// The live versions, oldest first: (number, time in ns since the epoch, whether its
-    /// blocks verified when the store was opened or it was committed).
+    /// The live versions, oldest first: (number, time in ns since the epoch, whether it is
+    /// not known to be damaged: only loading and `verify` check an older version's blocks).
     pub(crate) fn versions(&self) -> Vec<(u64, u64, bool)> {
         self.live
             .values()
@@ -601,18 +608,20 @@ impl Store {
             free.extend(from..self.slots);
         }
         // The manifest goes in the first run of `span` consecutive free slots.
-        let mpos = (0..=free.len() - span)
-            .find(|&i| free[i + span - 1] == free[i] + span as u64 - 1)
-            .unwrap_or_else(|| {
-                // Only when free slots are scattered: take the tail after growing.
+        let run = |free: &[u64]| {
+            (0..=free.len() - span).find(|&i| free[i + span - 1] == free[i] + span as u64 - 1)
+        };
+        let mpos = match run(&free) {
+            Some(i) => i,
+            None => {
+                // Free slots scattered (a manifest of several slots): a run at the end.
+                let from = self.slots;
+                self.grow(span as u64)?;
+                free.extend(from..self.slots);
                 free.len() - span
-            });
+            }
+        };
         let mslot = free[mpos];
-        if free[mpos + span - 1] != mslot + span as u64 - 1 {
-            return Err(io::Error::other(
-                "no run of free slots for the manifest after growing",
-            ));
-        }
         let data_slots: Vec<u64> = free
             .iter()
             .enumerate()
@@ -648,7 +657,12 @@ impl Store {
         let highest = self.highest.map_or(version, |h| h.max(version));
         let m = Manifest {
             version,
-            seq: self.seq + 1,
+            // A commit's sequence is never given twice, even if it fails after its manifest
+            // was written (a stale manifest must never tie with a later one).
+            seq: {
+                self.seq += 1;
+                self.seq
+            },
             time_ns: now_ns(),
             slot: mslot,
             keeps: keep_latest.then_some(base_version),
@@ -706,7 +720,6 @@ impl Store {
         self.stage = buf;
         result?;
         self.file.sync_data()?;
-        self.seq += 1;
         self.highest = Some(highest);
         self.pending_erase.clear();
         self.releasing.clear();

@@ -680,3 +680,36 @@ fn truncated_and_malformed_files_are_errors() {
     std::fs::write(&bad, b"not a store at all, just some text").unwrap();
     assert!(Store::open(Arc::new(OsIo), &bad, false).is_err());
 }
+
+/// Windows whose manifest fills its slots to the last byte, or takes several slots.
+#[test]
+fn manifests_of_every_span_fit() {
+    for blocks in [503usize, 504, 1015, 1024] {
+        let t = Tmp::new("span");
+        let path = t.0.join("rank3.store");
+        let bytes = blocks * 4096;
+        let g = geo(bytes as u64);
+        assert_eq!(g.nblocks(), blocks);
+        let mut s = Store::create(Arc::new(OsIo), &path, g).unwrap();
+        let img0 = vec![5u8; bytes];
+        let mut img1 = img0.clone();
+        img1[4096 * 7] = 9;
+        commit(&mut s, 0, None, &img0, false).unwrap();
+        let mut bits = vec![0u64; 16];
+        bits[0] = 1 << 7;
+        s.commit(1, Some(0), Some(&bits), true, &mut |off, b| {
+            b.copy_from_slice(&img1[off..off + b.len()]);
+            Ok(())
+        })
+        .unwrap();
+        s.release_base();
+        for k in 2..6u64 {
+            commit(&mut s, k, Some(k - 1), &img1, true).unwrap();
+            s.release_base();
+        }
+        drop(s);
+        let mut s = Store::open(Arc::new(OsIo), &path, true).unwrap();
+        assert_eq!(s.newest(), Some(5), "{blocks} blocks");
+        assert!(load(&mut s, 5, bytes).unwrap() == img1, "{blocks} blocks");
+    }
+}

@@ -216,7 +216,14 @@ impl Win {
             };
             if let Some(v) = v {
                 let mem = self.my_mem()?;
-                persist.load(v, &mut |off, b| mem.write(off, b))?;
+                let empty = mem.len() == 0;
+                persist.load(v, &mut |off, b| {
+                    if empty {
+                        Ok(())
+                    } else {
+                        mem.write(off, b)
+                    }
+                })?;
                 // The memory now is version v: nothing is written since.
                 if let Some(t) = mem.track() {
                     t.take();
@@ -331,7 +338,15 @@ impl Win {
             return Ok(());
         };
         let bits = t.take();
-        match p.commit(&bits, &mut |off, b| mem.read(off, b)) {
+        let empty = mem.len() == 0;
+        match p.commit(&bits, &mut |off, b| {
+            if empty {
+                b.fill(0);
+                Ok(())
+            } else {
+                mem.read(off, b)
+            }
+        }) {
             Ok(_) => {
                 if !force {
                     p.release_base();
@@ -378,36 +393,38 @@ impl Win {
             // its memory changed before the fence (its own stores, or a commit still owed)
             // or it called an operation that writes a peer's memory since the last
             // persisting fence; a peer's write to this rank's memory is its to say, since
-            // when this rank enters the fence the peer may not have made it yet.
-            let (transactional, wants) = match self.inner.pmem.borrow().as_ref() {
-                Some(p) => (
-                    p.transactional(),
-                    p.wants_commit(self.dirty() || self.inner.wrote.get()),
-                ),
-                None => (false, self.inner.wrote.get()),
+            // when this rank enters the fence the peer may not have made it yet. A rank
+            // without transactions always asks (it flushes, and every rank learns whether
+            // that failed). Every rank sees the same answer, so every rank takes the same
+            // road after it.
+            let wrote = self.inner.wrote.replace(false);
+            let wants = match self.inner.pmem.borrow().as_ref() {
+                Some(p) if !p.transactional() => true,
+                Some(p) => p.wants_commit(self.dirty() || wrote),
+                None => wrote,
             };
-            self.inner.wrote.set(false);
-            let any = self.fence_core(assert, Some(wants))?;
-            let pre = if transactional {
-                Ok(())
-            } else {
-                self.commit_local(false)
-            };
-            if !transactional {
-                // Every rank learns whether a flush failed (the flush comes after the fence:
-                // peers' writes to this rank's memory are complete only then).
-                return self.agree("win_fence_persist", pre);
-            }
+            let (any, wrong) = self.fence_core(assert, Some(wants))?;
             if !any {
-                return Ok(());
+                return wrong.map_or(Ok(()), Err);
             }
-            let mine = self.commit_local(true);
-            self.agree("win_fence_persist", mine)?;
-            // Every rank holds the new version: the one before it may go.
+            let mine = match wrong {
+                Some(e) => Err(e),
+                None => self.commit_local(true),
+            };
+            let committed = mine.is_ok();
+            let agreed = self.agree("win_fence_persist", mine);
             if let Some(p) = self.inner.pmem.borrow_mut().as_mut() {
-                p.release_base();
+                match &agreed {
+                    // Every rank holds the new version: the one before it may go.
+                    Ok(()) => p.release_base(),
+                    // Some rank has no new version: a rank that has gives the next commit
+                    // the same number (replacing it), so that one number names one fence
+                    // everywhere.
+                    Err(_) if committed => p.retry_number(),
+                    Err(_) => {}
+                }
             }
-            Ok(())
+            agreed
         })();
         self.ret("win_fence_persist", r)
     }

@@ -266,13 +266,22 @@ impl Win {
     }
 
     fn fence_inner(&self, assert: u32) -> Result<()> {
-        self.fence_core(assert, None).map(drop)
+        match self.fence_core(assert, None)? {
+            (_, Some(wrong)) => Err(wrong),
+            (_, None) => Ok(()),
+        }
     }
 
     /// The fence; with `flag` (a persisting fence, seed 004), each rank also publishes a
     /// flag with its fence word, and this returns whether any rank's flag was set: an
-    /// agreement that costs no more than the fence's own barrier.
-    pub(super) fn fence_core(&self, assert: u32, flag: Option<bool>) -> Result<bool> {
+    /// agreement that costs no more than the fence's own barrier. A fence called with an
+    /// epoch open takes part in the barrier and gives its error second (so that a
+    /// persisting fence can take part in what follows too).
+    pub(super) fn fence_core(
+        &self,
+        assert: u32,
+        flag: Option<bool>,
+    ) -> Result<(bool, Option<crate::error::Error>)> {
         self.check_live()?;
         // A bad assertion is the caller's alone: every rank checks the same call, so MPI's
         // rule that all give the same assertions makes every rank fail here together.
@@ -313,13 +322,13 @@ impl Win {
                 }
             }
         }
-        if wrong {
-            return Err(err(
+        let wrong = wrong.then(|| {
+            err(
                 ErrorClass::RmaSync,
                 "win_fence while a lock, lock_all, win_start or win_post epoch is open",
-            ));
-        }
-        Ok(any)
+            )
+        });
+        Ok((any, wrong))
     }
 
     /// MPI_Win_post: open an exposure epoch to the ranks of `group` (of the window's
