@@ -173,6 +173,8 @@ pub(crate) struct Store {
     releasing: Vec<Manifest>,
     /// Slots of manifests found ended at open and erased then, unsynced.
     dead_at_open: Vec<u64>,
+    /// Slots of manifests a durable commit ended without erasing them (released versions).
+    ended_unerased: Vec<u64>,
 }
 
 fn crc(b: &[u8]) -> u32 {
@@ -315,6 +317,7 @@ impl Store {
             pending_erase: Vec::new(),
             releasing: Vec::new(),
             dead_at_open: Vec::new(),
+            ended_unerased: Vec::new(),
         };
         s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
         s.file.sync_data()?;
@@ -374,6 +377,7 @@ impl Store {
             pending_erase: Vec::new(),
             releasing: Vec::new(),
             dead_at_open: Vec::new(),
+            ended_unerased: Vec::new(),
         };
         let mut found = s.scan()?;
         // The newest sequence of any manifest, a cut commit's too (new commits go above it).
@@ -702,14 +706,20 @@ impl Store {
                 i = j;
             }
             // Manifests ended by earlier commits, whose slots this one does not overwrite, and
-            // released ones (whose slots it may not overwrite).
+            // released ones (whose slots it may not overwrite) unless this commit ends them
+            // itself (keeping only its base, which they are not).
             let written: BTreeSet<u64> = items.iter().map(|x| x.0).collect();
+            let released = self
+                .releasing
+                .iter()
+                .filter(|_| !keep_latest)
+                .map(|m| m.slot);
             let erase: Vec<u64> = self
                 .pending_erase
                 .iter()
                 .copied()
                 .filter(|s| !written.contains(s))
-                .chain(self.releasing.iter().map(|m| m.slot))
+                .chain(released)
                 .collect();
             for slot in erase {
                 if result.is_ok() {
@@ -722,7 +732,13 @@ impl Store {
         self.file.sync_data()?;
         self.highest = Some(highest);
         self.pending_erase.clear();
-        self.releasing.clear();
+        // Released versions are now ended by this commit (or erased by it): their slots are
+        // free. Their manifests may still be on the disk; deleting this commit's version
+        // erases them first (see `delete_version`).
+        let released: Vec<u64> = self.releasing.drain(..).map(|m| m.slot).collect();
+        if keep_latest {
+            self.ended_unerased.extend(released);
+        }
         // The manifests this one ends (all but its base when keeping the latest, else one
         // of the same number) are erased with the next write that syncs, unless a commit
         // overwrites them first: until then the durable manifest that ended them ends them
@@ -794,6 +810,33 @@ impl Store {
         // The highest number ever given must outlive the manifest that carried it.
         if self.highest == Some(v) && self.live.keys().next_back() == Some(&v) {
             self.write_superblock()?;
+        }
+        // The manifests this one (or another) ended are erased durably first: erasing the
+        // one that ended them must not bring them back, whatever a crash keeps. Only slots
+        // that no kept version uses now (a slot may have been reused since).
+        let releasing: Vec<Manifest> = std::mem::take(&mut self.releasing);
+        let span = self.geo.manifest_slots() as u64;
+        let used: BTreeSet<u64> = self
+            .live
+            .values()
+            .flat_map(|k| {
+                (0..span)
+                    .map(move |i| k.slot + i)
+                    .chain(k.entries.iter().map(|&(s, _)| u64::from(s)))
+            })
+            .collect();
+        let ended: BTreeSet<u64> = std::mem::take(&mut self.pending_erase)
+            .into_iter()
+            .chain(releasing.iter().map(|m| m.slot))
+            .chain(std::mem::take(&mut self.dead_at_open))
+            .chain(std::mem::take(&mut self.ended_unerased))
+            .filter(|s| !used.contains(s))
+            .collect();
+        if !ended.is_empty() {
+            for &slot in &ended {
+                write_all_at(&mut *self.file, slot << self.geo.shift, &[0u8; MF_HEAD])?;
+            }
+            self.file.sync_data()?;
         }
         write_all_at(&mut *self.file, m.slot << self.geo.shift, &[0u8; MF_HEAD])?;
         self.file.sync_data()?;

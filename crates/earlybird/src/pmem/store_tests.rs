@@ -349,8 +349,8 @@ struct W {
 struct RecordIo {
     /// Writes not yet synced, in order.
     pending: Arc<Mutex<Vec<W>>>,
-    /// Writes made durable by a sync, in order.
-    durable: Arc<Mutex<Vec<W>>>,
+    /// The writes each sync made durable, in order.
+    durable: Arc<Mutex<Vec<Vec<W>>>>,
     /// Syncs.
     synced: Arc<Mutex<usize>>,
 }
@@ -358,7 +358,7 @@ struct RecordIo {
 struct RecordFile {
     inner: Box<dyn PmemFile>,
     pending: Arc<Mutex<Vec<W>>>,
-    durable: Arc<Mutex<Vec<W>>>,
+    durable: Arc<Mutex<Vec<Vec<W>>>>,
     synced: Arc<Mutex<usize>>,
 }
 
@@ -380,7 +380,7 @@ impl PmemFile for RecordFile {
     fn sync_data(&mut self) -> io::Result<()> {
         *self.synced.lock().unwrap() += 1;
         let done: Vec<W> = self.pending.lock().unwrap().drain(..).collect();
-        self.durable.lock().unwrap().extend(done);
+        self.durable.lock().unwrap().push(done);
         Ok(())
     }
 }
@@ -449,9 +449,14 @@ fn crash_states(
     let durable = rec.durable.lock().unwrap().clone();
     let after = rec.pending.lock().unwrap().clone();
     assert!(*rec.synced.lock().unwrap() >= 1, "the operation syncs");
-    // Crash before the (first) sync returns: nothing of it durable, any subset issued; or
-    // after it: all it synced, and any subset of what followed.
-    let phases = [(Vec::new(), durable.clone()), (durable, after)];
+    // A crash before sync i returns: the batches before it durable, any subset of its own;
+    // or after the last sync, any subset of what followed.
+    let mut phases = Vec::new();
+    for i in 0..=durable.len() {
+        let done: Vec<W> = durable[..i].iter().flatten().cloned().collect();
+        let open = durable.get(i).cloned().unwrap_or_else(|| after.clone());
+        phases.push((done, open));
+    }
     let state = t.0.join("state.store");
     let mut states = 0;
     for (done, writes) in &phases {
@@ -712,4 +717,31 @@ fn manifests_of_every_span_fit() {
         assert_eq!(s.newest(), Some(5), "{blocks} blocks");
         assert!(load(&mut s, 5, bytes).unwrap() == img1, "{blocks} blocks");
     }
+}
+
+/// Keeping the latest only, the versions before the newest are ended but may still be on
+/// the disk: deleting the newest must never bring them back, whatever a crash keeps.
+#[test]
+fn deleting_the_newest_never_revives_ended_versions() {
+    let img = |k| image(BYTES, k, true);
+    crash_states(
+        "revive",
+        &|s| {
+            for k in 0..4u64 {
+                commit(s, k, k.checked_sub(1), &img(k as u8), true).unwrap();
+                s.release_base();
+            }
+        },
+        &|s| assert!(s.delete_version(3).unwrap()),
+        &|s, what| {
+            let v: Vec<u64> = s.versions().iter().map(|x| x.0).collect();
+            assert!(v.iter().all(|&x| x >= 2), "{what}: {v:?} came back");
+            for x in v {
+                assert!(
+                    load(s, x, BYTES).unwrap() == img(x as u8),
+                    "{what}: version {x}"
+                );
+            }
+        },
+    );
 }
