@@ -4,11 +4,11 @@
 //!
 //! - Windows are made by `MPI_Win_allocate` (and create, create_dynamic) with the seed's
 //!   info keys; the seed's `_pmem` forms of ordinary calls are macros for them.
-//! - **Stores through the window's base pointer** are invisible to the library, so a
-//!   persisting call in C counts every block of the calling rank's memory as written: each
-//!   commit of a C window writes all of the rank's memory (peers' puts are still tracked,
-//!   but the owner's stores are not). A fence_persist of an unchanged window therefore
-//!   commits in C.
+//! - **Stores through the window's base pointer** are invisible to the library, so each
+//!   persisting call in C first compares the checksum of every block of the calling rank's
+//!   memory with the last version's (`Win::pmem_scan_raw_stores`): a commit still writes
+//!   only the changed blocks, and an unchanged window commits nothing, at the cost of a
+//!   read of the rank's memory per call.
 //! - `MPI_Win_pmem_windows` and `MPI_Win_pmem_versions` are pointers to lists the library
 //!   allocates; the free calls free them and set them to NULL. A null list is
 //!   MPI_ERR_PMEM_WINDOWS / MPI_ERR_PMEM_VERSIONS; an index out of range MPI_ERR_PMEM_ARG.
@@ -79,7 +79,7 @@ mpi! {
 
     fn MPI_Win_fence_pmem_persist / PMPI_Win_fence_pmem_persist(a: c_int, win: Handle) {
         ok_or_code(with_win(win, "MPI_Win_fence_pmem_persist", |w| {
-            w.win.pmem_touch_all();
+            w.win.pmem_scan_raw_stores()?;
             w.win.fence_persist(crate::windows::assert(a)?)
         }))
     }
@@ -87,7 +87,7 @@ mpi! {
     fn MPI_Win_post_pmem_persist / PMPI_Win_post_pmem_persist(group: Handle, a: c_int, win: Handle) {
         ok_or_code(with_win(win, "MPI_Win_post_pmem_persist", |w| {
             let g = state::group_of(group)?;
-            w.win.pmem_touch_all();
+            w.win.pmem_scan_raw_stores()?;
             w.win
                 .post_persist(&g, crate::windows::assert(a)?)
                 .map(earlybird::ExposureEpoch::keep_open)
@@ -96,14 +96,14 @@ mpi! {
 
     fn MPI_Win_wait_pmem_persist / PMPI_Win_wait_pmem_persist(win: Handle) {
         ok_or_code(with_win(win, "MPI_Win_wait_pmem_persist", |w| {
-            w.win.pmem_touch_all();
+            w.win.pmem_scan_raw_stores()?;
             w.win.wait_persist()
         }))
     }
 
     fn MPI_Win_test_pmem_persist / PMPI_Win_test_pmem_persist(win: Handle, flag: *mut c_int) {
         let r = with_win(win, "MPI_Win_test_pmem_persist", |w| {
-            w.win.pmem_touch_all();
+            w.win.pmem_scan_raw_stores()?;
             w.win.test_persist()
         });
         // SAFETY: an int to write, checked for null.

@@ -54,8 +54,8 @@
 //! and no new number is given (so a fence_persist of an unchanged window costs a fence:
 //! whether any rank wrote rides in the fence's own barrier). After a load of a version that
 //! is not the newest, the first commit point commits even so. C programs store through
-//! the base pointer, which the library cannot see: there every commit point counts all of
-//! the rank's memory as written.
+//! the base pointer, which the library cannot see: there each commit point first compares
+//! every block's checksum with the last version's ([`Win::pmem_scan_raw_stores`]).
 //!
 //! # Choices where the seed is open
 //!
@@ -632,6 +632,19 @@ impl Persist {
             v + 1
         };
         Ok(())
+    }
+
+    /// The blocks of the window (read through `read`) that differ from the last version
+    /// (all of them if there is none).
+    pub(crate) fn changed_blocks(
+        &mut self,
+        read: &mut dyn FnMut(usize, &mut [u8]) -> std::io::Result<()>,
+    ) -> Result<Vec<usize>> {
+        let (Some(s), Some(v)) = (self.store.as_mut(), self.last) else {
+            return Ok(Vec::new());
+        };
+        s.changed_since(v, read)
+            .map_err(|e| io_err(&format!("reading version {v} to compare"), &e))
     }
 
     /// Whether a commit point makes a version here (else it flushes at most).

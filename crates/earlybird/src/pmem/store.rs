@@ -759,6 +759,31 @@ impl Store {
         Ok(())
     }
 
+    /// The blocks whose bytes (read through `read`) differ from version `base`'s, by their
+    /// checksums: for memory the library cannot watch (stores through a raw pointer). All
+    /// blocks if `base` is not live.
+    pub(crate) fn changed_since(
+        &mut self,
+        base: u64,
+        read: &mut dyn FnMut(usize, &mut [u8]) -> io::Result<()>,
+    ) -> io::Result<Vec<usize>> {
+        let n = self.geo.nblocks();
+        let Some(m) = self.live.get(&base) else {
+            return Ok((0..n).collect());
+        };
+        let block = self.geo.block();
+        let mut buf = vec![0u8; block];
+        let mut out = Vec::new();
+        for (b, &(_, c)) in m.entries.iter().enumerate() {
+            let len = self.geo.block_len(b);
+            read(b * block, &mut buf[..len])?;
+            if crc(&buf[..len]) != c {
+                out.push(b);
+            }
+        }
+        Ok(out)
+    }
+
     /// Copy version `version` into the window through `write(offset, bytes)`, checking every
     /// block.
     pub(crate) fn load(

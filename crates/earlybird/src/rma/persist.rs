@@ -456,18 +456,32 @@ impl Win {
         self.ret("win_test_persist", r)
     }
 
-    /// Count every byte of this rank's memory as written since the last version: for
-    /// bindings whose programs store through a raw pointer (C's base pointer), which the
-    /// library cannot see. Nothing for windows that are not persistent.
-    pub fn pmem_touch_all(&self) {
-        if self.inner.pmem.borrow().is_none() {
-            return;
+    /// Find the blocks of this rank's memory that stores through a raw pointer (C's base
+    /// pointer, which the library cannot watch) changed since the last version, by
+    /// comparing their checksums with that version's, and count them as written. Bindings
+    /// call it before each persisting call; it costs a read of the rank's memory. Nothing
+    /// for windows that are not persistent or have no transactions.
+    pub fn pmem_scan_raw_stores(&self) -> Result<()> {
+        let mut pm = self.inner.pmem.borrow_mut();
+        let Some(p) = pm.as_mut().filter(|p| p.transactional()) else {
+            return Ok(());
+        };
+        let Some(m) = self.part(self.inner.rank).mem.clone() else {
+            return Ok(());
+        };
+        let Some(t) = m.track() else {
+            return Ok(());
+        };
+        if p.last.is_none() || m.len() == 0 {
+            return Ok(());
         }
-        if let Some(m) = &self.part(self.inner.rank).mem {
-            if let Some(t) = m.track() {
-                t.mark(0, m.len());
-            }
+        let shift = crate::pmem::store::block_shift(m.len() as u64);
+        let changed = p.changed_blocks(&mut |off, b| m.read(off, b))?;
+        for b in changed {
+            let off = b << shift;
+            t.mark(off, (1usize << shift).min(m.len() - off));
         }
+        Ok(())
     }
 
     /// MPI_Win_pmem_persist (the reference implementation's): flush this rank's memory to
