@@ -19,6 +19,7 @@ scenarios! {
     info_keys_and_unchanged_commits [2];
     errors_name_the_bad_value [2];
     a_wrong_persisting_fence_fails_everywhere_and_hangs_nowhere [2, 3];
+    a_failed_expand_destroys_no_checkpoint [2, 3];
 }
 
 /// A fresh root directory for the job (rank 0 names it, every rank uses it).
@@ -449,5 +450,43 @@ fn a_wrong_persisting_fence_fails_everywhere_and_hangs_nowhere(u: &Universe) -> 
     assert_eq!(w.pmem_version(), Some(0), "rank {r}");
     assert_eq!(versions().last(), Some(&0));
     w.free()?;
+    remove_root(u, root)
+}
+
+/// Expand mode replaces a rank's checkpoints only once every rank has made the window: a
+/// creation that fails on one rank leaves every rank's versions as they were.
+fn a_failed_expand_destroys_no_checkpoint(u: &Universe) -> Result<()> {
+    let root = fresh_root(u)?;
+    let (r, n) = (u.world().rank(), u.world().size());
+    u.world().set_errhandler(ErrHandler::Return);
+    let w = alloc(
+        u,
+        &[
+            ("pmem_mode", "expand"),
+            ("pmem_keep_all_checkpoints", "true"),
+        ],
+    )?;
+    w.fence(0)?;
+    for k in 0..3 {
+        iterate(u, &w, k)?;
+    }
+    w.free()?;
+    let mode = if r == n - 1 { "grow" } else { "expand" };
+    let e = alloc(u, &[("pmem_mode", mode)]).unwrap_err();
+    if r == n - 1 {
+        assert_eq!(e.class(), ErrorClass::PmemMode, "{e}");
+    }
+    assert_eq!(versions(), vec![0, 1, 2], "rank {r}");
+    let w = alloc(u, &[("pmem_mode", "checkpoint")])?;
+    check_iteration(u, &w, 2);
+    w.free()?;
+    // And one that succeeds deletes them.
+    let w = alloc(u, &[("pmem_mode", "expand")])?;
+    assert_eq!(versions(), Vec::<u64>::new());
+    w.free()?;
+    assert!(!root
+        .join("grid")
+        .join(format!("rank{r}.store.new"))
+        .exists());
     remove_root(u, root)
 }

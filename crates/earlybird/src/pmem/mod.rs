@@ -65,8 +65,9 @@
 //! - The first version is 0. Keeping the latest only (the default) means: once version v is
 //!   committed by every rank, no other version is kept.
 //! - The pmem info keys are the same on every rank (creation and the persisting fence are
-//!   collective and take the roads the keys choose); expand mode replaces a rank's store
-//!   during creation, before it is known whether every rank's creation succeeds.
+//!   collective and take the roads the keys choose). Expand mode replaces a rank's store
+//!   only once every rank has made the window: a creation that fails anywhere deletes no
+//!   checkpoint.
 //! - If a persisting fence fails on some rank, a rank that committed gives its next commit
 //!   the same number, replacing that version, so that one number names one fence on every
 //!   rank.
@@ -403,6 +404,9 @@ pub(crate) struct Persist {
     /// The next commit replaces a version that not every rank has: it keeps every version
     /// until a fence releases them (the failed ranks may hold only older ones).
     retrying: bool,
+    /// Expand mode until the window exists everywhere: (the new store's temporary path,
+    /// the path it replaces).
+    pending: Option<(PathBuf, PathBuf)>,
     _lock: Option<std::fs::File>,
 }
 
@@ -413,6 +417,15 @@ impl std::fmt::Debug for Persist {
             .field("last", &self.last)
             .field("next", &self.next)
             .finish()
+    }
+}
+
+impl Drop for Persist {
+    /// A creation that failed leaves no temporary store behind.
+    fn drop(&mut self) {
+        if let Some((tmp, _)) = self.pending.take() {
+            let _ = io().remove(&tmp);
+        }
     }
 }
 
@@ -472,10 +485,13 @@ impl Persist {
             shift: store::block_shift(bytes.max(1) as u64),
         };
         let mut load = None;
+        let mut pending = None;
         let store = if hints.volatile {
             None
         } else if hints.mode == Mode::Expand {
-            Some(Self::fresh_store(&io, &dir, &store_path, geo)?)
+            let (s, tmp) = Self::fresh_store(&io, &dir, geo)?;
+            pending = Some((tmp, store_path.clone()));
+            Some(s)
         } else {
             let s = Store::open(io.clone(), &store_path, true)
                 .map_err(|e| io_err(&format!("opening {}", store_path.display()), &e))?;
@@ -544,6 +560,7 @@ impl Persist {
                 next: 0,
                 owed: false,
                 retrying: false,
+                pending,
                 _lock: Some(lock),
             },
             data,
@@ -564,29 +581,37 @@ impl Persist {
             next: 0,
             owed: false,
             retrying: false,
+            pending: None,
             _lock: None,
         }
     }
 
-    /// A new, empty store at `path`, replacing any there atomically (expand mode deletes
-    /// every checkpoint): made under a temporary name, synced, renamed over the old one.
+    /// A new, empty store for `path` (expand mode deletes every checkpoint), made and synced
+    /// under a temporary name; [`Persist::install`] renames it over the old one once every
+    /// rank has made its window, so that a creation that fails anywhere destroys nothing.
     fn fresh_store(
         io: &Arc<dyn PmemIo>,
         dir: &Path,
-        path: &Path,
         mut geo: store::Geometry,
-    ) -> Result<Store> {
+    ) -> Result<(Store, PathBuf)> {
         let tmp = dir.join(format!("rank{}.store.new", geo.rank));
         let _ = io.remove(&tmp);
         geo.id = store_id();
         let s = Store::create(io.clone(), &tmp, geo)
             .map_err(|e| io_err(&format!("creating {}", tmp.display()), &e))?;
-        drop(s);
-        io.rename(&tmp, path)
-            .and_then(|()| io.sync_dir(dir))
-            .map_err(|e| io_err(&format!("installing {}", path.display()), &e))?;
-        Store::open(io.clone(), path, true)
-            .map_err(|e| io_err(&format!("opening {}", path.display()), &e))
+        Ok((s, tmp))
+    }
+
+    /// Expand mode, once every rank has made the window: the new store replaces the old
+    /// one (atomically: a rename, then a sync of the directory).
+    pub(crate) fn install(&mut self) -> Result<()> {
+        let Some((tmp, path)) = self.pending.take() else {
+            return Ok(());
+        };
+        let io = io();
+        io.rename(&tmp, &path)
+            .and_then(|()| io.sync_dir(&self.dir))
+            .map_err(|e| io_err(&format!("installing {}", path.display()), &e))
     }
 
     /// This rank's versions, for the global agreement: the live ones.

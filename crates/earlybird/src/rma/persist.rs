@@ -209,6 +209,7 @@ impl Win {
             mut persist, load, ..
         } = prep;
         let mine = (|| {
+            persist.install()?;
             let v = if persist.hints.mode == crate::pmem::Mode::Checkpoint && load.is_none() {
                 Some(self.agree_version(&persist)?)
             } else {
