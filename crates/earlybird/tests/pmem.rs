@@ -104,6 +104,23 @@ fn alloc(u: &Universe, keys: &[(&str, &str)]) -> Result<Win> {
     Ok(w)
 }
 
+/// A window whose every version is kept, with iterations `0..k` committed as versions
+/// `0..k`, then freed.
+fn versions_made(u: &Universe, k: u64) -> Result<()> {
+    let w = alloc(
+        u,
+        &[
+            ("pmem_mode", "expand"),
+            ("pmem_keep_all_checkpoints", "true"),
+        ],
+    )?;
+    w.fence(0)?;
+    for i in 0..k {
+        iterate(u, &w, i)?;
+    }
+    w.free()
+}
+
 fn versions() -> Vec<u64> {
     let l = pmem::list().unwrap();
     let i = (0..l.len())
@@ -206,18 +223,7 @@ fn keep_latest_only_and_overwrite_numbering(u: &Universe) -> Result<()> {
 
 fn global_checkpoint_is_the_newest_every_rank_holds(u: &Universe) -> Result<()> {
     let root = fresh_root(u)?;
-    let w = alloc(
-        u,
-        &[
-            ("pmem_mode", "expand"),
-            ("pmem_keep_all_checkpoints", "true"),
-        ],
-    )?;
-    w.fence(0)?;
-    for k in 0..4 {
-        iterate(u, &w, k)?;
-    }
-    w.free()?;
+    versions_made(u, 4)?;
     // Rank 0 loses version 3, the last rank version 2: the newest all hold is 1.
     let (r, n) = (u.world().rank(), u.world().size());
     if r == 0 {
@@ -459,18 +465,7 @@ fn a_failed_expand_destroys_no_checkpoint(u: &Universe) -> Result<()> {
     let root = fresh_root(u)?;
     let (r, n) = (u.world().rank(), u.world().size());
     u.world().set_errhandler(ErrHandler::Return);
-    let w = alloc(
-        u,
-        &[
-            ("pmem_mode", "expand"),
-            ("pmem_keep_all_checkpoints", "true"),
-        ],
-    )?;
-    w.fence(0)?;
-    for k in 0..3 {
-        iterate(u, &w, k)?;
-    }
-    w.free()?;
+    versions_made(u, 3)?;
     let mode = if r == n - 1 { "grow" } else { "expand" };
     let e = alloc(u, &[("pmem_mode", mode)]).unwrap_err();
     if r == n - 1 {
