@@ -6,6 +6,8 @@
 //! typed against plain bytes, as thread jobs and under ebrun.
 
 mod common;
+
+use common::Rng;
 use earlybird::{
     Datatype, ErrHandler, ErrorClass, Order, Result, Typed, TypedMut, Universe, ANY_SOURCE,
 };
@@ -230,24 +232,6 @@ fn build(s: &Spec) -> Result<Datatype> {
             Datatype::create_subarray(sz, sub, st, Order::C, &build(t)?)?
         }
     })
-}
-
-/// A small deterministic generator (the same layouts on every rank).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn signed(&mut self, n: i64) -> isize {
-        (self.below(2 * n as u64 + 1) as i64 - n) as isize
-    }
 }
 
 fn gen_spec(r: &mut Rng, depth: u32) -> Spec {

@@ -7,22 +7,12 @@
 
 mod common;
 
+use common::Rng;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// A small deterministic generator (xorshift), seeded from the clock and printed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn start(root: &str) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(common::ebrun_path())

@@ -469,15 +469,7 @@ impl Persist {
             io.sync_dir(&root)
                 .map_err(|e| io_err(&format!("syncing {}", root.display()), &e))?;
         }
-        let lock_path = dir.join(format!("rank{rank}.lock"));
-        let lock = crate::sys::pmem_io::try_lock_file(&lock_path)
-            .map_err(|e| io_err(&format!("locking {}", lock_path.display()), &e))?
-            .ok_or_else(|| {
-                err(
-                    ErrorClass::PmemName,
-                    format!("window {name:?} (rank {rank}) is open in another window or job"),
-                )
-            })?;
+        let lock = lock_part(&dir, name, rank, "is open in another window or job")?;
         let geo = store::Geometry {
             id: 0,
             rank,
@@ -555,7 +547,7 @@ impl Persist {
                 dir,
                 rank,
                 store,
-                data: (!matches!(data, None)).then_some(data_path),
+                data: data.is_some().then_some(data_path),
                 last: None,
                 next: 0,
                 owed: false,
@@ -939,6 +931,36 @@ pub fn list() -> Result<Windows> {
     })
 }
 
+/// Lock rank `rank`'s part of window `name` in `dir` (held while the file lives);
+/// MPI_ERR_PMEM_NAME, saying the part `busy`, if another open file holds it.
+fn lock_part(dir: &Path, name: &str, rank: u32, busy: &str) -> Result<std::fs::File> {
+    let path = dir.join(format!("rank{rank}.lock"));
+    crate::sys::pmem_io::try_lock_file(&path)
+        .map_err(|e| io_err(&format!("locking {}", path.display()), &e))?
+        .ok_or_else(|| {
+            err(
+                ErrorClass::PmemName,
+                format!("window {name:?} (rank {rank}) {busy}"),
+            )
+        })
+}
+
+/// Rank `rank`'s part of window `name` under `root`, which no job has open, locked: its
+/// directory, its store's path and the lock (MPI_ERR_PMEM_NAME if there is no such part
+/// or a job has it open).
+fn closed_part(root: &Path, name: &str, rank: u32) -> Result<(PathBuf, PathBuf, std::fs::File)> {
+    let dir = window_dir(root, name)?;
+    let store = dir.join(Store::file_name(rank));
+    if !store.exists() {
+        return Err(err(
+            ErrorClass::PmemName,
+            format!("no window {name:?} of rank {rank} under {}", root.display()),
+        ));
+    }
+    let lock = lock_part(&dir, name, rank, "is open in a job: free it first")?;
+    Ok((dir, store, lock))
+}
+
 /// MPI_Win_pmem_delete: delete the calling rank's part of window `name`: its versions, data
 /// and lock file, and the window's directory once no rank has a part left.
 /// MPI_ERR_PMEM_NAME if it has none (deleting twice is an error, as the name is gone).
@@ -948,30 +970,14 @@ pub fn delete(name: &str) -> Result<()> {
 
 /// Delete rank `rank`'s part of window `name` under `root` (see [`delete`]).
 pub fn delete_part(root: &Path, name: &str, rank: u32) -> Result<()> {
-    let dir = window_dir(root, name)?;
+    let (dir, store, _lock) = closed_part(root, name, rank)?;
     let io = io();
-    let store = dir.join(Store::file_name(rank));
-    if !store.exists() {
-        return Err(err(
-            ErrorClass::PmemName,
-            format!("no window {name:?} of rank {rank} under {}", root.display()),
-        ));
-    }
-    let lock_path = dir.join(format!("rank{rank}.lock"));
-    let _lock = crate::sys::pmem_io::try_lock_file(&lock_path)
-        .map_err(|e| io_err(&format!("locking {}", lock_path.display()), &e))?
-        .ok_or_else(|| {
-            err(
-                ErrorClass::PmemName,
-                format!("window {name:?} (rank {rank}) is open in a job: free it first"),
-            )
-        })?;
     // The store goes first (after this the part is gone, whatever else a crash leaves).
     io.remove(&store)
         .and_then(|()| io.sync_dir(&dir))
         .map_err(|e| io_err(&format!("removing {}", store.display()), &e))?;
     let _ = io.remove(&dir.join(format!("rank{rank}.data")));
-    let _ = io.remove(&lock_path);
+    let _ = io.remove(&dir.join(format!("rank{rank}.lock")));
     if io.remove_dir(&dir).is_ok() {
         let _ = io.sync_dir(root);
     }
@@ -987,23 +993,7 @@ pub fn delete_version(name: &str, version: u64) -> Result<()> {
 
 /// Delete version `version` of rank `rank`'s part of window `name` under `root`.
 pub fn delete_part_version(root: &Path, name: &str, rank: u32, version: u64) -> Result<()> {
-    let dir = window_dir(root, name)?;
-    let path = dir.join(Store::file_name(rank));
-    if !path.exists() {
-        return Err(err(
-            ErrorClass::PmemName,
-            format!("no window {name:?} of rank {rank} under {}", root.display()),
-        ));
-    }
-    let lock_path = dir.join(format!("rank{rank}.lock"));
-    let _lock = crate::sys::pmem_io::try_lock_file(&lock_path)
-        .map_err(|e| io_err(&format!("locking {}", lock_path.display()), &e))?
-        .ok_or_else(|| {
-            err(
-                ErrorClass::PmemName,
-                format!("window {name:?} (rank {rank}) is open in a job: free it first"),
-            )
-        })?;
+    let (_, path, _lock) = closed_part(root, name, rank)?;
     let mut s = Store::open(io(), &path, true)
         .map_err(|e| io_err(&format!("opening {}", path.display()), &e))?;
     let done = s

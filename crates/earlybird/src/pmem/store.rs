@@ -288,6 +288,33 @@ fn now_ns() -> u64 {
 }
 
 impl Store {
+    /// A store over `file` as its superblock says, with nothing known of its versions yet.
+    fn new(
+        file: Box<dyn PmemFile>,
+        geo: Geometry,
+        slots: u64,
+        highest: Option<u64>,
+        sb_seq: u64,
+    ) -> Store {
+        Store {
+            file,
+            geo,
+            slots,
+            highest,
+            sb_seq,
+            seq: 0,
+            live: BTreeMap::new(),
+            damaged: BTreeMap::new(),
+            cut: None,
+            bad_manifests: Vec::new(),
+            stage: Vec::new(),
+            pending_erase: Vec::new(),
+            releasing: Vec::new(),
+            dead_at_open: Vec::new(),
+            ended_unerased: Vec::new(),
+        }
+    }
+
     /// The store's file name in a window's directory, for `rank`.
     pub(crate) fn file_name(rank: u32) -> String {
         format!("rank{rank}.store")
@@ -302,23 +329,7 @@ impl Store {
         slot0[..SB_BYTES].copy_from_slice(&sb);
         slot0[SB_B as usize..SB_B as usize + SB_BYTES].copy_from_slice(&sb);
         write_all_at(&mut *file, 0, &slot0)?;
-        let mut s = Store {
-            file,
-            geo,
-            slots: 1,
-            highest: None,
-            sb_seq: 1,
-            seq: 0,
-            live: BTreeMap::new(),
-            damaged: BTreeMap::new(),
-            cut: None,
-            bad_manifests: Vec::new(),
-            stage: Vec::new(),
-            pending_erase: Vec::new(),
-            releasing: Vec::new(),
-            dead_at_open: Vec::new(),
-            ended_unerased: Vec::new(),
-        };
+        let mut s = Store::new(file, geo, 1, None, 1);
         s.grow(2 * (geo.nblocks() + geo.manifest_slots()) as u64)?;
         s.file.sync_data()?;
         if let Some(dir) = path.parent() {
@@ -362,23 +373,7 @@ impl Store {
             (None, None) => return Err(bad("no valid superblock (bad magic or checksum)".into())),
         };
         let slots = len >> geo.shift;
-        let mut s = Store {
-            file,
-            geo,
-            slots,
-            highest,
-            sb_seq,
-            seq: 0,
-            live: BTreeMap::new(),
-            damaged: BTreeMap::new(),
-            cut: None,
-            bad_manifests: Vec::new(),
-            stage: Vec::new(),
-            pending_erase: Vec::new(),
-            releasing: Vec::new(),
-            dead_at_open: Vec::new(),
-            ended_unerased: Vec::new(),
-        };
+        let mut s = Store::new(file, geo, slots, highest, sb_seq);
         let mut found = s.scan()?;
         // The newest sequence of any manifest, a cut commit's too (new commits go above it).
         s.seq = found.iter().map(|m| m.seq).max().unwrap_or(0);

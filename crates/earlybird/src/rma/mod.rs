@@ -343,9 +343,9 @@ impl Comm {
     /// path, and the `*_persist` synchronisations commit it as checkpoint versions.
     pub fn win_allocate(&self, bytes: usize, disp_unit: usize, info: &Info) -> Result<Win> {
         let r = match crate::pmem::Hints::from_info(info, true) {
-            Ok(Some(h)) => Win::make_pmem(self, bytes, disp_unit, info, h),
             Ok(None) => Win::make(self, Flavor::Allocate, bytes, disp_unit, info, None, None),
-            Err(e) => Win::make_pmem_failed(self, bytes, disp_unit, info, e),
+            Ok(Some(h)) => Win::make_pmem(self, bytes, disp_unit, info, Ok(h)),
+            Err(e) => Win::make_pmem(self, bytes, disp_unit, info, Err(e)),
         };
         self.ret("win_allocate", r)
     }
@@ -1106,18 +1106,12 @@ impl Win {
             });
             // Every rank stops using the others' memory before any rank gets its back; and
             // every rank learns whether one failed (so that none waits for it).
-            let mut ok = [u8::from(mine.is_ok())];
-            let flag = ok;
-            self.inner
-                .comm
-                .allreduce(&flag[..], &mut ok[..], &crate::coll::op::Op::MIN)?;
-            mine?;
-            if ok[0] == 0 {
-                return Err(err(
+            self.agree_with_all(mine, || {
+                err(
                     ErrorClass::RmaSync,
                     "win_free failed on another rank of the window (an epoch was open there)",
-                ));
-            }
+                )
+            })?;
             self.inner.freed.set(true);
             if let Some(p) = self.inner.pmem.borrow_mut().as_mut() {
                 p.release()?;
@@ -1126,6 +1120,26 @@ impl Win {
             Ok(self.inner.owned.borrow_mut().take())
         })();
         self.ret("win_free", r)
+    }
+
+    /// Collective over the window's ranks: this rank's error if `mine` is one, else
+    /// `others()` if another rank's was, else `Ok`. So no rank goes on waiting for a rank
+    /// that failed.
+    pub(crate) fn agree_with_all(
+        &self,
+        mine: Result<()>,
+        others: impl FnOnce() -> Error,
+    ) -> Result<()> {
+        let flag = [u8::from(mine.is_ok())];
+        let mut ok = [0u8];
+        self.inner
+            .comm
+            .allreduce(&flag[..], &mut ok[..], &crate::coll::op::Op::MIN)?;
+        mine?;
+        if ok[0] == 0 {
+            return Err(others());
+        }
+        Ok(())
     }
 
     /// Wait, with progress and the job's abort checks, until `f` holds. What RMA waits for

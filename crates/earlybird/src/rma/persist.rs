@@ -162,10 +162,11 @@ impl Win {
         bytes: usize,
         disp_unit: usize,
         info: &Info,
-        hints: Hints,
+        hints: Result<Hints>,
     ) -> Result<Win> {
-        let local = match Persist::prepare(hints, comm.rank() as u32, bytes) {
+        let local = match hints.and_then(|h| Persist::prepare(h, comm.rank() as u32, bytes)) {
             Ok(p) => Local::Ready(p),
+            // A rank whose info or files are wrong still takes part, and fails.
             Err(e) => Local::Failed(e),
         };
         Self::make(
@@ -176,25 +177,6 @@ impl Win {
             info,
             None,
             Some(local),
-        )
-    }
-
-    /// A persistent window whose info was wrong on this rank: it takes part and fails.
-    pub(super) fn make_pmem_failed(
-        comm: &Comm,
-        bytes: usize,
-        disp_unit: usize,
-        info: &Info,
-        e: Error,
-    ) -> Result<Win> {
-        Self::make(
-            comm,
-            Flavor::Allocate,
-            bytes,
-            disp_unit,
-            info,
-            None,
-            Some(Local::Failed(e)),
         )
     }
 
@@ -285,19 +267,12 @@ impl Win {
     /// A result every rank of the window learns: this rank's error, or the news that another
     /// rank failed `what`.
     fn agree(&self, what: &str, mine: Result<()>) -> Result<()> {
-        let flag = [u8::from(mine.is_ok())];
-        let mut ok = [0u8];
-        self.inner
-            .comm
-            .allreduce(&flag[..], &mut ok[..], &crate::coll::op::Op::MIN)?;
-        mine?;
-        if ok[0] == 0 {
-            return Err(err(
+        self.agree_with_all(mine, || {
+            err(
                 ErrorClass::Io,
                 format!("{what} failed on another rank of the persistent window"),
-            ));
-        }
-        Ok(())
+            )
+        })
     }
 
     /// For win_create and win_create_dynamic: `pmem_is_pmem=true` makes the persisting

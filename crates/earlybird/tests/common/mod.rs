@@ -513,3 +513,22 @@ pub(crate) fn await_sender_blocked(u: &Universe, sender: i32, tag: i32) {
         })
         .unwrap_or_else(|e| panic!("rank {sender} never blocked sending to rank {me}: {e}"));
 }
+
+/// A small deterministic generator (xorshift): the same sequence on every rank from one
+/// seed, for property-style tests.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub(crate) fn signed(&mut self, n: i64) -> isize {
+        (self.below(2 * n as u64 + 1) as i64 - n) as isize
+    }
+}
