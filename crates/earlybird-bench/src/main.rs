@@ -6,7 +6,7 @@
 //! ```
 //!
 //! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency`, `channel`
-//! (2 ranks) or
+//! (2 ranks), `coll`, `rma`, `pmem`, `assert` (seed 002's assertions, see `assert.rs`) or
 //! `halo2d` (any number of ranks; 4 is the reference). The method follows `shared/bench-ref`
 //! so figures compare one to one: every size is measured as R timed repeats (default 11)
 //! after one untimed warm-up repeat; a repeat's time is rank 0's loop time (ranks start each
@@ -37,7 +37,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem | assert\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
          coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
@@ -98,13 +98,20 @@ fn parse_args() -> Opts {
     o
 }
 
+mod assert;
 mod pmem;
 mod rma;
 
 fn main() {
     let o = parse_args();
     let result = match o.threads {
-        Some(n) => earlybird::threads::run(n, |u| run(&o, u, "threads"))
+        // A thread job reads no environment; the bench passes EARLYBIRD_ASSERTIONS on.
+        Some(n) => earlybird::Assertions::from_env()
+            .and_then(|a| {
+                earlybird::threads::Job::new(n)
+                    .assertions(a)
+                    .run(|u| run(&o, u, "threads"))
+            })
             .and_then(|v| v.into_iter().collect()),
         None => earlybird::init().and_then(|u| run(&o, u, "processes")),
     };
@@ -121,7 +128,12 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         std::process::exit(2);
     }
     earlybird::launch::pin_to_cpu(w.rank() as usize % earlybird::launch::cpus());
-    let b = Bench { w: &w, o, mode };
+    let b = Bench {
+        w: &w,
+        o,
+        mode,
+        extra: String::new(),
+    };
     match o.bench.as_str() {
         "floor" => b.floor()?,
         "latency" => b.latency(false)?,
@@ -139,6 +151,7 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         "channel" => b.channel()?,
         "rma" => b.rma()?,
         "pmem" => b.pmem()?,
+        "assert" => b.assert()?,
         other => {
             eprintln!("earlybird-bench: unknown benchmark {other:?}");
             usage()
@@ -151,6 +164,8 @@ struct Bench<'a> {
     w: &'a Comm,
     o: &'a Opts,
     mode: &'a str,
+    /// Fields every line of this bench carries (`assert` tags its lines with them).
+    extra: String,
 }
 
 struct Stats {
@@ -212,12 +227,13 @@ impl Bench<'_> {
         let mut line = String::new();
         write!(
             line,
-            "{{\"bench\":\"{bench}\",\"impl\":\"earlybird\",\"mode\":\"{}\",\"ranks\":{},\"bytes\":{bytes},\"iters\":{iters},\"median_us\":{:.4},\"min_us\":{:.4},\"max_us\":{:.4}{extra}}}",
+            "{{\"bench\":\"{bench}\",\"impl\":\"earlybird\",\"mode\":\"{}\",\"ranks\":{},\"bytes\":{bytes},\"iters\":{iters},\"median_us\":{:.4},\"min_us\":{:.4},\"max_us\":{:.4}{extra}{}}}",
             self.mode,
             self.w.size(),
             unit_us.median,
             unit_us.min,
-            unit_us.max
+            unit_us.max,
+            self.extra
         )
         .unwrap();
         println!("{line}");

@@ -62,7 +62,29 @@ pub(crate) const PROC_NULL: i32 = c::MPI_PROC_NULL;
 pub(crate) const ROOT: i32 = c::MPI_ROOT;
 pub(crate) const UNDEFINED: i32 = c::MPI_UNDEFINED;
 
-pub(crate) const THREAD_FUNNELED: i32 = c::MPI_THREAD_FUNNELED;
+
+/// The level of an MPI_THREAD_* value (a value above MPI_THREAD_MULTIPLE asks for it, one
+/// below SINGLE for SINGLE).
+pub(crate) fn thread_level(v: i32) -> earlybird::ThreadLevel {
+    use earlybird::ThreadLevel::*;
+    match v {
+        c::MPI_THREAD_FUNNELED => Funneled,
+        c::MPI_THREAD_SERIALIZED => Serialized,
+        v if v >= c::MPI_THREAD_MULTIPLE => Multiple,
+        _ => Single,
+    }
+}
+
+/// The MPI_THREAD_* value of a level.
+pub(crate) fn thread_level_code(l: earlybird::ThreadLevel) -> i32 {
+    use earlybird::ThreadLevel::*;
+    match l {
+        Single => c::MPI_THREAD_SINGLE,
+        Funneled => c::MPI_THREAD_FUNNELED,
+        Serialized => c::MPI_THREAD_SERIALIZED,
+        Multiple => c::MPI_THREAD_MULTIPLE,
+    }
+}
 
 /// Predefined attribute keys (MPICH's values) and the values this library gives them.
 pub(crate) const TAG_UB: i32 = c::MPI_TAG_UB;

@@ -18,7 +18,8 @@
 //! function returns the error's class.
 //!
 //! Threads: the MPI state lives in the thread that called `MPI_Init`; `MPI_Init_thread`
-//! provides at most MPI_THREAD_FUNNELED, and a call from another thread is MPI_ERR_OTHER.
+//! provides the level asked for up to MPI_THREAD_FUNNELED (FUNNELED when more is asked), and
+//! a call from another thread is MPI_ERR_OTHER.
 //!
 //! # Safety
 //!
@@ -100,6 +101,7 @@ macro_rules! mpi {
     )*};
 }
 
+pub mod assertions;
 mod attribute_keys;
 pub mod channels;
 pub mod collectives;
@@ -153,10 +155,10 @@ mpi! {
         required: c_int,
         provided: *mut c_int,
     ) {
-        let r = state::init();
+        let r = state::init_with(abi::thread_level(required), earlybird::Assertions::empty());
         if r == MPI_SUCCESS {
             // SAFETY: `provided` is an int to write (MPI's contract), checked for null.
-            unsafe { write(provided, required.min(abi::THREAD_FUNNELED)) };
+            unsafe { write(provided, abi::thread_level_code(state::thread_level())) };
         }
         r
     }
@@ -187,7 +189,7 @@ mpi! {
 
     fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
         // SAFETY: an int to write, checked for null.
-        unsafe { write(provided, abi::THREAD_FUNNELED) };
+        unsafe { write(provided, abi::thread_level_code(state::thread_level())) };
         MPI_SUCCESS
     }
 

@@ -214,11 +214,19 @@ pub(crate) fn progress() {
 
 /// MPI_Init.
 pub(crate) fn init() -> c_int {
+    init_with(
+        earlybird::ThreadLevel::Single,
+        earlybird::Assertions::empty(),
+    )
+}
+
+/// MPI_Init_thread, and seed 002's form with assertions.
+pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertions) -> c_int {
     if INITIALIZED.load(Ordering::Acquire) {
         eprintln!("earlybird: MPI_Init called twice");
         return ErrorClass::Other.code();
     }
-    match earlybird::init() {
+    match earlybird::init_with_assertions(required, a) {
         Ok(uni) => {
             with_state(|s| {
                 *s = Some(State {
@@ -259,6 +267,22 @@ pub(crate) fn initialized() -> bool {
 
 pub(crate) fn finalized() -> bool {
     FINALIZED.load(Ordering::Acquire)
+}
+
+/// The thread level provided at init (MPI_THREAD_SINGLE before it).
+pub(crate) fn thread_level() -> earlybird::ThreadLevel {
+    with_state(|s| {
+        s.as_ref()
+            .map_or(earlybird::ThreadLevel::Single, |st| st.uni.query_thread())
+    })
+}
+
+/// The assertions in force since init (none before it).
+pub(crate) fn assertions() -> earlybird::Assertions {
+    with_state(|s| {
+        s.as_ref()
+            .map_or(earlybird::Assertions::empty(), |st| st.uni.assertions())
+    })
 }
 
 pub(crate) fn is_main_thread() -> bool {

@@ -206,6 +206,11 @@ fn seed_004_persistent_windows_and_their_management() {
 }
 
 #[test]
+fn seed_002_assertions_and_their_broken_promises() {
+    run_everywhere("seed002_assertions", OURS);
+}
+
+#[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
 }

@@ -169,6 +169,9 @@ error_classes! {
     PmemArg = 109, "MPI_ERR_PMEM_ARG", "Invalid argument of some other kind";
     /// Seed 004: memory for a persistent window could not be had.
     PmemNoMem = 110, "MPI_ERR_PMEM_NO_MEM", "Unable to allocate memory";
+    /// Seed 002: a program broke a promise it made with an assertion (at init, or with a
+    /// communicator's `mpi_assert_*` info key).
+    Assertion = 111, "MPIX_ERR_ASSERTION", "a call broke an assertion the program made";
 }
 
 /// The number of a class added with [`add_error_class`] (only the registry makes them).

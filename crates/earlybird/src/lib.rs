@@ -26,6 +26,7 @@
 //! [`info`] are base types every layer may use. `unsafe` lives in `sys` and `fabric` only;
 //! every other module forbids it.
 
+pub mod assertions;
 pub(crate) mod bootstrap;
 pub mod channel;
 pub mod coll;
@@ -53,6 +54,7 @@ pub mod launch {
     pub use crate::sys::process::{cpus, pin_to_cpu, signal};
 }
 
+pub use assertions::Assertions;
 pub use channel::{
     bind_channel, bind_channels, bind_slack_channel, bind_slack_channels, ibind_channel,
     ibind_channels, ibind_slack_channel, ibind_slack_channels, iunbind_channel, iunbind_channels,
@@ -111,6 +113,21 @@ pub struct Universe {
     world: Comm,
     self_comm: Comm,
     done: bool,
+    /// The thread level provided at init.
+    level: ThreadLevel,
+}
+
+/// The levels of thread support (MPI 4.1 §11.2.4), in increasing order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadLevel {
+    /// MPI_THREAD_SINGLE: one thread.
+    Single,
+    /// MPI_THREAD_FUNNELED: only the thread that initialised MPI calls it.
+    Funneled,
+    /// MPI_THREAD_SERIALIZED: any thread, one at a time.
+    Serialized,
+    /// MPI_THREAD_MULTIPLE: any thread, at any time.
+    Multiple,
 }
 
 impl std::fmt::Debug for Universe {
@@ -128,6 +145,28 @@ impl std::fmt::Debug for Universe {
 /// # Standard section(s)
 /// MPI 4.1 §11.2.1.
 pub fn init() -> Result<Universe> {
+    init_with_assertions(ThreadLevel::Single, Assertions::empty())
+}
+
+/// MPI_Init_thread: [`init`], asking for thread level `required`. The level provided is
+/// [`Universe::query_thread`]: at most [`ThreadLevel::Funneled`], which the types enforce (a
+/// [`Universe`] and its communicators are neither `Send` nor `Sync`, so only the thread that
+/// made them can call them).
+///
+/// # Standard section(s)
+/// MPI 4.1 §11.2.4.
+pub fn init_thread(required: ThreadLevel) -> Result<Universe> {
+    init_with_assertions(required, Assertions::empty())
+}
+
+/// Seed 002's `MPI_Init_thread_xxx`: [`init_thread`], with the program's promises
+/// `assertions` (see [`assertions`] for what each allows and how a broken one is reported),
+/// to which the names in the environment variable `EARLYBIRD_ASSERTIONS` are added (a
+/// comma-separated list such as `no_any_source,no_send_cancels`; an unknown name is
+/// MPI_ERR_ARG). Every rank should make the same promises. [`Universe::assertions`] says
+/// which are in force.
+pub fn init_with_assertions(required: ThreadLevel, assertions: Assertions) -> Result<Universe> {
+    let assertions = assertions | Assertions::from_env()?;
     if PROCESS_INIT.swap(true, Ordering::AcqRel) {
         return Err(Error::new(
             ErrorClass::Other,
@@ -136,7 +175,7 @@ pub fn init() -> Result<Universe> {
     }
     let placement = bootstrap::from_environment()
         .inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
-    let u = Universe::from_placement(placement)?;
+    let u = Universe::from_placement(placement, required, assertions)?;
     // EARLYBIRD_BIND=core: each rank on a core of its own (rank modulo the cores), as
     // mpiexec's `-bind-to core` does; a process job only (thread ranks share a process).
     if u.is_process_job() && std::env::var("EARLYBIRD_BIND").is_ok_and(|b| b == "core") {
@@ -146,9 +185,15 @@ pub fn init() -> Result<Universe> {
 }
 
 impl Universe {
-    pub(crate) fn from_placement(p: bootstrap::Placement) -> Result<Universe> {
-        pmem::bind_rank(p.rank as u32);
-        let eng: EngineRef = Rc::new(RefCell::new(Engine::new(p.job, p.rank, !p.processes)?));
+    pub(crate) fn from_placement(
+        p: bootstrap::Placement,
+        required: ThreadLevel,
+        assertions: Assertions,
+    ) -> Result<Universe> {
+        pmem::bind_rank(p.rank);
+        let mut e = Engine::new(p.job, p.rank, !p.processes)?;
+        e.set_assertions(assertions);
+        let eng: EngineRef = Rc::new(RefCell::new(e));
         let world = Comm::world(eng.clone());
         let self_comm = Comm::self_comm(eng.clone());
         Ok(Universe {
@@ -156,7 +201,26 @@ impl Universe {
             world,
             self_comm,
             done: false,
+            level: required.min(ThreadLevel::Funneled),
         })
+    }
+
+    /// The assertions in force since init (seed 002): those given to
+    /// [`init_with_assertions`] (or a thread job's [`threads::Job::assertions`]) and those
+    /// of `EARLYBIRD_ASSERTIONS`. A communicator may add its own ([`Comm::assertions`]).
+    pub fn assertions(&self) -> Assertions {
+        self.eng.borrow().assertions()
+    }
+
+    /// MPI_Query_thread: the thread level provided.
+    pub fn query_thread(&self) -> ThreadLevel {
+        self.level
+    }
+
+    /// MPI_Is_thread_main: whether the calling thread initialised MPI. Always true in safe
+    /// Rust: a [`Universe`] cannot leave the thread that made it.
+    pub fn is_thread_main(&self) -> bool {
+        true
     }
 
     /// The job segment this rank is part of: what every rank publishes about itself (see

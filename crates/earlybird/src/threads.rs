@@ -15,6 +15,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+use crate::assertions::Assertions;
 use crate::bootstrap::Placement;
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::JobSegment;
@@ -26,11 +27,24 @@ use std::time::{Duration, Instant};
 pub struct Job {
     n: u32,
     timeout: Option<Duration>,
+    assertions: Assertions,
 }
 
 impl Job {
     pub fn new(n: u32) -> Job {
-        Job { n, timeout: None }
+        Job {
+            n,
+            timeout: None,
+            assertions: Assertions::empty(),
+        }
+    }
+
+    /// Every rank initialises with the promises `a` (as [`crate::init_with_assertions`];
+    /// `EARLYBIRD_ASSERTIONS` is not read by thread jobs, so tests in one process do not
+    /// leak promises into each other).
+    pub fn assertions(mut self, a: Assertions) -> Job {
+        self.assertions = a;
+        self
     }
 
     /// Abort the job (every rank's waits return MPIX_ERR_PROC_FAILED) if it runs longer than
@@ -72,7 +86,11 @@ impl Job {
                                 processes: false,
                             };
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                match Universe::from_placement(placement) {
+                                match Universe::from_placement(
+                                    placement,
+                                    crate::ThreadLevel::Funneled,
+                                    self.assertions,
+                                ) {
                                     Ok(u) => f(u),
                                     Err(e) => panic!("rank {rank}: cannot start: {e}"),
                                 }

@@ -16,6 +16,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("status", 0),
     ("info", 0),
+    // The promises of seed 002, read by p2p, request, comm and coll alike.
+    ("assertions", 0),
     ("sys", 1),
     ("fabric", 2),
     ("bootstrap", 3),

@@ -18,10 +18,11 @@
 
 use super::agree::{self, coll_tag, lowest_common, no_pair, Agreement, Offer};
 use super::attr::Inheritance;
-use super::context;
+use super::context::{self, ContextId};
 use super::errhandler::{apply, ErrHandler};
 use super::group::{Comparison, Group, UNDEFINED};
 use super::{Comm, CommShared};
+use crate::assertions::Assertions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::info::Info;
 use crate::p2p::engine::Engine;
@@ -63,6 +64,8 @@ pub(super) fn assemble(
         None => (size, shape.local, None),
         Some(r) => (r.len() as i32, r, Some(Rc::from(shape.local))),
     };
+    let asserts = e.assertions() | Assertions::from_info(&info);
+    e.set_ctx_assertions(ContextId::of_pair(pair).raw(), asserts);
     Comm::from_shared(Rc::new(CommShared {
         eng: eng.clone(),
         pair,
@@ -78,6 +81,7 @@ pub(super) fn assemble(
         topo: Default::default(),
         errh: RefCell::new(errh),
         info: RefCell::new(info),
+        asserts: Cell::new(asserts),
         seq: Cell::new(0),
         local,
         coll_forced: Default::default(),
@@ -735,20 +739,28 @@ impl Comm {
     /// MPI_Comm_set_info: add the hints of `info` to the communicator's (a key set again
     /// takes the new value; keys `info` does not name keep theirs). Every handle on the
     /// communicator sees them; communicators duplicated earlier do not.
+    ///
+    /// The `mpi_assert_*` keys take effect on this communicator from this call on (see
+    /// [`crate::assertions`]); a key set to `"false"` withdraws the communicator's own promise
+    /// (not one made at init).
     pub fn set_info(&self, info: &Info) -> Result<()> {
         let r = self.check_live().and_then(|()| {
-            let mut mine = self.shared.info.borrow_mut();
-            self.shared.coll_forced.replace(None);
-            *self.shared.coll_repeat.borrow_mut() = Default::default();
-            info.iter().try_for_each(|(k, v)| mine.set(k, v))
+            {
+                let mut mine = self.shared.info.borrow_mut();
+                self.shared.coll_forced.replace(None);
+                *self.shared.coll_repeat.borrow_mut() = Default::default();
+                info.iter().try_for_each(|(k, v)| mine.set(k, v))?;
+            }
+            self.refresh_assertions(&mut self.eng.borrow_mut());
+            Ok(())
         });
         self.ret("comm_set_info", r)
     }
 
-    /// MPI_Comm_get_info: a new info object with the communicator's hints. MPI 4.1 returns
-    /// the hints the implementation uses; earlybird acts on none of the communicator hints
-    /// yet, and returns every hint set (through set_info, dup_with_info, idup_with_info,
-    /// split_type, or inherited through dup), so a program reads back what it set.
+    /// MPI_Comm_get_info: a new info object with the communicator's hints: every hint set
+    /// (through set_info, dup_with_info, idup_with_info, split_type, or inherited through
+    /// dup), so a program reads back what it set. earlybird acts on the `mpi_assert_*` keys
+    /// (see [`crate::assertions`]) and on the collective algorithm keys.
     pub fn get_info(&self) -> Result<Info> {
         let r = self
             .check_live()

@@ -26,6 +26,7 @@ mod sendrecv;
 pub use create::{PendingComm, SplitType};
 pub use pt2pt::{Message, SendBuf};
 
+use crate::assertions::Assertions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::info::Info;
 use crate::p2p::ranks::RankMap;
@@ -86,6 +87,8 @@ pub(crate) struct CommShared {
     errh: RefCell<ErrHandler>,
     /// Info hints set on the communicator (MPI_Comm_set_info, dup_with_info).
     pub(crate) info: RefCell<Info>,
+    /// The assertions in force on it: the init-time ones and its `mpi_assert_*` keys.
+    pub(crate) asserts: Cell<Assertions>,
     /// Collective calls made on the communicator so far: every member makes them in the
     /// same order, so the count tells one call's internal messages from the next's.
     seq: Cell<u32>,
@@ -100,9 +103,12 @@ pub(crate) struct CommShared {
 }
 
 impl CommShared {
-    /// Give the context pair back, once.
+    /// Give the context pair back, once (its context's assertions back to the init-time
+    /// ones, for the next communicator to have it).
     fn release(&self, e: &mut crate::p2p::engine::Engine) {
         if !self.released.replace(true) {
+            let a = e.assertions();
+            e.set_ctx_assertions(ContextId::of_pair(self.pair).raw(), a);
             context::release(e, self.pair);
         }
     }
@@ -173,6 +179,12 @@ impl Comm {
         map: Option<Rc<RankMap>>,
         name: &str,
     ) -> Comm {
+        let asserts = {
+            let mut e = eng.borrow_mut();
+            let a = e.assertions();
+            e.set_ctx_assertions(ctx.raw(), a);
+            a
+        };
         Comm::from_shared(Rc::new(CommShared {
             eng,
             pair: ctx.pair(),
@@ -188,11 +200,34 @@ impl Comm {
             topo: Default::default(),
             errh: RefCell::new(ErrHandler::Fatal),
             info: RefCell::new(Info::new()),
+            asserts: Cell::new(asserts),
             seq: Cell::new(0),
             local: None,
             coll_forced: Default::default(),
             coll_repeat: Default::default(),
         }))
+    }
+
+    /// The assertions in force on this communicator (seed 002, and MPI 4's `mpi_assert_*`
+    /// info keys): those made at init and those of its info hints.
+    pub fn assertions(&self) -> Assertions {
+        self.shared.asserts.get()
+    }
+
+    /// A broken promise: MPIX_ERR_ASSERTION if this communicator asserts `a`.
+    #[inline(always)]
+    pub(crate) fn check_assertion(&self, call: &str, a: Assertions, what: &str) -> Result<()> {
+        if self.shared.asserts.get().intersects(a) {
+            return Err(crate::assertions::broken(call, a, what));
+        }
+        Ok(())
+    }
+
+    /// Work out the communicator's assertions again from its info hints.
+    pub(crate) fn refresh_assertions(&self, e: &mut crate::p2p::engine::Engine) {
+        let a = e.assertions() | Assertions::from_info(&self.shared.info.borrow());
+        self.shared.asserts.set(a);
+        e.set_ctx_assertions(self.ctx.raw(), a);
     }
 
     /// Whether this is a predefined communicator (WORLD or SELF), which cannot be freed.

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 use super::Comm;
+use crate::assertions::Assertions;
 use crate::datatype::buffer::{lend, lend_mut, Buffer, BufferMut};
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::BlockedIn;
@@ -171,14 +172,26 @@ impl Comm {
         })
     }
 
-    /// The pattern of a receive from rank `src` with `tag`, checked (`None` for PROC_NULL).
+    /// The pattern of a receive (or probe: call `what`) from rank `src` with `tag`, checked
+    /// (`None` for PROC_NULL). A wildcard the communicator asserted away is
+    /// MPIX_ERR_ASSERTION.
     #[inline(always)]
-    pub(super) fn pattern(&self, src: i32, tag: i32) -> Result<Option<Pattern>> {
+    pub(super) fn pattern(&self, what: &str, src: i32, tag: i32) -> Result<Option<Pattern>> {
         self.check_live()?;
         self.check_source(src)?;
         Self::check_recv_tag(tag)?;
         if src == PROC_NULL {
             return Ok(None);
+        }
+        if src == ANY_SOURCE {
+            self.check_assertion(
+                what,
+                Assertions::NO_ANY_SOURCE,
+                "MPI_ANY_SOURCE as the source",
+            )?;
+        }
+        if tag == ANY_TAG {
+            self.check_assertion(what, Assertions::NO_ANY_TAG, "MPI_ANY_TAG as the tag")?;
         }
         Ok(Some(Pattern {
             ctx: self.ctx.raw(),
@@ -304,7 +317,7 @@ impl Comm {
     /// carries the filled status).
     pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: i32, tag: i32) -> Result<Status> {
         let r = lending((), |l| {
-            let Some(pat) = self.pattern(src, tag)? else {
+            let Some(pat) = self.pattern("recv", src, tag)? else {
                 return Ok(Status::proc_null());
             };
             let loan = lend_mut(buf, l)?;
@@ -327,7 +340,7 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request<'s>> {
         let r = loan.and_then(|loan| {
-            let pat = self.pattern(src, tag)?;
+            let pat = self.pattern(what, src, tag)?;
             if persistent {
                 return Ok(self.persistent(s, Plan::Recv { pat }, loan.exclusive()));
             }
@@ -459,7 +472,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let pat = self.pattern(src, tag)?;
+        let pat = self.pattern("sendrecv", src, tag)?;
         let blocked = Blocked::recv(src, tag, self.ctx.raw());
         let Some(pat) = pat else {
             return Ok(Request::nonblocking(
@@ -517,7 +530,7 @@ impl Comm {
     /// MPI_Iprobe: the status of a message that a receive with `src`/`tag` would match now.
     pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else {
+            let Some(pat) = self.pattern("iprobe", src, tag)? else {
                 return Ok(Some(Status::proc_null()));
             };
             Ok(self
@@ -532,7 +545,7 @@ impl Comm {
     /// MPI_Probe: block until such a message is there.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else {
+            let Some(pat) = self.pattern("probe", src, tag)? else {
                 return Ok(Status::proc_null());
             };
             let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx.raw());
@@ -547,7 +560,7 @@ impl Comm {
     /// MPI_Improbe: take the message out of matching, so that only [`Message::recv`] gets it.
     pub fn improbe(&self, src: i32, tag: i32) -> Result<Option<(Message, Status)>> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else {
+            let Some(pat) = self.pattern("improbe", src, tag)? else {
                 return Ok(Some((self.null_message(), Status::proc_null())));
             };
             Ok(self.eng.borrow_mut().improbe(&pat).map(|m| self.matched(m)))
@@ -558,7 +571,7 @@ impl Comm {
     /// MPI_Mprobe: block until a message matches, and take it out of matching.
     pub fn mprobe(&self, src: i32, tag: i32) -> Result<(Message, Status)> {
         let r = (|| {
-            let Some(pat) = self.pattern(src, tag)? else {
+            let Some(pat) = self.pattern("mprobe", src, tag)? else {
                 return Ok((self.null_message(), Status::proc_null()));
             };
             let blocked = Blocked::on(BlockedIn::Probe, src, tag, self.ctx.raw());

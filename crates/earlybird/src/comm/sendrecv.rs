@@ -186,7 +186,7 @@ impl Comm {
         src: i32,
         rtag: i32,
     ) -> Result<Request<'s>> {
-        let pat = self.pattern(src, rtag)?;
+        let pat = self.pattern("isendrecv", src, rtag)?;
         let (peer, ctx, tag) = self.send_target(dest, stag)?;
         let mode = SendMode::Standard;
         let mut e = self.eng.borrow_mut();

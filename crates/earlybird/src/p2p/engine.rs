@@ -8,7 +8,8 @@
 //! limit (`EARLYBIRD_FLOW_LIMIT`, default 1 MiB per ordered pair). Otherwise it goes by
 //! rendezvous, which holds only an envelope at the receiver until matched: so a flood of
 //! unexpected messages to a rank that never receives costs that rank at most the flow limit
-//! per sender, and the senders wait.
+//! per sender, and the senders wait. Under NO_EAGER_THROTTLE (seed 002) messages of at most
+//! 4 KiB go eager whatever the flow limit says (the program paces itself).
 //!
 //! # Invariants
 //!
@@ -20,10 +21,11 @@
 //! * Nothing on the eager path of a small message allocates, locks, or makes a syscall.
 #![forbid(unsafe_code)]
 
-use super::matching::{Envelope, Matcher, Pattern};
+use super::matching::{Envelope, Keying, Matcher, Pattern};
 use super::ops::{OpId, OpKind, Ops};
 use super::recv::Held;
 use super::wait::{spin_budget, Blocked, Waiter};
+use crate::assertions::Assertions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::{BlockedIn, JobSegment};
 use crate::fabric::{Fabric, Transport};
@@ -96,6 +98,16 @@ pub(crate) struct Core {
     pub(crate) bsend: super::bsend::Bsends,
     /// Eager bytes delivered per source, not yet reported to it.
     pub(crate) credit: Vec<u64>,
+    /// The assertions made at init (seed 002), which hold on every communicator.
+    pub(crate) asserts: Assertions,
+    /// The assertions in force on each point-to-point context (index: the context), set when
+    /// its communicator is made or its info changes; contexts beyond have `asserts`.
+    ctx_asserts: Vec<Assertions>,
+    /// Whether any context asserts EXACT_LENGTH (a short message then leaves the receive's
+    /// fast path to be checked).
+    pub(super) strict_len: bool,
+    /// NO_EAGER_THROTTLE: small messages skip flow control (see `send::UNTHROTTLED_MAX`).
+    pub(super) unthrottled: bool,
 }
 
 /// State an upper layer keeps per endpoint, one value per type (the channel layer's pending
@@ -159,6 +171,10 @@ impl Engine {
                 limits,
                 bsend: Default::default(),
                 credit: vec![0; n as usize],
+                asserts: Assertions::empty(),
+                ctx_asserts: vec![],
+                strict_len: false,
+                unthrottled: false,
             },
             fabric,
             finalized: false,
@@ -197,6 +213,36 @@ impl Engine {
 
     pub(crate) fn limits(&self) -> Limits {
         self.core.limits
+    }
+
+    /// The assertions made at init (seed 002).
+    pub(crate) fn assertions(&self) -> Assertions {
+        self.core.asserts
+    }
+
+    /// Make the init-time assertions `a` (before any communicator exists).
+    pub(crate) fn set_assertions(&mut self, a: Assertions) {
+        self.core.asserts = a;
+        self.core.unthrottled = a.contains(Assertions::NO_EAGER_THROTTLE);
+    }
+
+    /// The assertions in force on point-to-point context `ctx` from now on (its
+    /// communicator's): matching keys the context by what its receives promise to name, and
+    /// receives check what they must.
+    pub(crate) fn set_ctx_assertions(&mut self, ctx: u32, a: Assertions) {
+        let c = &mut self.core;
+        if c.ctx_asserts.len() <= ctx as usize {
+            c.ctx_asserts.resize(ctx as usize + 1, c.asserts);
+        }
+        c.ctx_asserts[ctx as usize] = a;
+        c.strict_len |= a.contains(Assertions::EXACT_LENGTH);
+        c.matcher.set_keying(
+            ctx,
+            Keying {
+                src: a.contains(Assertions::NO_ANY_SOURCE),
+                tag: a.contains(Assertions::NO_ANY_TAG),
+            },
+        );
     }
 
     // ---- completion ----------------------------------------------------------------------
@@ -378,6 +424,15 @@ impl Engine {
 }
 
 impl Core {
+    /// The assertions in force on context `ctx`.
+    #[inline]
+    pub(crate) fn ctx_assertions(&self, ctx: u32) -> Assertions {
+        self.ctx_asserts
+            .get(ctx as usize)
+            .copied()
+            .unwrap_or(self.asserts)
+    }
+
     /// Complete receive `op` of a `len`-byte message from `env` into a buffer taking `cap`
     /// bytes: truncation, then a type mismatch (the message's and the buffer's signatures),
     /// are errors.
@@ -401,6 +456,19 @@ impl Core {
             Some(Error::new(
                 ErrorClass::Truncate,
                 format!("message of {len} bytes from rank {} (tag {}) truncated to the receive buffer of {cap} bytes", env.src, env.tag),
+            ))
+        } else if len < cap
+            && self
+                .ctx_assertions(env.ctx)
+                .contains(Assertions::EXACT_LENGTH)
+        {
+            Some(crate::assertions::broken(
+                "receive",
+                Assertions::EXACT_LENGTH,
+                &format!(
+                    "a message of {len} bytes from rank {} (tag {}) fills {len} of the {cap} bytes of its receive buffer",
+                    env.src, env.tag
+                ),
             ))
         } else {
             sent.mismatch(want, len).map(|why| {

@@ -6,9 +6,22 @@
 //! in the order they were sent, this gives non-overtaking per (sender, receiver, context).
 //! The queues are generic over what they carry so the engine and the property test (against
 //! a naive reference matcher) share them.
+//!
+//! # Keyed contexts
+//!
+//! A context whose receives promise never to use ANY_SOURCE, or ANY_TAG, or both (seed 002's
+//! NO_ANY_SOURCE, MPI 4's `mpi_assert_no_any_tag`: see [`crate::assertions`]) is *keyed*: its
+//! posted receives and unexpected messages live in buckets named by the envelope parts that
+//! are never wildcards, so a message only ever meets the receives of its own bucket. Every
+//! receive that could accept a message is in the message's bucket, and each bucket keeps
+//! MPI's order, so matching is unchanged; it just stops scanning receives that cannot match.
+//! A context's entries are all in the general queues or all in buckets: changing a context's
+//! keying moves them, in the order they came (each keyed entry carries a sequence number).
+//! A wildcard that reaches a keyed context (a broken promise the layer above did not stop)
+//! turns its keying off, so matching stays correct.
 #![forbid(unsafe_code)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 /// Who sent what where: the matching key of a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,11 +49,41 @@ impl Pattern {
     }
 }
 
+/// Which parts of an envelope the receives of a context always name (never a wildcard).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keying {
+    pub src: bool,
+    pub tag: bool,
+}
+
+impl Keying {
+    /// Not keyed: the general queues.
+    pub const NONE: Keying = Keying {
+        src: false,
+        tag: false,
+    };
+
+    fn is_keyed(self) -> bool {
+        self.src || self.tag
+    }
+
+    /// The bucket of a message, or of a pattern that names every keyed part.
+    #[inline(always)]
+    fn key(self, ctx: u32, src: Option<u32>, tag: Option<i32>) -> Option<u128> {
+        let s = if self.src { src? } else { u32::MAX };
+        let t = if self.tag { tag? as u32 } else { u32::MAX };
+        Some(((ctx as u128) << 64) | ((s as u128) << 32) | t as u128)
+    }
+}
+
 /// Posted and unexpected queues.
 #[derive(Debug)]
 pub struct Matcher<P, U> {
     posted: VecDeque<(Pattern, P)>,
     unexpected: VecDeque<(Envelope, U)>,
+    /// Buckets of keyed contexts; `None` until a context is keyed (one test on the path of
+    /// everything else).
+    keyed: Option<Box<Keyed<P, U>>>,
 }
 
 impl<P, U> Default for Matcher<P, U> {
@@ -48,14 +91,227 @@ impl<P, U> Default for Matcher<P, U> {
         Matcher {
             posted: VecDeque::with_capacity(64),
             unexpected: VecDeque::with_capacity(64),
+            keyed: None,
         }
     }
 }
 
+/// A multiply-rotate hash of a bucket key (small integers; no need for SipHash's defences:
+/// keys come from this process's own communicators and tags).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    #[inline(always)]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(26) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    #[inline(always)]
+    fn write_u128(&mut self, x: u128) {
+        self.write_u64(x as u64);
+        self.write_u64((x >> 64) as u64);
+    }
+}
+
+type Buckets<P, U> = HashMap<u128, Bucket<P, U>, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// A context's posted receives and unexpected messages, taken out in the order they came.
+type Drained<P, U> = (Vec<(Pattern, P)>, Vec<(Envelope, U)>);
+
+/// The entries of one bucket, each with its sequence number.
+#[derive(Debug)]
+struct Bucket<P, U> {
+    posted: VecDeque<(Pattern, P, u64)>,
+    unexpected: VecDeque<(Envelope, U, u64)>,
+}
+
+impl<P, U> Default for Bucket<P, U> {
+    fn default() -> Self {
+        Bucket {
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+        }
+    }
+}
+
+impl<P, U> Bucket<P, U> {
+    fn is_empty(&self) -> bool {
+        self.posted.is_empty() && self.unexpected.is_empty()
+    }
+}
+
+/// The keyed contexts and their buckets.
+#[derive(Debug)]
+struct Keyed<P, U> {
+    /// Keying of each context (index: the context); contexts beyond are not keyed.
+    modes: Vec<Keying>,
+    buckets: Buckets<P, U>,
+    /// The next sequence number.
+    seq: u64,
+    /// Buckets made since empty ones were last dropped.
+    made: u32,
+}
+
+/// Buckets made between two sweeps of the empty ones (a program that keeps using new tags
+/// does not grow the table without bound; one that reuses its tags never sweeps).
+const SWEEP_EVERY: u32 = 4096;
+
+impl<P, U> Keyed<P, U> {
+    #[inline(always)]
+    fn mode(&self, ctx: u32) -> Keying {
+        self.modes
+            .get(ctx as usize)
+            .copied()
+            .unwrap_or(Keying::NONE)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn bucket(&mut self, key: u128) -> &mut Bucket<P, U> {
+        if !self.buckets.contains_key(&key) {
+            self.made += 1;
+            if self.made >= SWEEP_EVERY {
+                self.made = 0;
+                self.buckets.retain(|_, b| !b.is_empty());
+            }
+        }
+        self.buckets.entry(key).or_default()
+    }
+
+    /// Take every entry of context `ctx` out of the buckets, in the order they came.
+    fn drain_ctx(&mut self, ctx: u32) -> Drained<P, U> {
+        let mut posted = vec![];
+        let mut unexpected = vec![];
+        for (k, b) in self.buckets.iter_mut() {
+            if (k >> 64) as u32 == ctx {
+                posted.extend(b.posted.drain(..));
+                unexpected.extend(b.unexpected.drain(..));
+            }
+        }
+        posted.sort_by_key(|e| e.2);
+        unexpected.sort_by_key(|e| e.2);
+        (
+            posted.into_iter().map(|(p, x, _)| (p, x)).collect(),
+            unexpected.into_iter().map(|(e, u, _)| (e, u)).collect(),
+        )
+    }
+}
+
 impl<P, U> Matcher<P, U> {
+    /// The keying of context `ctx` and, when keyed, the keyed part.
+    #[inline(always)]
+    fn keyed_for(&mut self, ctx: u32) -> Option<(&mut Keyed<P, U>, Keying)> {
+        let k = self.keyed.as_deref_mut()?;
+        let m = k.mode(ctx);
+        m.is_keyed().then_some((k, m))
+    }
+
+    /// How context `ctx` is matched from now on. Its queued entries move to the new place in
+    /// the order they came.
+    pub fn set_keying(&mut self, ctx: u32, keying: Keying) {
+        let old = self.keyed.as_ref().map_or(Keying::NONE, |k| k.mode(ctx));
+        if old == keying {
+            return;
+        }
+        // Out of where they are...
+        let (posted, unexpected) = if old.is_keyed() {
+            self.keyed.as_mut().expect("keyed").drain_ctx(ctx)
+        } else {
+            let (mine, others): (VecDeque<_>, VecDeque<_>) =
+                self.posted.drain(..).partition(|(p, _)| p.ctx == ctx);
+            self.posted = others;
+            let (mine_u, others_u): (VecDeque<_>, VecDeque<_>) =
+                self.unexpected.drain(..).partition(|(e, _)| e.ctx == ctx);
+            self.unexpected = others_u;
+            (mine.into_iter().collect(), mine_u.into_iter().collect())
+        };
+        if keying.is_keyed() {
+            let k = self.keyed.get_or_insert_with(|| {
+                Box::new(Keyed {
+                    modes: vec![],
+                    buckets: Buckets::default(),
+                    seq: 0,
+                    made: 0,
+                })
+            });
+            if k.modes.len() <= ctx as usize {
+                k.modes.resize(ctx as usize + 1, Keying::NONE);
+            }
+            k.modes[ctx as usize] = keying;
+        } else if let Some(k) = self.keyed.as_mut() {
+            if let Some(m) = k.modes.get_mut(ctx as usize) {
+                *m = Keying::NONE;
+            }
+        }
+        // ...and into where they go (a pattern with a wildcard on a keyed part cannot be in
+        // a bucket: then the context is not keyed after all).
+        let fits = posted
+            .iter()
+            .all(|(p, _)| keying.key(ctx, p.src, p.tag).is_some());
+        if keying.is_keyed() && !fits {
+            self.set_keying_general(ctx, posted, unexpected);
+            return;
+        }
+        for (p, x) in posted {
+            self.post(p, x);
+        }
+        for (e, u) in unexpected {
+            self.push_unexpected(e, u);
+        }
+    }
+
+    fn set_keying_general(
+        &mut self,
+        ctx: u32,
+        posted: Vec<(Pattern, P)>,
+        unexpected: Vec<(Envelope, U)>,
+    ) {
+        if let Some(m) = self
+            .keyed
+            .as_mut()
+            .and_then(|k| k.modes.get_mut(ctx as usize))
+        {
+            *m = Keying::NONE;
+        }
+        self.posted.extend(posted);
+        self.unexpected.extend(unexpected);
+    }
+
+    /// The keying of context `ctx`.
+    pub fn keying(&self, ctx: u32) -> Keying {
+        self.keyed.as_ref().map_or(Keying::NONE, |k| k.mode(ctx))
+    }
+
+    /// A pattern with a wildcard on a part its keyed context promised to name: the context
+    /// goes back to the general queues first.
+    #[cold]
+    fn unkey(&mut self, ctx: u32) {
+        self.set_keying(ctx, Keying::NONE);
+    }
+
     /// A message arrived: take the first posted receive that accepts it.
     #[inline(always)]
     pub fn take_posted(&mut self, env: &Envelope) -> Option<P> {
+        if let Some((k, m)) = self.keyed_for(env.ctx) {
+            let key = m.key(env.ctx, Some(env.src), Some(env.tag))?;
+            let b = k.buckets.get_mut(&key)?;
+            let i = b.posted.iter().position(|(p, _, _)| p.accepts(env))?;
+            return b.posted.remove(i).map(|(_, p, _)| p);
+        }
         // The common case: the oldest posted receive is the one (a window of receives for a
         // stream of messages, or a single receive).
         if self.posted.front()?.0.accepts(env) {
@@ -67,12 +323,30 @@ impl<P, U> Matcher<P, U> {
 
     /// No posted receive accepted it: queue it as unexpected.
     pub fn push_unexpected(&mut self, env: Envelope, u: U) {
+        if let Some((k, m)) = self.keyed_for(env.ctx) {
+            let key = m
+                .key(env.ctx, Some(env.src), Some(env.tag))
+                .expect("an envelope names all");
+            let seq = k.next_seq();
+            k.bucket(key).unexpected.push_back((env, u, seq));
+            return;
+        }
         self.unexpected.push_back((env, u));
     }
 
     /// A receive is posted: take the first unexpected message it accepts...
     #[inline(always)]
     pub fn take_unexpected(&mut self, pat: &Pattern) -> Option<(Envelope, U)> {
+        if let Some((k, m)) = self.keyed_for(pat.ctx) {
+            match m.key(pat.ctx, pat.src, pat.tag) {
+                Some(key) => {
+                    let b = k.buckets.get_mut(&key)?;
+                    let i = b.unexpected.iter().position(|(e, _, _)| pat.accepts(e))?;
+                    return b.unexpected.remove(i).map(|(e, u, _)| (e, u));
+                }
+                None => self.unkey(pat.ctx),
+            }
+        }
         if self.unexpected.is_empty() {
             return None;
         }
@@ -86,18 +360,51 @@ impl<P, U> Matcher<P, U> {
     /// ...or, when there is none, post it.
     #[inline]
     pub fn post(&mut self, pat: Pattern, p: P) {
+        if let Some((k, m)) = self.keyed_for(pat.ctx) {
+            match m.key(pat.ctx, pat.src, pat.tag) {
+                Some(key) => {
+                    let seq = k.next_seq();
+                    k.bucket(key).posted.push_back((pat, p, seq));
+                    return;
+                }
+                None => self.unkey(pat.ctx),
+            }
+        }
         self.posted.push_back((pat, p));
     }
 
     /// The first unexpected message a probe with `pat` would see.
-    pub fn peek_unexpected(&self, pat: &Pattern) -> Option<&(Envelope, U)> {
-        self.unexpected.iter().find(|(e, _)| pat.accepts(e))
+    pub fn peek_unexpected(&mut self, pat: &Pattern) -> Option<(&Envelope, &U)> {
+        if let Some((_, m)) = self.keyed_for(pat.ctx) {
+            match m.key(pat.ctx, pat.src, pat.tag) {
+                Some(key) => {
+                    let k = self.keyed.as_deref()?;
+                    let b = k.buckets.get(&key)?;
+                    return b
+                        .unexpected
+                        .iter()
+                        .find(|(e, _, _)| pat.accepts(e))
+                        .map(|(e, u, _)| (e, u));
+                }
+                None => self.unkey(pat.ctx),
+            }
+        }
+        self.unexpected
+            .iter()
+            .find(|(e, _)| pat.accepts(e))
+            .map(|(e, u)| (e, u))
     }
 
     /// Remove a posted receive (cancel). True if it was still posted.
     pub fn remove_posted(&mut self, pred: impl Fn(&P) -> bool) -> Option<P> {
-        let i = self.posted.iter().position(|(_, p)| pred(p))?;
-        self.posted.remove(i).map(|(_, p)| p)
+        if let Some(i) = self.posted.iter().position(|(_, p)| pred(p)) {
+            return self.posted.remove(i).map(|(_, p)| p);
+        }
+        let k = self.keyed.as_deref_mut()?;
+        k.buckets.values_mut().find_map(|b| {
+            let i = b.posted.iter().position(|(_, p, _)| pred(p))?;
+            b.posted.remove(i).map(|(_, p, _)| p)
+        })
     }
 
     /// Remove an unexpected message (a sender's cancel). True if it was still unmatched.
@@ -105,16 +412,30 @@ impl<P, U> Matcher<P, U> {
         &mut self,
         pred: impl Fn(&Envelope, &U) -> bool,
     ) -> Option<(Envelope, U)> {
-        let i = self.unexpected.iter().position(|(e, u)| pred(e, u))?;
-        self.unexpected.remove(i)
+        if let Some(i) = self.unexpected.iter().position(|(e, u)| pred(e, u)) {
+            return self.unexpected.remove(i);
+        }
+        let k = self.keyed.as_deref_mut()?;
+        k.buckets.values_mut().find_map(|b| {
+            let i = b.unexpected.iter().position(|(e, u, _)| pred(e, u))?;
+            b.unexpected.remove(i).map(|(e, u, _)| (e, u))
+        })
     }
 
     pub fn posted_len(&self) -> usize {
         self.posted.len()
+            + self
+                .keyed
+                .as_ref()
+                .map_or(0, |k| k.buckets.values().map(|b| b.posted.len()).sum())
     }
 
     pub fn unexpected_len(&self) -> usize {
         self.unexpected.len()
+            + self
+                .keyed
+                .as_ref()
+                .map_or(0, |k| k.buckets.values().map(|b| b.unexpected.len()).sum())
     }
 }
 
@@ -155,6 +476,13 @@ mod tests {
             self.posted.push(Some((p, rid)));
             None
         }
+        fn peek(&self, p: Pattern) -> Option<usize> {
+            self.unexpected
+                .iter()
+                .flatten()
+                .find(|(e, _)| p.accepts(e))
+                .map(|&(_, id)| id)
+        }
     }
 
     #[derive(Clone, Debug)]
@@ -168,6 +496,17 @@ mod tests {
             src: Option<u32>,
             tag: Option<i32>,
             ctx: u32,
+        },
+        Probe {
+            src: Option<u32>,
+            tag: Option<i32>,
+            ctx: u32,
+        },
+        /// A context's keying changes (matching must not).
+        Key {
+            ctx: u32,
+            src: bool,
+            tag: bool,
         },
     }
 
@@ -183,35 +522,132 @@ mod tests {
         ]
     }
 
+    /// Events of a program that mostly keeps a keyed context's promise (wildcards are rare,
+    /// and break it now and then), with keying changes among them.
+    fn keyed_ev() -> impl Strategy<Value = Ev> {
+        let wild_src = prop_oneof![9 => (0u32..3).prop_map(Some), 1 => Just(None)];
+        let wild_tag = prop_oneof![9 => (0i32..3).prop_map(Some), 1 => Just(None)];
+        prop_oneof![
+            8 => (0u32..3, 0i32..3, 0u32..2).prop_map(|(src, tag, ctx)| Ev::Send { src, tag, ctx }),
+            8 => (wild_src.clone(), wild_tag.clone(), 0u32..2)
+                .prop_map(|(src, tag, ctx)| Ev::Recv { src, tag, ctx }),
+            2 => (wild_src, wild_tag, 0u32..2)
+                .prop_map(|(src, tag, ctx)| Ev::Probe { src, tag, ctx }),
+            1 => (0u32..2, any::<bool>(), any::<bool>())
+                .prop_map(|(ctx, src, tag)| Ev::Key { ctx, src, tag }),
+        ]
+    }
+
+    /// Run `events` on the matcher and the reference: the pairs each makes, and what each
+    /// probe saw.
+    type Pairs = Vec<(usize, usize)>;
+
+    fn replay(events: Vec<Ev>) -> (Pairs, Pairs) {
+        let mut m: Matcher<usize, usize> = Matcher::default();
+        let mut r = Reference::default();
+        let mut pairs_m = vec![];
+        let mut pairs_r = vec![];
+        for (id, e) in events.into_iter().enumerate() {
+            match e {
+                Ev::Send { src, tag, ctx } => {
+                    let env = Envelope { ctx, src, tag };
+                    match m.take_posted(&env) {
+                        Some(rid) => pairs_m.push((rid, id)),
+                        None => m.push_unexpected(env, id),
+                    }
+                    if let Some(p) = r.arrive(env, id) {
+                        pairs_r.push(p);
+                    }
+                }
+                Ev::Recv { src, tag, ctx } => {
+                    let pat = Pattern { ctx, src, tag };
+                    match m.take_unexpected(&pat) {
+                        Some((_, mid)) => pairs_m.push((id, mid)),
+                        None => m.post(pat, id),
+                    }
+                    if let Some(p) = r.post(pat, id) {
+                        pairs_r.push(p);
+                    }
+                }
+                Ev::Probe { src, tag, ctx } => {
+                    let pat = Pattern { ctx, src, tag };
+                    let a = m.peek_unexpected(&pat).map(|(_, &u)| u);
+                    // A probe's answer is recorded as a pair with the probe's own id.
+                    pairs_m.extend(a.map(|u| (id, u)));
+                    pairs_r.extend(r.peek(pat).map(|u| (id, u)));
+                }
+                Ev::Key { ctx, src, tag } => m.set_keying(ctx, Keying { src, tag }),
+            }
+        }
+        (pairs_m, pairs_r)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]
         fn matcher_agrees_with_reference(events in proptest::collection::vec(ev(), 0..200)) {
-            let mut m: Matcher<usize, usize> = Matcher::default();
-            let mut r = Reference::default();
-            let mut pairs_m = vec![];
-            let mut pairs_r = vec![];
-            for (id, e) in events.into_iter().enumerate() {
-                match e {
-                    Ev::Send { src, tag, ctx } => {
-                        let env = Envelope { ctx, src, tag };
-                        match m.take_posted(&env) {
-                            Some(rid) => pairs_m.push((rid, id)),
-                            None => m.push_unexpected(env, id),
-                        }
-                        if let Some(p) = r.arrive(env, id) { pairs_r.push(p); }
-                    }
-                    Ev::Recv { src, tag, ctx } => {
-                        let pat = Pattern { ctx, src, tag };
-                        match m.take_unexpected(&pat) {
-                            Some((_, mid)) => pairs_m.push((id, mid)),
-                            None => m.post(pat, id),
-                        }
-                        if let Some(p) = r.post(pat, id) { pairs_r.push(p); }
-                    }
-                }
-            }
-            prop_assert_eq!(pairs_m, pairs_r);
+            let (m, r) = replay(events);
+            prop_assert_eq!(m, r);
         }
+
+        #[test]
+        fn keyed_matching_agrees_with_reference(events in proptest::collection::vec(keyed_ev(), 0..300)) {
+            let (m, r) = replay(events);
+            prop_assert_eq!(m, r);
+        }
+    }
+
+    #[test]
+    fn a_keyed_context_matches_out_of_order_tags_without_scanning() {
+        let mut m: Matcher<usize, usize> = Matcher::default();
+        m.set_keying(
+            0,
+            Keying {
+                src: true,
+                tag: true,
+            },
+        );
+        for t in 0..100 {
+            m.post(
+                Pattern {
+                    ctx: 0,
+                    src: Some(1),
+                    tag: Some(t),
+                },
+                t as usize,
+            );
+        }
+        // The general queues hold nothing; every receive is in its own bucket.
+        assert!(m.posted.is_empty());
+        for t in (0..100).rev() {
+            assert_eq!(
+                m.take_posted(&Envelope {
+                    ctx: 0,
+                    src: 1,
+                    tag: t
+                }),
+                Some(t as usize)
+            );
+        }
+        assert_eq!(m.posted_len(), 0);
+        // A wildcard breaks the promise: the context goes back to the general queues.
+        m.push_unexpected(
+            Envelope {
+                ctx: 0,
+                src: 1,
+                tag: 7,
+            },
+            7,
+        );
+        assert_eq!(
+            m.take_unexpected(&Pattern {
+                ctx: 0,
+                src: None,
+                tag: None
+            })
+            .map(|x| x.1),
+            Some(7)
+        );
+        assert_eq!(m.keying(0), Keying::NONE);
     }
 }

@@ -285,6 +285,7 @@ impl Core {
     ) -> Option<Frame> {
         self.credit(env.src, flow_cost(payload.len()));
         let ack = sync_op.map(|sop| Msg::Ack { op: sop }.encode());
+        let strict_len = self.strict_len;
         // One lookup of the slot: copy into its buffer and complete it in place.
         let Some(s) = self.ops.get_mut(op) else {
             return ack;
@@ -304,7 +305,7 @@ impl Core {
             self.ops.complete(op, st, Some(unusable(u)));
             return ack;
         }
-        if len <= cap && (sig == want || want.is_mixed()) {
+        if len <= cap && (sig == want || want.is_mixed()) && (len == cap || !strict_len) {
             s.done = true;
             s.status = Status {
                 source: env.src as i32,

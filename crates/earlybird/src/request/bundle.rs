@@ -96,6 +96,10 @@ impl Completion for Members<'_> {
         true
     }
 
+    fn kind(&self) -> &'static str {
+        "bundle"
+    }
+
     fn settle(&mut self, eng: &mut Engine) {
         let _ = eng;
         // The members settle themselves when they are dropped with the bundle.

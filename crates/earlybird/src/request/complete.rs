@@ -38,6 +38,24 @@ fn one_engine<'s, R: std::borrow::BorrowMut<Request<'s>>>(
         );
         return apply(reqs, what, Err(e));
     }
+    let mixing = crate::assertions::Assertions::NO_MIXED_REQUESTS;
+    if eng.borrow().assertions().contains(mixing) {
+        let mut kinds = reqs
+            .iter_mut()
+            .map(|r| r.borrow_mut())
+            .filter(|r| !r.is_null())
+            .map(|r| r.kind());
+        if let Some(k) = kinds.next() {
+            if let Some(other) = kinds.find(|o| *o != k) {
+                let e = crate::assertions::broken(
+                    what,
+                    mixing,
+                    &format!("requests of two kinds ({k} and {other}) in one array"),
+                );
+                return apply(reqs, what, Err(e));
+            }
+        }
+    }
     Ok(Some(eng))
 }
 

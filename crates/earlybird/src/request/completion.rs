@@ -73,6 +73,14 @@ pub(crate) trait Completion {
     /// Whether it is persistent (started many times).
     fn is_persistent(&self) -> bool;
 
+    /// Its kind, as a multiple wait names it when NO_MIXED_REQUESTS is broken (by default
+    /// the implementing type's name, without its path).
+    fn kind(&self) -> &'static str {
+        let t = std::any::type_name::<Self>();
+        let base = t.split('<').next().unwrap_or(t);
+        base.rsplit("::").next().unwrap_or(base)
+    }
+
     /// Whether it has become a null request by a call of its own kind (an unbound channel);
     /// a nonblocking request becomes one when its result is collected, which the request
     /// layer tracks.

@@ -194,6 +194,17 @@ impl<'s> Request<'s> {
 
     /// Whether this nonblocking request has been completed by wait or test already
     /// (the Rust counterpart of a handle set to MPI_REQUEST_NULL).
+    /// What kind of request it is (point-to-point, a collective schedule, a channel, ...),
+    /// for NO_MIXED_REQUESTS.
+    pub(crate) fn kind(&self) -> &'static str {
+        match &self.body {
+            Body::Op(c) => c.kind(),
+            Body::Persistent(c) => c.kind(),
+            Body::Bundle(c) => c.kind(),
+            Body::Ext(c) => c.kind(),
+        }
+    }
+
     pub fn is_null(&self) -> bool {
         self.consumed
             || match &self.body {

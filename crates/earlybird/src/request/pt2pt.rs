@@ -48,6 +48,20 @@ impl NbOp {
     }
 }
 
+/// The cancel of a send: MPIX_ERR_ASSERTION under NO_SEND_CANCELS.
+#[inline]
+fn no_send_cancels(eng: &Engine) -> Result<()> {
+    let a = crate::assertions::Assertions::NO_SEND_CANCELS;
+    if eng.assertions().contains(a) {
+        return Err(crate::assertions::broken(
+            "cancel",
+            a,
+            "cancel of a send request",
+        ));
+    }
+    Ok(())
+}
+
 /// Collect `op` if it has completed.
 #[inline(always)]
 fn collect(eng: &mut Engine, op: OpId, bound: bool) -> Option<Result<Status>> {
@@ -101,6 +115,9 @@ impl Completion for NbOp {
     }
 
     fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
+        if matches!(self.blocked.what(), BlockedIn::Send) {
+            no_send_cancels(eng)?;
+        }
         if let Run::Op(op) = self.run {
             eng.cancel(op);
         }
@@ -123,6 +140,10 @@ impl Completion for NbOp {
 
     fn is_persistent(&self) -> bool {
         false
+    }
+
+    fn kind(&self) -> &'static str {
+        "point-to-point"
     }
 
     /// Dropped while active: a receive still posted is cancelled, anything else waited for.
@@ -328,6 +349,9 @@ impl Completion for Persistent {
     }
 
     fn cancel(&mut self, eng: &mut Engine) -> Result<()> {
+        if matches!(self.plan, Plan::Send { .. }) {
+            no_send_cancels(eng)?;
+        }
         match self.run {
             Run::Op(op) => {
                 eng.cancel(op);
@@ -357,6 +381,10 @@ impl Completion for Persistent {
 
     fn is_persistent(&self) -> bool {
         true
+    }
+
+    fn kind(&self) -> &'static str {
+        "point-to-point"
     }
 
     /// Going away: a receive still posted is cancelled, a send waited for; then the bound

@@ -192,6 +192,7 @@ impl Comm {
     /// window is. It exposes no memory (see the module doc of `rma::membership`).
     pub fn win_join(&self, peer_rank: i32) -> Result<Win> {
         let r = (|| {
+            self.no_rma("win_join")?;
             let record = [0, 1, u64::from(crate::sys::process::pid()), 0, NONE];
             let plan = agree(self, peer_rank, None, record)?;
             let w = plan.assemble(self, Hints::from_info(&Info::new())?, None)?;

@@ -334,6 +334,16 @@ fn err(class: ErrorClass, msg: impl Into<String>) -> Error {
 const RECORD: usize = 4;
 
 impl Comm {
+    /// A window made under NO_RMA: MPIX_ERR_ASSERTION (the same on every rank, since the
+    /// assertion is made at init: no rank waits for another).
+    fn no_rma(&self, call: &str) -> Result<()> {
+        let a = crate::assertions::Assertions::NO_RMA;
+        if self.eng.borrow().assertions().contains(a) {
+            return Err(crate::assertions::broken(call, a, "a window is made"));
+        }
+        Ok(())
+    }
+
     /// MPI_Win_allocate: a window of `bytes` bytes of memory the library allocates on each
     /// rank (zero-filled), in a segment every rank of the communicator maps. `disp_unit` is
     /// the unit of displacements into this rank's memory (commonly the element size).
@@ -342,6 +352,9 @@ impl Comm {
     /// `MPI_Win_allocate_pmem`; see [`crate::pmem`]): its memory is a file under the root
     /// path, and the `*_persist` synchronisations commit it as checkpoint versions.
     pub fn win_allocate(&self, bytes: usize, disp_unit: usize, info: &Info) -> Result<Win> {
+        if let Err(e) = self.no_rma("win_allocate") {
+            return self.ret("win_allocate", Err(e));
+        }
         let r = match crate::pmem::Hints::from_info(info, true) {
             Ok(None) => Win::make(self, Flavor::Allocate, bytes, disp_unit, info, None, None),
             Ok(Some(h)) => Win::make_pmem(self, bytes, disp_unit, info, Ok(h)),
@@ -411,6 +424,7 @@ impl Win {
         pmem: Option<persist::Local>,
     ) -> Result<Win> {
         comm.check_live()?;
+        comm.no_rma("window creation")?;
         if comm.is_inter() {
             return Err(err(
                 ErrorClass::Comm,

@@ -63,7 +63,14 @@ fn run_scn(s: Scn, u: Universe) {
 
 /// Run a scenario as a thread job of `n` ranks.
 pub(crate) fn run_threads(n: u32, s: Scn) {
-    let job = earlybird::threads::Job::new(n).timeout(Duration::from_secs(JOB_TIMEOUT_S));
+    run_threads_asserting(n, earlybird::Assertions::empty(), s)
+}
+
+/// [`run_threads`] with every rank initialised with the assertions `a` (seed 002).
+pub(crate) fn run_threads_asserting(n: u32, a: earlybird::Assertions, s: Scn) {
+    let job = earlybird::threads::Job::new(n)
+        .timeout(Duration::from_secs(JOB_TIMEOUT_S))
+        .assertions(a);
     let out = job
         .run(|u| run_scn(s, u))
         .expect("thread job could not start");
@@ -224,7 +231,12 @@ fn ok_marker(name: &str, rank: i32) -> String {
 /// Run a scenario as a process job of `n` ranks under ebrun; it must exit 0, and every rank
 /// must report that it ran the scenario.
 pub(crate) fn run_procs(name: &str, n: u32) {
-    let out = ebrun_scenario(name, n, &[]);
+    run_procs_env(name, n, &[])
+}
+
+/// [`run_procs`] with `env` added to the ranks' environment.
+pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
+    let out = ebrun_scenario(name, n, env);
     assert!(
         out.status.success(),
         "ebrun job {name} (-n {n}) failed\n{}",

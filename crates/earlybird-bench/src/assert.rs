@@ -1,0 +1,241 @@
+//! `assert`: each assertion's point, with and without it (seed 002). Every line carries
+//! `"assertion":"NAME"` and `"with":true|false`, so a pair reads as a ratio.
+//!
+//! Communicator assertions are measured in one launch, on two duplicates of the world
+//! (one with the MPI 4 keys `mpi_assert_no_any_tag` and `mpi_assert_no_any_source`, one
+//! without), repeat by repeat:
+//!
+//! - `match_tags` (NO_ANY_TAG): rank 0 posts 512 receives from rank 1 with tags 0..511, then
+//!   rank 1 sends 8-byte messages with tags 511..0 (each meets the receive furthest down the
+//!   queue); time per message.
+//! - `match_sources` (NO_ANY_SOURCE, 3 ranks or more): rank 0 posts 128 receives from each
+//!   other rank in turn, then they all send theirs in tag order; time per message.
+//! - `latency` 8 B and `bw` 1 MiB (NO_ANY_SOURCE): as the benches of those names.
+//!
+//! Init-time assertions hold for a whole launch: `"with"` says whether this launch made the
+//! assertion (`EARLYBIRD_ASSERTIONS`); `bench/assert.sh` alternates launches with and without.
+//!
+//! - `eager_burst` (NO_EAGER_THROTTLE): both ranks send 2 MiB to each other in messages of
+//!   1 KiB, then of 8 KiB, before posting the receives; time per message.
+//! - `msgrate` 8 B (NO_EAGER_THROTTLE), as the bench of that name.
+//! - `allreduce` 8 B and 1 MiB (NO_REDUCE_CONSTRAINT), sum of doubles, max over ranks.
+//! - `halo_struct` (NO_DATATYPE_XLATE): 1024 structs of 28 bytes with 4 bytes of padding
+//!   each, exchanged both ways with `sendrecv`; time per exchange.
+
+use super::{stats, Bench, Opts};
+use earlybird::{scope, wait_all, Assertions, Comm, Equivalence, Info, Op, Result, ScratchBuffer};
+use std::time::Instant;
+
+/// A struct with padding, as halo cells of particles are.
+#[derive(Clone, Copy, Debug, Default, Equivalence)]
+#[repr(C)]
+struct Particle {
+    pos: [f64; 3],
+    id: i32,
+}
+
+impl<'a> Bench<'a> {
+    /// This bench on communicator `w` with options `o`, its lines tagged with `assertion`.
+    fn tagged(&self, w: &'a Comm, o: &'a Opts, assertion: &str, with: bool) -> Bench<'a> {
+        Bench {
+            w,
+            o,
+            mode: self.mode,
+            extra: format!(",\"assertion\":\"{assertion}\",\"with\":{with}"),
+        }
+    }
+
+    pub(crate) fn assert(&self) -> Result<()> {
+        let w = self.w;
+        let init = w.assertions();
+        let mut keys = Info::new();
+        keys.set("mpi_assert_no_any_tag", "true")?;
+        keys.set("mpi_assert_no_any_source", "true")?;
+        let plain = w.dup_with_info(&Info::new())?;
+        let keyed = w.dup_with_info(&keys)?;
+        let at = |sizes: &[usize]| Opts {
+            sizes: Some(sizes.to_vec()),
+            ..self.o.clone()
+        };
+        let (o8, o1m) = (at(&[8]), at(&[1 << 20]));
+        for (c, with) in [(&plain, false), (&keyed, true)] {
+            self.tagged(c, self.o, "NO_ANY_TAG", with)
+                .match_depth("match_tags", 512, true)?;
+            if w.size() >= 3 {
+                self.tagged(c, self.o, "NO_ANY_SOURCE", with).match_depth(
+                    "match_sources",
+                    128,
+                    false,
+                )?;
+            }
+            self.tagged(c, &o8, "NO_ANY_SOURCE", with).latency(false)?;
+            self.tagged(c, &o1m, "NO_ANY_SOURCE", with)
+                .windowed("bw", &[], 200, 1 << 30, 10)?;
+        }
+        let has = |a: Assertions| init.contains(a);
+        let t = has(Assertions::NO_EAGER_THROTTLE);
+        self.tagged(w, self.o, "NO_EAGER_THROTTLE", t)
+            .eager_burst()?;
+        self.tagged(w, &o8, "NO_EAGER_THROTTLE", t).windowed(
+            "msgrate",
+            &[],
+            20_000,
+            u64::MAX,
+            10,
+        )?;
+        self.tagged(
+            w,
+            self.o,
+            "NO_REDUCE_CONSTRAINT",
+            has(Assertions::NO_REDUCE_CONSTRAINT),
+        )
+        .allreduce_points()?;
+        self.tagged(
+            w,
+            self.o,
+            "NO_DATATYPE_XLATE",
+            has(Assertions::NO_DATATYPE_XLATE),
+        )
+        .halo_struct()?;
+        plain.free()?;
+        keyed.free()
+    }
+
+    /// Repeats of `iters` runs of `f` (all ranks start each together); per repeat the time
+    /// of the slowest rank divided by `per`, in microseconds.
+    fn repeats(&self, iters: u64, per: f64, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+        let mut out = vec![];
+        for rep in 0..=self.reps() {
+            self.w.barrier()?;
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                f()?;
+            }
+            let mine = [t0.elapsed().as_secs_f64()];
+            let mut max = [0.0f64];
+            self.w.allreduce(&mine[..], &mut max[..], &Op::MAX)?;
+            if rep > 0 {
+                out.push(max[0] / per * 1e6);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `depth` receives per sender posted at rank 0, then the senders' messages (see the
+    /// module doc); `reversed`: tags sent last-posted first.
+    fn match_depth(&self, name: &str, depth: i32, reversed: bool) -> Result<()> {
+        let w = self.w;
+        let (me, size) = (w.rank(), w.size());
+        let iters = self.o.iters.unwrap_or(20);
+        let scratch = ScratchBuffer::new(8);
+        let msgs = (depth * (size - 1)) as f64;
+        let per = self.repeats(iters, iters as f64 * msgs, || {
+            if me == 0 {
+                scope(|s| -> Result<()> {
+                    let mut reqs = Vec::with_capacity(msgs as usize);
+                    for src in 1..size {
+                        for t in 0..depth {
+                            reqs.push(w.irecv_scratch(s, &scratch, src, t)?);
+                        }
+                    }
+                    for src in 1..size {
+                        w.send(&[0u8; 0], src, depth)?;
+                    }
+                    wait_all(&mut reqs)?;
+                    Ok(())
+                })
+            } else {
+                w.recv(&mut [0u8; 0], 0, depth)?;
+                for k in 0..depth {
+                    let t = if reversed { depth - 1 - k } else { k };
+                    w.send(&[t as u64], 0, t)?;
+                }
+                Ok(())
+            }
+        })?;
+        self.emit(name, 8, iters, stats(per), &format!(",\"depth\":{depth}"));
+        Ok(())
+    }
+
+    /// Ranks 0 and 1 send 2 MiB to each other in messages of each size (default 1 KiB and
+    /// 8 KiB), then receive them (see the module doc).
+    fn eager_burst(&self) -> Result<()> {
+        let w = self.w;
+        let me = w.rank();
+        for len in self.sizes(&[1 << 10, 8 << 10]) {
+            let n = (2 << 20) / len.max(1);
+            let sbuf = vec![3u8; len];
+            let rbuf = ScratchBuffer::new(len);
+            let iters = self.o.iters.unwrap_or(100);
+            let per = self.repeats(iters, (iters as usize * n) as f64, || {
+                if me > 1 {
+                    return Ok(());
+                }
+                let peer = 1 - me;
+                scope(|s| -> Result<()> {
+                    let mut reqs = Vec::with_capacity(2 * n);
+                    for i in 0..n {
+                        reqs.push(w.isend(s, &sbuf, peer, i as i32)?);
+                    }
+                    for i in 0..n {
+                        reqs.push(w.irecv_scratch(s, &rbuf, peer, i as i32)?);
+                    }
+                    wait_all(&mut reqs)?;
+                    Ok(())
+                })
+            })?;
+            self.emit(
+                "eager_burst",
+                len,
+                iters,
+                stats(per),
+                &format!(",\"messages\":{n}"),
+            );
+        }
+        Ok(())
+    }
+
+    /// Allreduce (sum of doubles) of 8 B and 1 MiB.
+    fn allreduce_points(&self) -> Result<()> {
+        let w = self.w;
+        for bytes in [8usize, 1 << 20] {
+            let n = bytes / 8;
+            let sbuf = vec![1.5f64; n];
+            let mut rbuf = vec![0.0f64; n];
+            let iters = self
+                .o
+                .iters
+                .unwrap_or(if bytes == 8 { 10_000 } else { 200 });
+            let per = self.repeats(iters, iters as f64, || {
+                w.allreduce(&sbuf[..], &mut rbuf[..], &Op::SUM)
+            })?;
+            self.emit("allreduce", bytes, iters, stats(per), "");
+        }
+        Ok(())
+    }
+
+    /// 1024 padded structs each way between ranks 0 and 1 (`sendrecv`).
+    fn halo_struct(&self) -> Result<()> {
+        let w = self.w;
+        const N: usize = 1024;
+        let out: Vec<Particle> = (0..N)
+            .map(|i| Particle {
+                pos: [i as f64; 3],
+                id: i as i32,
+            })
+            .collect();
+        let mut inb = vec![Particle::default(); N];
+        let iters = self.o.iters.unwrap_or(2000);
+        let me = w.rank();
+        let per = self.repeats(iters, iters as f64, || {
+            if me > 1 {
+                return Ok(());
+            }
+            let peer = 1 - me;
+            w.sendrecv(&out[..], peer, 3, &mut inb[..], peer, 3)
+                .map(|_| ())
+        })?;
+        self.emit("halo_struct", N * 28, iters, stats(per), "");
+        Ok(())
+    }
+}
