@@ -62,7 +62,6 @@ pub(crate) const PROC_NULL: i32 = c::MPI_PROC_NULL;
 pub(crate) const ROOT: i32 = c::MPI_ROOT;
 pub(crate) const UNDEFINED: i32 = c::MPI_UNDEFINED;
 
-
 /// The level of an MPI_THREAD_* value (a value above MPI_THREAD_MULTIPLE asks for it, one
 /// below SINGLE for SINGLE).
 pub(crate) fn thread_level(v: i32) -> earlybird::ThreadLevel {

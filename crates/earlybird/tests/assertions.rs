@@ -46,6 +46,7 @@ with_and_without! {
     mixed_waits: Assertions::NO_MIXED_REQUESTS, 2;
     no_rma: Assertions::NO_RMA, 2;
     eager_unthrottled: Assertions::NO_EAGER_THROTTLE, 2;
+    persistent_only: Assertions::PERSISTENT_ONLY, 2;
     keeps_every_promise: Assertions::all(), 3;
 }
 
@@ -414,6 +415,71 @@ fn eager_unthrottled(u: &Universe) -> Result<()> {
             w.recv(&mut b, 0, i as i32)?;
             assert_eq!(&b, d, "message {i}");
         }
+    }
+    w.barrier()
+}
+
+/// Persistent sends met by nonpersistent receives and the reverse, at eager and rendezvous
+/// sizes: MPIX_ERR_ASSERTION in the receive's status under PERSISTENT_ONLY (the data is
+/// delivered all the same); persistent met by persistent is fine either way.
+fn persistent_only(u: &Universe) -> Result<()> {
+    let w = returning(u);
+    let asserted = u.assertions().contains(Assertions::PERSISTENT_ONLY);
+    let small = [7u8; 8];
+    let big = vec![9u8; 64 << 10];
+    let expect = |r: Result<()>, mixed: bool| {
+        if asserted && mixed {
+            let e = r.expect_err("a mixed match");
+            assert_eq!(e.class(), ErrorClass::Assertion, "{e}");
+            assert!(e.to_string().contains("PERSISTENT_ONLY"), "{e}");
+        } else {
+            r.expect("a match the promise allows");
+        }
+    };
+    if w.rank() == 0 {
+        scope(|s| -> Result<()> {
+            let mut a = w.send_init(s, &small, 1, 1)?;
+            let mut b = w.send_init(s, &big[..], 1, 2)?;
+            let mut c = w.send_init(s, &small, 1, 4)?;
+            a.start()?;
+            b.start()?;
+            c.start()?;
+            w.send(&small, 1, 3)?;
+            w.send(&big[..], 1, 5)?;
+            wait_all(&mut [a, b, c])?;
+            Ok(())
+        })?;
+    } else {
+        let mut rs = [0u8; 8];
+        let mut rb = vec![0u8; 64 << 10];
+        expect(w.recv(&mut rs, 0, 1).map(drop), true);
+        assert_eq!(rs, small);
+        scope(|s| -> Result<()> {
+            let mut r = w.recv_init(s, &mut rb[..], 0, 2)?;
+            r.start()?;
+            expect(r.wait().map(drop), false);
+            Ok(())
+        })?;
+        assert_eq!(rb, big);
+        rb.fill(0);
+        let mut rs4 = [0u8; 8];
+        scope(|s| -> Result<()> {
+            let mut r3 = w.recv_init(s, &mut rs, 0, 3)?;
+            r3.start()?;
+            expect(r3.wait().map(drop), true);
+            let mut r4 = w.recv_init(s, &mut rs4, 0, 4)?;
+            r4.start()?;
+            expect(r4.wait().map(drop), false);
+            Ok(())
+        })?;
+        assert_eq!((rs, rs4), (small, small));
+        scope(|s| -> Result<()> {
+            let mut r5 = w.recv_init(s, &mut rb[..], 0, 5)?;
+            r5.start()?;
+            expect(r5.wait().map(drop), true);
+            Ok(())
+        })?;
+        assert_eq!(rb, big);
     }
     w.barrier()
 }

@@ -59,13 +59,15 @@ impl Engine {
         Ok(cap)
     }
 
-    /// A buffered send of `buf` to endpoint `peer`: complete when it returns.
+    /// A buffered send of `buf` to endpoint `peer` (by a persistent request if
+    /// `persistent`): complete when it returns.
     pub(super) fn bsend_start(
         &mut self,
         peer: u32,
         ctx: u32,
         tag: i32,
         buf: &Loan,
+        persistent: bool,
     ) -> Result<Started> {
         let len = buf.packed_len();
         let Some(cap) = self.core.bsend.capacity else {
@@ -93,10 +95,17 @@ impl Engine {
         }
         let copy = Loan::copied(&buf.to_packed().map_err(unusable)?).with_sig(buf.sig());
         // The send's operation holds the copy until it has left.
-        if let Started::Op(op) = self
-            .core
-            .send(&mut self.fabric, peer, ctx, tag, &copy, false)?
-        {
+        if let Started::Op(op) = self.core.send(
+            &mut self.fabric,
+            peer,
+            ctx,
+            tag,
+            &copy,
+            super::send::How {
+                sync: false,
+                persistent,
+            },
+        )? {
             self.core.bsend.in_use += need;
             self.core.bsend.pending.push((op, need));
         }

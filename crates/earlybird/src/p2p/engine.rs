@@ -108,6 +108,9 @@ pub(crate) struct Core {
     pub(super) strict_len: bool,
     /// NO_EAGER_THROTTLE: small messages skip flow control (see `send::UNTHROTTLED_MAX`).
     pub(super) unthrottled: bool,
+    /// PERSISTENT_ONLY: a receive checks that a persistent send is matched by a persistent
+    /// receive and the reverse.
+    pub(super) persistent_only: bool,
 }
 
 /// State an upper layer keeps per endpoint, one value per type (the channel layer's pending
@@ -175,6 +178,7 @@ impl Engine {
                 ctx_asserts: vec![],
                 strict_len: false,
                 unthrottled: false,
+                persistent_only: false,
             },
             fabric,
             finalized: false,
@@ -224,6 +228,7 @@ impl Engine {
     pub(crate) fn set_assertions(&mut self, a: Assertions) {
         self.core.asserts = a;
         self.core.unthrottled = a.contains(Assertions::NO_EAGER_THROTTLE);
+        self.core.persistent_only = a.contains(Assertions::PERSISTENT_ONLY);
     }
 
     /// The assertions in force on point-to-point context `ctx` from now on (its
@@ -434,17 +439,20 @@ impl Core {
     }
 
     /// Complete receive `op` of a `len`-byte message from `env` into a buffer taking `cap`
-    /// bytes: truncation, then a type mismatch (the message's and the buffer's signatures),
-    /// are errors.
+    /// bytes: truncation, a broken EXACT_LENGTH or PERSISTENT_ONLY, then a type mismatch
+    /// (the message's and the buffer's signatures), are errors. `sent`: the message's
+    /// signature, and whether a persistent send sent it.
     pub(crate) fn finish_recv(
         &mut self,
         op: OpId,
         env: Envelope,
         len: usize,
         cap: usize,
-        sent: crate::sys::sig::Sig,
+        sent: (crate::sys::sig::Sig, bool),
         want: crate::sys::sig::Sig,
     ) {
+        let (sent, sent_persistent) = sent;
+        let recv_persistent = self.ops.get(op).is_some_and(|s| s.persistent);
         let mut st = Status {
             source: env.src as i32,
             tag: env.tag,
@@ -467,6 +475,20 @@ impl Core {
                 Assertions::EXACT_LENGTH,
                 &format!(
                     "a message of {len} bytes from rank {} (tag {}) fills {len} of the {cap} bytes of its receive buffer",
+                    env.src, env.tag
+                ),
+            ))
+        } else if self.persistent_only && sent_persistent != recv_persistent {
+            let (s, r) = if sent_persistent {
+                ("persistent", "nonpersistent")
+            } else {
+                ("nonpersistent", "persistent")
+            };
+            Some(crate::assertions::broken(
+                "receive",
+                Assertions::PERSISTENT_ONLY,
+                &format!(
+                    "a message of a {s} send from rank {} (tag {}) matched a {r} receive",
                     env.src, env.tag
                 ),
             ))

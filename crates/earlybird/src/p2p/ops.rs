@@ -67,6 +67,8 @@ pub(crate) struct OpSlot {
     pub(crate) scope: u32,
     /// Nobody will collect the result (a freed request): free the slot on completion.
     pub(crate) detached: bool,
+    /// A persistent request's receive (bound at its init).
+    pub(crate) persistent: bool,
     pub(crate) status: Status,
     pub(crate) error: Option<Error>,
 }
@@ -91,6 +93,7 @@ impl Ops {
                     done: false,
                     scope: 0,
                     detached: false,
+                    persistent: false,
                     status: Status::empty(),
                     error: None,
                 });
@@ -102,6 +105,7 @@ impl Ops {
         s.done = false;
         s.scope = 0;
         s.detached = false;
+        s.persistent = false;
         s.status = Status::empty();
         s.error = None;
         OpId {

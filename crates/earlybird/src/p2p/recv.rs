@@ -25,17 +25,20 @@ pub(crate) enum Held {
         len: u8,
         sync_op: Option<OpId>,
         sig: Sig,
+        persistent: bool,
     },
     Eager {
         data: Vec<u8>,
         sync_op: Option<OpId>,
         sig: Sig,
+        persistent: bool,
     },
     Rndv {
         sender_op: OpId,
         remote: RemoteRef,
         len: usize,
         sig: Sig,
+        persistent: bool,
     },
 }
 
@@ -61,7 +64,8 @@ impl Held {
         }
     }
 
-    fn eager(payload: &[u8], sync_op: Option<OpId>, sig: Sig) -> Held {
+    fn eager(payload: &[u8], sync_op: Option<OpId>, head: &Head) -> Held {
+        let (sig, persistent) = (head.sig, head.persistent);
         if payload.len() <= INLINE_BYTES {
             let mut data = [0u8; INLINE_BYTES];
             data[..payload.len()].copy_from_slice(payload);
@@ -70,12 +74,14 @@ impl Held {
                 len: payload.len() as u8,
                 sync_op,
                 sig,
+                persistent,
             }
         } else {
             Held::Eager {
                 data: payload.to_vec(),
                 sync_op,
                 sig,
+                persistent,
             }
         }
     }
@@ -119,6 +125,9 @@ impl Engine {
     pub(crate) fn recv_bind(&mut self) -> OpId {
         let op = self.core.ops.alloc(OpKind::Recv { buf: Loan::EMPTY });
         self.core.ops.complete(op, Status::empty(), None);
+        if let Some(s) = self.core.ops.get_mut(op) {
+            s.persistent = true;
+        }
         op
     }
 
@@ -207,10 +216,10 @@ impl Core {
             Msg::Eager { head, sync_op } => {
                 let env = envelope(src, &head);
                 if let Some(op) = self.matcher.take_posted(&env) {
-                    self.deliver_eager(op, env, payload, sync_op, head.sig)
+                    self.deliver_eager(op, env, payload, sync_op, head.sig, head.persistent)
                 } else {
                     self.matcher
-                        .push_unexpected(env, Held::eager(payload, sync_op, head.sig));
+                        .push_unexpected(env, Held::eager(payload, sync_op, &head));
                     None
                 }
             }
@@ -226,6 +235,7 @@ impl Core {
                     remote,
                     len: len as usize,
                     sig: head.sig,
+                    persistent: head.persistent,
                 };
                 if let Some(op) = self.matcher.take_posted(&env) {
                     self.deliver_held(fabric, op, env, held)
@@ -282,10 +292,11 @@ impl Core {
         payload: &[u8],
         sync_op: Option<OpId>,
         sig: Sig,
+        persistent: bool,
     ) -> Option<Frame> {
         self.credit(env.src, flow_cost(payload.len()));
         let ack = sync_op.map(|sop| Msg::Ack { op: sop }.encode());
-        let strict_len = self.strict_len;
+        let (strict_len, persistent_only) = (self.strict_len, self.persistent_only);
         // One lookup of the slot: copy into its buffer and complete it in place.
         let Some(s) = self.ops.get_mut(op) else {
             return ack;
@@ -305,7 +316,11 @@ impl Core {
             self.ops.complete(op, st, Some(unusable(u)));
             return ack;
         }
-        if len <= cap && (sig == want || want.is_mixed()) && (len == cap || !strict_len) {
+        if len <= cap
+            && (sig == want || want.is_mixed())
+            && (len == cap || !strict_len)
+            && (!persistent_only || persistent == s.persistent)
+        {
             s.done = true;
             s.status = Status {
                 source: env.src as i32,
@@ -319,7 +334,7 @@ impl Core {
                 let _ = self.ops.take(op);
             }
         } else {
-            self.finish_recv(op, env, len, cap, sig, want);
+            self.finish_recv(op, env, len, cap, (sig, persistent), want);
         }
         ack
     }
@@ -339,13 +354,20 @@ impl Core {
                 len,
                 sync_op,
                 sig,
-            } => self.deliver_eager(op, env, &data[..len as usize], sync_op, sig),
-            Held::Eager { data, sync_op, sig } => self.deliver_eager(op, env, &data, sync_op, sig),
+                persistent,
+            } => self.deliver_eager(op, env, &data[..len as usize], sync_op, sig, persistent),
+            Held::Eager {
+                data,
+                sync_op,
+                sig,
+                persistent,
+            } => self.deliver_eager(op, env, &data, sync_op, sig, persistent),
             Held::Rndv {
                 sender_op,
                 remote,
                 len,
                 sig,
+                persistent,
             } => {
                 let buf = match self.ops.get(op).map(|s| &s.kind) {
                     Some(OpKind::Recv { buf }) => buf.clone(),
@@ -355,7 +377,7 @@ impl Core {
                 let n = len.min(cap);
                 let res = fabric.pull(env.src, &remote, &buf, n);
                 match res {
-                    Ok(()) => self.finish_recv(op, env, len, cap, sig, buf.sig()),
+                    Ok(()) => self.finish_recv(op, env, len, cap, (sig, persistent), buf.sig()),
                     Err(e) => {
                         let st = Status {
                             source: env.src as i32,

@@ -21,16 +21,32 @@ impl Engine {
         buf: &Loan,
         mode: SendMode,
     ) -> Result<Started> {
+        self.send_start_as(peer, ctx, tag, buf, mode, false)
+    }
+
+    /// [`send_start`](Self::send_start) of a persistent send (`persistent`), whose messages
+    /// say so (PERSISTENT_ONLY is checked against them).
+    #[inline(always)]
+    pub(crate) fn send_start_as(
+        &mut self,
+        peer: i32,
+        ctx: u32,
+        tag: i32,
+        buf: &Loan,
+        mode: SendMode,
+        persistent: bool,
+    ) -> Result<Started> {
         if peer == PROC_NULL {
             return Ok(Started::Done);
         }
         let peer = peer as u32;
+        let how = How {
+            sync: mode == SendMode::Synchronous,
+            persistent,
+        };
         match mode {
-            SendMode::Buffered => self.bsend_start(peer, ctx, tag, buf),
-            SendMode::Synchronous => self.core.send(&mut self.fabric, peer, ctx, tag, buf, true),
-            SendMode::Standard | SendMode::Ready => {
-                self.core.send(&mut self.fabric, peer, ctx, tag, buf, false)
-            }
+            SendMode::Buffered => self.bsend_start(peer, ctx, tag, buf, persistent),
+            _ => self.core.send(&mut self.fabric, peer, ctx, tag, buf, how),
         }
     }
 
@@ -39,6 +55,14 @@ impl Engine {
     pub(crate) fn cancel(&mut self, op: OpId) {
         self.core.cancel(&mut self.fabric, op)
     }
+}
+
+/// How a message is sent: synchronous mode (its sender waits for the match), and whether a
+/// persistent send sends it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct How {
+    pub(crate) sync: bool,
+    pub(crate) persistent: bool,
 }
 
 impl Core {
@@ -52,20 +76,21 @@ impl Core {
         ctx: u32,
         tag: i32,
         buf: &Loan,
-        sync: bool,
+        how: How,
     ) -> Result<Started> {
         let len = buf.packed_len();
         let head = Head {
             ctx,
             tag,
             sig: buf.sig(),
+            persistent: how.persistent,
         };
         let eager = len <= self.limits.eager_limit_bytes
             && (peer == self.me
                 || (self.unthrottled && len <= UNTHROTTLED_MAX)
                 || self.flow_allows(fabric, peer, len));
         if eager {
-            let op = sync.then(|| {
+            let op = how.sync.then(|| {
                 self.ops.alloc(OpKind::Send {
                     peer,
                     cancel_sent: false,

@@ -2,8 +2,8 @@
 //!
 //! | message | frame words | payload | answer |
 //! |---|---|---|---|
-//! | [`Msg::Eager`] | ctx, tag, sig; `a` = the sender's op when synchronous | the message | [`Msg::Ack`] when synchronous, once matched |
-//! | [`Msg::Rts`] | ctx, tag, sig; `a` = the sender's op; `b` = message bytes; the exposed buffer (fabric) | none | [`Msg::Fin`] once the receiver has pulled |
+//! | [`Msg::Eager`] | ctx, tag, sig, persistent flag; `a` = the sender's op when synchronous | the message | [`Msg::Ack`] when synchronous, once matched |
+//! | [`Msg::Rts`] | ctx, tag, sig, persistent flag; `a` = the sender's op; `b` = message bytes; the exposed buffer (fabric) | none | [`Msg::Fin`] once the receiver has pulled |
 //! | [`Msg::Ack`], [`Msg::Fin`] | `a` = the sender's op | none | |
 //! | [`Msg::Cancel`] | `a` = the sender's op | none | [`Msg::CancelReply`] |
 //! | [`Msg::CancelReply`] | `a` = the op; `b` = 1 if the message was withdrawn | none | |
@@ -25,13 +25,17 @@ const K_CANCEL: u8 = 5;
 const K_CANCEL_REPLY: u8 = 6;
 /// An eager message whose sender waits for an acknowledgement (synchronous mode).
 const F_SYNC: u8 = 1;
+/// A message of a persistent send (checked against the receive under PERSISTENT_ONLY).
+const F_PERSISTENT: u8 = 2;
 
-/// The envelope words of a message: its context, tag and signature.
+/// The envelope words of a message: its context, tag and signature, and whether a
+/// persistent send sent it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Head {
     pub(crate) ctx: u32,
     pub(crate) tag: i32,
     pub(crate) sig: Sig,
+    pub(crate) persistent: bool,
 }
 
 /// One protocol message (see the module doc).
@@ -91,7 +95,7 @@ impl Msg {
             Msg::Eager { ref head, sync_op } => {
                 let mut f = head_of(head, K_EAGER);
                 if let Some(op) = sync_op {
-                    f = f.with_flags(F_SYNC);
+                    f = f.with_flags(f.flags() | F_SYNC);
                     f.a = op.to_wire();
                 }
                 f
@@ -122,6 +126,7 @@ impl Msg {
             ctx: f.ctx,
             tag: f.tag,
             sig: Sig::from_wire(f.sig),
+            persistent: f.flags() & F_PERSISTENT != 0,
         };
         let op = || OpId::from_wire(f.a);
         Ok(match f.kind {
@@ -152,6 +157,9 @@ impl Msg {
 fn head_of(h: &Head, kind: u8) -> Frame {
     let mut f = Frame::new(kind, h.ctx, h.tag);
     f.sig = h.sig.to_wire();
+    if h.persistent {
+        f = f.with_flags(F_PERSISTENT);
+    }
     f
 }
 
@@ -168,11 +176,14 @@ mod tests {
     }
 
     fn arb_msg() -> impl Strategy<Value = Msg> {
-        let head = (any::<u32>(), any::<i32>(), any::<u16>()).prop_map(|(ctx, tag, sig)| Head {
-            ctx,
-            tag,
-            sig: Sig::from_wire(sig),
-        });
+        let head = (any::<u32>(), any::<i32>(), any::<u16>(), any::<bool>()).prop_map(
+            |(ctx, tag, sig, persistent)| Head {
+                ctx,
+                tag,
+                sig: Sig::from_wire(sig),
+                persistent,
+            },
+        );
         let op = any::<u64>().prop_map(OpId::from_wire);
         prop_oneof![
             (head.clone(), proptest::option::of(op.clone()))

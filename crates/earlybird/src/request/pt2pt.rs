@@ -269,7 +269,7 @@ impl Completion for Persistent {
                 ctx,
                 tag,
                 mode,
-            } => match eng.send_start(peer, ctx, tag, buf, mode)? {
+            } => match eng.send_start_as(peer, ctx, tag, buf, mode, true)? {
                 Started::Done => {
                     drop(slot);
                     self.run = Run::Done(Ok(Status::empty()));
