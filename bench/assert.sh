@@ -7,8 +7,12 @@
 # core. Prints the medians over rounds, each with/without pair as a ratio.
 #
 #   bench/assert.sh                  # ROUNDS=5; raw output in bench/raw/<stamp>-assert/
-#   BASE=<rev> bench/assert.sh       # also: latency and msgrate of earlybird built at <rev>
-#                                    # (no assertion), interleaved, for "nothing slower"
+#   BASE=<rev> bench/assert.sh       # also "nothing slower": 8 B latency and msgrate, no
+#                                    # assertion, of <rev> against this tree's library under
+#                                    # <rev>'s own earlybird-bench (the same benchmark source
+#                                    # on both sides: the loops' speed moves by some 10% with
+#                                    # how LTO inlines the library into the benchmark binary,
+#                                    # which any new benchmark code changes), interleaved
 #
 # Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev (see bench-ref).
 set -euo pipefail
@@ -28,9 +32,15 @@ OMPI="mpirun.openmpi --allow-run-as-root -np 2 --bind-to core --map-by core --mc
 EB="$ROOT/target/release/ebrun -n 2 $ROOT/target/release/earlybird-bench"
 
 if [ -n "${BASE:-}" ]; then
-    rm -rf /tmp/eb-base && git worktree add -f /tmp/eb-base "$BASE" >/dev/null
-    (cd /tmp/eb-base && CARGO_TARGET_DIR=/tmp/eb-base/target cargo build --release -p earlybird-bench -p ebrun >/dev/null)
+    for t in base headlib; do
+        rm -rf /tmp/eb-$t && git worktree prune && git worktree add -f /tmp/eb-$t "$BASE" >/dev/null
+    done
+    rm -rf /tmp/eb-headlib/crates/earlybird && cp -r "$ROOT/crates/earlybird" /tmp/eb-headlib/crates/
+    for t in base headlib; do
+        (cd /tmp/eb-$t && CARGO_TARGET_DIR=/tmp/eb-$t/target cargo build --release -p earlybird-bench -p ebrun >/dev/null)
+    done
     EB_BASE="/tmp/eb-base/target/release/ebrun -n 2 /tmp/eb-base/target/release/earlybird-bench"
+    EB_HEAD="/tmp/eb-headlib/target/release/ebrun -n 2 /tmp/eb-headlib/target/release/earlybird-bench"
 fi
 
 for k in $(seq 1 "$ROUNDS"); do
@@ -47,12 +57,14 @@ for k in $(seq 1 "$ROUNDS"); do
     $OMPI "$REF/mpi/coll.openmpi" >> "$OUT/openmpi_coll.txt" 2>&1
     if [ -n "${BASE:-}" ]; then
         $EB_BASE latency --sizes 8 >> "$OUT/base_latency.txt"
-        $EB latency --sizes 8 >> "$OUT/head_latency.txt"
+        $EB_HEAD latency --sizes 8 >> "$OUT/head_latency.txt"
         $EB_BASE msgrate >> "$OUT/base_msgrate.txt"
-        $EB msgrate >> "$OUT/head_msgrate.txt"
+        $EB_HEAD msgrate >> "$OUT/head_msgrate.txt"
     fi
 done
-[ -n "${BASE:-}" ] && git worktree remove --force /tmp/eb-base
+if [ -n "${BASE:-}" ]; then
+    git worktree remove --force /tmp/eb-base && git worktree remove --force /tmp/eb-headlib
+fi
 
 python3 - "$OUT" <<'EOF' | tee "$OUT/summary.md"
 import json, sys, glob, os, statistics as st
@@ -98,7 +110,7 @@ for prog in ["pingpong", "msgrate", "bw", "coll"]:
 base = os.path.join(out, "base_latency.txt")
 if os.path.exists(base):
     print()
-    print("| no assertion | base | head | head/base |")
+    print("| no assertion, same benchmark source | base library | this library | this/base |")
     print("|---|---|---|---|")
     for name in ["latency", "msgrate"]:
         b = [key_fig(d) for d in lines(os.path.join(out, f"base_{name}.txt"))]

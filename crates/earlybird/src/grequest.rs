@@ -126,6 +126,10 @@ impl Grequest {
 }
 
 impl Completion for Grequest {
+    fn kind(&self) -> &'static str {
+        "generalized"
+    }
+
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         let _ = eng;
         if !self.active || !self.is_done() {

@@ -47,6 +47,9 @@ with_and_without! {
     no_rma: Assertions::NO_RMA, 2;
     eager_unthrottled: Assertions::NO_EAGER_THROTTLE, 2;
     persistent_only: Assertions::PERSISTENT_ONLY, 2;
+    collective_start_order: Assertions::STRICT_PERSISTENT_COLLECTIVE_ORDERING, 3;
+    unordered_reductions: Assertions::NO_REDUCE_CONSTRAINT, 5;
+    unordered_reductions_3: Assertions::NO_REDUCE_CONSTRAINT, 3;
     keeps_every_promise: Assertions::all(), 3;
 }
 
@@ -482,6 +485,99 @@ fn persistent_only(u: &Universe) -> Result<()> {
         assert_eq!(rb, big);
     }
     w.barrier()
+}
+
+/// Persistent collectives started in a different order on each rank: allowed without
+/// `mpi_assert_strict_persistent_collective_ordering`; with it a broken promise that earlybird
+/// does not detect and that does no harm (each persistent collective has its own matching
+/// space from its init): the results are right either way.
+fn collective_start_order(u: &Universe) -> Result<()> {
+    let w = returning(u);
+    let (rank, size) = (w.rank(), w.size());
+    let mine = [rank as f64 + 1.0];
+    let (mut sum, mut max) = ([0.0f64], [0.0f64]);
+    let mut b = [if rank == 0 { 42i64 } else { 0 }];
+    scope(|s| -> Result<()> {
+        let mut a = w.allreduce_init(s, &mine, &mut sum, &Op::SUM)?;
+        let mut m = w.allreduce_init(s, &mine, &mut max, &Op::MAX)?;
+        let mut c = w.bcast_init(s, &mut b, 0)?;
+        for it in 0..5 {
+            // Rank r starts them rotated by r + it.
+            let mut reqs = [&mut a, &mut m, &mut c];
+            reqs.rotate_left(((rank + it) % 3) as usize);
+            for r in reqs.iter_mut() {
+                r.start()?;
+            }
+            wait_all(&mut reqs)?;
+        }
+        Ok(())
+    })?;
+    let n = size as f64;
+    assert_eq!((sum[0], max[0], b[0]), (n * (n + 1.0) / 2.0, n, 42));
+    w.barrier()
+}
+
+/// Allreduce under NO_REDUCE_CONSTRAINT on a number of ranks that is not a power of two
+/// folds pairs first (`fold`); without it the canonical association's algorithms run. Either
+/// way operands stay in rank order (a product of 2x2 matrices), sums are right, and the same
+/// call gives the same bits twice; blocking, nonblocking and persistent alike.
+fn unordered_reductions(u: &Universe) -> Result<()> {
+    let w = returning(u);
+    let (rank, size) = (w.rank(), w.size());
+    let asserted = u.assertions().contains(Assertions::NO_REDUCE_CONSTRAINT);
+    let matmul = common::matmul_op();
+    let (mat, mul) = (common::mat, common::mat_mul);
+    let n = 7;
+    let mine: Vec<[i64; 4]> = (0..n).map(|i| mat(rank, i)).collect();
+    let want: Vec<[i64; 4]> = (0..n)
+        .map(|i| (1..size).fold(mat(0, i), |acc, r| mul(acc, mat(r, i))))
+        .collect();
+    let mut out = vec![[0i64; 4]; n];
+    w.allreduce(&mine[..], &mut out[..], &matmul)?;
+    assert_eq!(out, want, "rank order kept");
+    let folded = earlybird::coll::last_algorithm() == "fold";
+    assert_eq!(
+        folded, asserted,
+        "fold runs exactly when the constraint is lifted"
+    );
+    let vals: Vec<f64> = (0..1000)
+        .map(|i| ((rank * 7919 + i * 104729) % 2001) as f64 * 10f64.powi(i % 13 - 6))
+        .collect();
+    let mut a = vec![0.0f64; 1000];
+    let mut b = vec![0.0f64; 1000];
+    w.allreduce(&vals[..], &mut a[..], &Op::SUM)?;
+    w.allreduce(&vals[..], &mut b[..], &Op::SUM)?;
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+        "same bits twice"
+    );
+    let ints: Vec<i64> = (0..100).map(|i| (rank as i64 + 1) * i).collect();
+    let total: i64 = (1..=size as i64).sum();
+    let mut isum = vec![0i64; 100];
+    scope(|s| -> Result<()> {
+        let mut q = w.iallreduce(s, &ints[..], &mut isum[..], &Op::SUM)?;
+        q.wait()?;
+        Ok(())
+    })?;
+    assert!(isum.iter().enumerate().all(|(i, &x)| x == total * i as i64));
+    let mut psum = vec![0i64; 100];
+    scope(|s| -> Result<()> {
+        let mut p = w.allreduce_init(s, &ints[..], &mut psum[..], &Op::SUM)?;
+        for _ in 0..3 {
+            p.start()?;
+            p.wait()?;
+        }
+        Ok(())
+    })?;
+    assert_eq!(psum, isum);
+    let mut inplace = ints.clone();
+    w.allreduce(earlybird::IN_PLACE, &mut inplace[..], &Op::SUM)?;
+    assert_eq!(inplace, isum);
+    w.barrier()
+}
+
+fn unordered_reductions_3(u: &Universe) -> Result<()> {
+    unordered_reductions(u)
 }
 
 /// A gap-free struct, for the datatype part of the program below.

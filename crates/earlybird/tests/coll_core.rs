@@ -213,25 +213,8 @@ fn allreduce_matches_reference(u: &Universe) -> Result<()> {
 /// 2x2 integer matrix products: the result must be M_0 M_1 ... M_{n-1}.
 fn noncommutative_ops_see_rank_order(u: &Universe) -> Result<()> {
     let w = u.world();
-    let matmul = Op::user(false, |a: &[[i64; 4]], b: &mut [[i64; 4]]| {
-        for (x, y) in a.iter().zip(b.iter_mut()) {
-            *y = [
-                x[0] * y[0] + x[1] * y[2],
-                x[0] * y[1] + x[1] * y[3],
-                x[2] * y[0] + x[3] * y[2],
-                x[2] * y[1] + x[3] * y[3],
-            ];
-        }
-    });
-    let mat = |r: i32, i: usize| -> [i64; 4] { [1, r as i64 + 1, i as i64 % 3, 1] };
-    let mul = |x: [i64; 4], y: [i64; 4]| -> [i64; 4] {
-        [
-            x[0] * y[0] + x[1] * y[2],
-            x[0] * y[1] + x[1] * y[3],
-            x[2] * y[0] + x[3] * y[2],
-            x[2] * y[1] + x[3] * y[3],
-        ]
-    };
+    let matmul = common::matmul_op();
+    let (mat, mul) = (common::mat, common::mat_mul);
     for coll in [Coll::Allreduce, Coll::Reduce] {
         each_algorithm(w, coll, |c, _| {
             for n in [1usize, 5] {

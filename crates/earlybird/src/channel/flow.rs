@@ -447,6 +447,10 @@ impl ChannelEnd {
 }
 
 impl Completion for ChannelEnd {
+    fn kind(&self) -> &'static str {
+        "channel"
+    }
+
     fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
         let _ = eng;
         ChannelEnd::start(self, false).map(|()| None)

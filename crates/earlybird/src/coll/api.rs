@@ -423,6 +423,14 @@ pub(crate) use collective;
 
 impl Comm {
     /// The algorithms forced for this communicator.
+    /// Whether reductions on this communicator may leave the canonical association (seed
+    /// 002's NO_REDUCE_CONSTRAINT).
+    #[inline(always)]
+    fn unordered(&self) -> bool {
+        self.assertions()
+            .contains(crate::assertions::Assertions::NO_REDUCE_CONSTRAINT)
+    }
+
     fn forced(&self) -> Rc<Forced> {
         let mut f = self.shared.coll_forced.borrow_mut();
         f.get_or_insert_with(|| Rc::new(Forced::new(&self.shared.info.borrow())))
@@ -466,6 +474,10 @@ impl Comm {
     /// A call's arguments and algorithm; on an error this rank takes no part, but says so:
     /// the others' waits end with the error instead of waiting for it.
     fn chosen(&self, args: Result<Args>, wire: &Wire) -> Result<(Args, &'static Algorithm)> {
+        let args = args.map(|mut a| {
+            a.unordered = self.unordered();
+            a
+        });
         match args.and_then(|a| registry::choose(&a, &self.forced()).map(|alg| (a, alg))) {
             Ok(x) => Ok(x),
             Err(err) => {
@@ -476,8 +488,11 @@ impl Comm {
     }
 
     /// A blocking collective: its buffers lent for the call, its steps run as they come.
-    pub(super) fn blocking(&self, call: Call<'_>) -> Result<()> {
+    pub(super) fn blocking(&self, mut call: Call<'_>) -> Result<()> {
         let what = call.what;
+        if let Ok(a) = &mut call.args {
+            a.unordered = self.unordered();
+        }
         let r = (|| {
             let wire = self.begin(what, call.reducer, call.intra_only)?;
             let bufs = call.bufs;

@@ -44,6 +44,9 @@
 //! `[lo, lo + 2^(k-1)) op [lo + 2^(k-1), hi)`. With the same ranks and inputs, every call
 //! gives the same bits on every rank, as MPI 4.1 §6.9.1 advises. Scans (MPI_Scan,
 //! MPI_Exscan) have one association of their own, given in `algo/scan_recursive_doubling.rs`.
+//! The one exception is chosen only where the program lifted the constraint (seed 002's
+//! NO_REDUCE_CONSTRAINT): allreduce on a number of ranks that is not a power of two folds
+//! pairs first (`algo/allreduce_fold.rs`), in fewer rounds but another association.
 //!
 //! # Standard section(s)
 //! MPI 4.1 chapter 6 (collective communication), §6.12 (nonblocking), §6.13 (persistent),
@@ -349,6 +352,9 @@ pub(crate) struct Args {
     pub(crate) dests: Option<Rc<[i32]>>,
     /// Whether the operation of a reduction is commutative.
     pub(crate) commutative: bool,
+    /// The communicator lifts the reduction order constraint (seed 002's
+    /// NO_REDUCE_CONSTRAINT): algorithms outside the canonical association may be chosen.
+    pub(crate) unordered: bool,
     /// Bytes per rank (what algorithm choice looks at).
     pub(crate) bytes: usize,
     /// On an intercommunicator: the remote group's size (`rank` and `size` are the local
@@ -386,6 +392,7 @@ impl Args {
             sources: None,
             dests: None,
             commutative: true,
+            unordered: false,
             bytes: 0,
             remote: None,
             cart_pairs: false,

@@ -765,6 +765,10 @@ impl Persistent {
 }
 
 impl Completion for Persistent {
+    fn kind(&self) -> &'static str {
+        "collective"
+    }
+
     fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
         if self.is_active() {
             return Err(Error::new(

@@ -69,6 +69,10 @@ impl SendRecv {
 }
 
 impl Completion for SendRecv {
+    fn kind(&self) -> &'static str {
+        "point-to-point"
+    }
+
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         let r = self.peek(eng)?;
         self.active = false;

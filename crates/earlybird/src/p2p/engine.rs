@@ -106,6 +106,9 @@ pub(crate) struct Core {
     /// Whether any context asserts EXACT_LENGTH (a short message then leaves the receive's
     /// fast path to be checked).
     pub(super) strict_len: bool,
+    /// Whether a receive must look further than its fast path: `strict_len` or
+    /// `persistent_only` (one test on the path of everything else).
+    pub(super) checked_recv: bool,
     /// NO_EAGER_THROTTLE: small messages skip flow control (see `send::UNTHROTTLED_MAX`).
     pub(super) unthrottled: bool,
     /// PERSISTENT_ONLY: a receive checks that a persistent send is matched by a persistent
@@ -177,6 +180,7 @@ impl Engine {
                 asserts: Assertions::empty(),
                 ctx_asserts: vec![],
                 strict_len: false,
+                checked_recv: false,
                 unthrottled: false,
                 persistent_only: false,
             },
@@ -229,6 +233,7 @@ impl Engine {
         self.core.asserts = a;
         self.core.unthrottled = a.contains(Assertions::NO_EAGER_THROTTLE);
         self.core.persistent_only = a.contains(Assertions::PERSISTENT_ONLY);
+        self.core.checked_recv = self.core.strict_len || self.core.persistent_only;
     }
 
     /// The assertions in force on point-to-point context `ctx` from now on (its
@@ -241,6 +246,7 @@ impl Engine {
         }
         c.ctx_asserts[ctx as usize] = a;
         c.strict_len |= a.contains(Assertions::EXACT_LENGTH);
+        c.checked_recv = c.strict_len || c.persistent_only;
         c.matcher.set_keying(
             ctx,
             Keying {
@@ -512,12 +518,10 @@ impl Core {
     /// A pattern's matching queue entry for this endpoint's own receives.
     #[inline(always)]
     pub(crate) fn post_or_match(&mut self, fabric: &mut Fabric, op: OpId, pat: Pattern) {
-        if let Some((env, held)) = self.matcher.take_unexpected(&pat) {
+        if let Some((env, held)) = self.matcher.take_unexpected_or_post(pat, op) {
             if let Some(r) = self.deliver_held(fabric, op, env, held) {
                 fabric.send(env.src, &r, &[]);
             }
-        } else {
-            self.matcher.post(pat, op);
         }
     }
 }

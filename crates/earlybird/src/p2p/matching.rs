@@ -124,7 +124,84 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
-type Buckets<P, U> = HashMap<u128, Bucket<P, U>, std::hash::BuildHasherDefault<KeyHasher>>;
+/// The buckets: a slab, an index from key to slot, and the slot of the last key looked up
+/// (a stream of messages on one key, the common case, skips the hash).
+#[derive(Debug)]
+struct Buckets<P, U> {
+    index: HashMap<u128, u32, std::hash::BuildHasherDefault<KeyHasher>>,
+    slab: Vec<(u128, Bucket<P, U>)>,
+    last: (u128, u32),
+}
+
+/// No key (`Buckets::last` before any lookup): a context above every real one.
+const NO_KEY: u128 = u128::MAX;
+
+impl<P, U> Default for Buckets<P, U> {
+    fn default() -> Self {
+        Buckets {
+            index: HashMap::default(),
+            slab: Vec::new(),
+            last: (NO_KEY, 0),
+        }
+    }
+}
+
+impl<P, U> Buckets<P, U> {
+    #[inline(always)]
+    fn find(&mut self, key: u128) -> Option<usize> {
+        if self.last.0 == key {
+            return Some(self.last.1 as usize);
+        }
+        let i = *self.index.get(&key)?;
+        self.last = (key, i);
+        Some(i as usize)
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self, key: u128) -> Option<&mut Bucket<P, U>> {
+        let i = self.find(key)?;
+        Some(&mut self.slab[i].1)
+    }
+
+    fn get(&self, key: u128) -> Option<&Bucket<P, U>> {
+        let i = *self.index.get(&key)?;
+        Some(&self.slab[i as usize].1)
+    }
+
+    /// The bucket of `key`, made if there is none; `true` with it when it was made.
+    fn get_or_make(&mut self, key: u128) -> (&mut Bucket<P, U>, bool) {
+        match self.find(key) {
+            Some(i) => (&mut self.slab[i].1, false),
+            None => {
+                let i = self.slab.len() as u32;
+                self.slab.push((key, Bucket::default()));
+                self.index.insert(key, i);
+                self.last = (key, i);
+                (&mut self.slab[i as usize].1, true)
+            }
+        }
+    }
+
+    /// Drop the empty buckets.
+    fn sweep(&mut self) {
+        self.slab.retain(|(_, b)| !b.is_empty());
+        self.index = self
+            .slab
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i as u32))
+            .collect();
+        self.last = (NO_KEY, 0);
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = (u128, &mut Bucket<P, U>)> {
+        self.slab.iter_mut().map(|(k, b)| (*k, b))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Bucket<P, U>> {
+        self.slab.iter().map(|(_, b)| b)
+    }
+}
 
 /// A context's posted receives and unexpected messages, taken out in the order they came.
 type Drained<P, U> = (Vec<(Pattern, P)>, Vec<(Envelope, U)>);
@@ -182,14 +259,13 @@ impl<P, U> Keyed<P, U> {
     }
 
     fn bucket(&mut self, key: u128) -> &mut Bucket<P, U> {
-        if !self.buckets.contains_key(&key) {
-            self.made += 1;
-            if self.made >= SWEEP_EVERY {
-                self.made = 0;
-                self.buckets.retain(|_, b| !b.is_empty());
-            }
+        if self.made >= SWEEP_EVERY {
+            self.made = 0;
+            self.buckets.sweep();
         }
-        self.buckets.entry(key).or_default()
+        let (b, made) = self.buckets.get_or_make(key);
+        self.made += made as u32;
+        b
     }
 
     /// Take every entry of context `ctx` out of the buckets, in the order they came.
@@ -197,7 +273,7 @@ impl<P, U> Keyed<P, U> {
         let mut posted = vec![];
         let mut unexpected = vec![];
         for (k, b) in self.buckets.iter_mut() {
-            if (k >> 64) as u32 == ctx {
+            if k >> 64 == ctx as u128 {
                 posted.extend(b.posted.drain(..));
                 unexpected.extend(b.unexpected.drain(..));
             }
@@ -308,7 +384,7 @@ impl<P, U> Matcher<P, U> {
     pub fn take_posted(&mut self, env: &Envelope) -> Option<P> {
         if let Some((k, m)) = self.keyed_for(env.ctx) {
             let key = m.key(env.ctx, Some(env.src), Some(env.tag))?;
-            let b = k.buckets.get_mut(&key)?;
+            let b = k.buckets.get_mut(key)?;
             let i = b.posted.iter().position(|(p, _, _)| p.accepts(env))?;
             return b.posted.remove(i).map(|(_, p, _)| p);
         }
@@ -340,13 +416,37 @@ impl<P, U> Matcher<P, U> {
         if let Some((k, m)) = self.keyed_for(pat.ctx) {
             match m.key(pat.ctx, pat.src, pat.tag) {
                 Some(key) => {
-                    let b = k.buckets.get_mut(&key)?;
+                    let b = k.buckets.get_mut(key)?;
                     let i = b.unexpected.iter().position(|(e, _, _)| pat.accepts(e))?;
                     return b.unexpected.remove(i).map(|(e, u, _)| (e, u));
                 }
                 None => self.unkey(pat.ctx),
             }
         }
+        self.take_general(pat)
+    }
+
+    /// A receive `p` with `pat` is posted: the first unexpected message it accepts, or `None`
+    /// once `p` is posted (one look at the context's keying for both).
+    #[inline(always)]
+    pub fn take_unexpected_or_post(&mut self, pat: Pattern, p: P) -> Option<(Envelope, U)> {
+        if self.keyed.is_none() {
+            if let Some(m) = self.take_general(&pat) {
+                return Some(m);
+            }
+            self.posted.push_back((pat, p));
+            return None;
+        }
+        if let Some(m) = self.take_unexpected(&pat) {
+            return Some(m);
+        }
+        self.post(pat, p);
+        None
+    }
+
+    /// The first message of the general unexpected queue `pat` accepts.
+    #[inline(always)]
+    fn take_general(&mut self, pat: &Pattern) -> Option<(Envelope, U)> {
         if self.unexpected.is_empty() {
             return None;
         }
@@ -379,7 +479,7 @@ impl<P, U> Matcher<P, U> {
             match m.key(pat.ctx, pat.src, pat.tag) {
                 Some(key) => {
                     let k = self.keyed.as_deref()?;
-                    let b = k.buckets.get(&key)?;
+                    let b = k.buckets.get(key)?;
                     return b
                         .unexpected
                         .iter()
@@ -401,7 +501,7 @@ impl<P, U> Matcher<P, U> {
             return self.posted.remove(i).map(|(_, p)| p);
         }
         let k = self.keyed.as_deref_mut()?;
-        k.buckets.values_mut().find_map(|b| {
+        k.buckets.iter_mut().find_map(|(_, b)| {
             let i = b.posted.iter().position(|(_, p, _)| pred(p))?;
             b.posted.remove(i).map(|(_, p, _)| p)
         })
@@ -416,7 +516,7 @@ impl<P, U> Matcher<P, U> {
             return self.unexpected.remove(i);
         }
         let k = self.keyed.as_deref_mut()?;
-        k.buckets.values_mut().find_map(|b| {
+        k.buckets.iter_mut().find_map(|(_, b)| {
             let i = b.unexpected.iter().position(|(e, u, _)| pred(e, u))?;
             b.unexpected.remove(i).map(|(e, u, _)| (e, u))
         })

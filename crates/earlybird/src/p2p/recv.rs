@@ -296,6 +296,7 @@ impl Core {
     ) -> Option<Frame> {
         self.credit(env.src, flow_cost(payload.len()));
         let ack = sync_op.map(|sop| Msg::Ack { op: sop }.encode());
+        let checked = self.checked_recv;
         let (strict_len, persistent_only) = (self.strict_len, self.persistent_only);
         // One lookup of the slot: copy into its buffer and complete it in place.
         let Some(s) = self.ops.get_mut(op) else {
@@ -318,8 +319,9 @@ impl Core {
         }
         if len <= cap
             && (sig == want || want.is_mixed())
-            && (len == cap || !strict_len)
-            && (!persistent_only || persistent == s.persistent)
+            && (!checked
+                || ((len == cap || !strict_len)
+                    && (!persistent_only || persistent == s.persistent)))
         {
             s.done = true;
             s.status = Status {

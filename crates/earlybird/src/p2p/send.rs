@@ -87,8 +87,8 @@ impl Core {
         };
         let eager = len <= self.limits.eager_limit_bytes
             && (peer == self.me
-                || (self.unthrottled && len <= UNTHROTTLED_MAX)
-                || self.flow_allows(fabric, peer, len));
+                || self.flow_allows(fabric, peer, len)
+                || (self.unthrottled && len <= UNTHROTTLED_MAX));
         if eager {
             let op = how.sync.then(|| {
                 self.ops.alloc(OpKind::Send {

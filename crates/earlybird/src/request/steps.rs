@@ -150,6 +150,10 @@ impl<S: Steps> Run<S> {
 pub(crate) struct Stepped<S>(SharedRun<S>);
 
 impl<S: Steps> Completion for Stepped<S> {
+    fn kind(&self) -> &'static str {
+        "collective"
+    }
+
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         self.0.borrow_mut().poll(eng)
     }

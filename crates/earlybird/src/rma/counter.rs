@@ -552,6 +552,10 @@ impl<K: Kind> SyncRequest<K> {
 }
 
 impl<K: Kind + 'static> Completion for SyncRequest<K> {
+    fn kind(&self) -> &'static str {
+        "sync counter"
+    }
+
     fn start(&mut self, _eng: &mut Engine) -> Result<Option<Result<Status>>> {
         if self.active {
             if self.restart {

@@ -544,3 +544,28 @@ impl Rng {
         (self.below(2 * n as u64 + 1) as i64 - n) as isize
     }
 }
+
+/// The product of two 2x2 integer matrices (row-major): an associative operation that does
+/// not commute, to check that reductions keep rank order.
+pub(crate) fn mat_mul(x: [i64; 4], y: [i64; 4]) -> [i64; 4] {
+    [
+        x[0] * y[0] + x[1] * y[2],
+        x[0] * y[1] + x[1] * y[3],
+        x[2] * y[0] + x[3] * y[2],
+        x[2] * y[1] + x[3] * y[3],
+    ]
+}
+
+/// Rank `r`'s matrix for element `i` (products of these differ in every order).
+pub(crate) fn mat(r: i32, i: usize) -> [i64; 4] {
+    [1, r as i64 + 1, i as i64 % 3, 1]
+}
+
+/// [`mat_mul`] as a user operation (`b = a b` element by element).
+pub(crate) fn matmul_op() -> earlybird::Op {
+    earlybird::Op::user(false, |a: &[[i64; 4]], b: &mut [[i64; 4]]| {
+        for (x, y) in a.iter().zip(b.iter_mut()) {
+            *y = mat_mul(*x, *y);
+        }
+    })
+}

@@ -8,7 +8,7 @@
 use super::super::registry::Algorithm;
 use super::super::sched::Sink;
 use super::super::{Args, Coll};
-use super::{msg, own_contribution, pow2, Alternate};
+use super::{combine, msg, own_contribution, pow2, Alternate};
 
 pub(in super::super) static ALGO: Algorithm = Algorithm {
     coll: Coll::Allreduce,
@@ -40,17 +40,7 @@ fn run(a: &Args, s: &mut dyn Sink) {
         s.send(partner, msg(a, &acc));
         s.recv(partner, msg(a, &t));
         s.wait();
-        if partner > r || a.commutative {
-            // t = acc op t. For a commutative operation the operands' order does not change
-            // the bits, only the association does.
-            s.reduce(acc, t.clone());
-        } else {
-            // t = t op acc, lower ranks (the partner's) first: t holds the partner's part.
-            let u = s.scratch(a.count * a.elem.size);
-            s.copy(msg(a, &acc), msg(a, &u));
-            s.reduce(t.clone(), u.clone());
-            s.copy(msg(a, &u), msg(a, &t));
-        }
+        combine(a, s, acc, &t, partner > r);
         acc = t;
         k <<= 1;
     }

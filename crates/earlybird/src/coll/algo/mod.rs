@@ -12,6 +12,7 @@ mod allgather_recursive_doubling;
 mod allgather_ring;
 mod allgatherv_gatherv_bcast;
 mod allgatherv_ring;
+mod allreduce_fold;
 mod allreduce_rabenseifner;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
@@ -59,6 +60,7 @@ pub(super) static ALL: &[&Algorithm] = &[
     &bcast_pipeline::ALGO,
     &reduce_rabenseifner::ALGO,
     &allreduce_rabenseifner::ALGO,
+    &allreduce_fold::ALGO,
     &reduce_scatter_block_reduce_scatter::ALGO,
     &reduce_scatter_block_recursive_halving::ALGO,
     &reduce_scatter_reduce_scatterv::ALGO,
@@ -171,6 +173,10 @@ pub(super) fn preference(a: &Args) -> &'static [&'static str] {
         Coll::Allreduce if a.bytes >= LARGE && pow2(a.size) => {
             &["rabenseifner", "recursive_doubling", "reduce_bcast"]
         }
+        // Folding moves the whole vector every round: for small ones only.
+        Coll::Allreduce if a.unordered && a.bytes < LARGE => {
+            &["recursive_doubling", "fold", "reduce_bcast"]
+        }
         Coll::Allreduce => &["recursive_doubling", "reduce_bcast"],
         Coll::Reduce if a.bytes >= LARGE && pow2(a.size) => &["rabenseifner", "binomial"],
         Coll::Reduce => &["binomial"],
@@ -238,6 +244,22 @@ pub(super) fn own_contribution(a: &Args, s: &mut dyn Sink) -> Block {
             s.copy(a.rblock(0, a.count), a.elem.block(&c, 0, a.count));
             c
         }
+    }
+}
+
+/// One combining step of a reduction between this rank's running result `acc` and the
+/// partner's `t`, into `t`: `acc op t` when this rank's part is the lower one
+/// (`mine_lower`) or the operation commutes (then the operands' order changes no bits, only
+/// the association does); else `t op acc`, the partner's lower part first, through a
+/// scratch copy.
+pub(super) fn combine(a: &Args, s: &mut dyn Sink, acc: Block, t: &Block, mine_lower: bool) {
+    if mine_lower || a.commutative {
+        s.reduce(acc, t.clone());
+    } else {
+        let u = s.scratch(a.count * a.elem.size);
+        s.copy(msg(a, &acc), msg(a, &u));
+        s.reduce(t.clone(), u.clone());
+        s.copy(msg(a, &u), msg(a, t));
     }
 }
 
