@@ -7,9 +7,11 @@
 //! hold for every communicator, or per communicator through the MPI 4 info keys
 //! (`mpi_assert_no_any_source`, `mpi_assert_no_any_tag`, `mpi_assert_exact_length`,
 //! `mpi_assert_allow_overtaking`, `mpi_assert_strict_persistent_collective_ordering`, each
-//! `"true"` to assert) on `Comm::set_info`, `dup_with_info`, `idup_with_info`, `split_type`
-//! and `create_from_group`-style calls. A communicator's assertions are the init-time ones plus
-//! its own keys: a key set to `"false"` cannot take back a promise made at init.
+//! `"true"` to assert) on `Comm::set_info`, `dup_with_info`, `idup_with_info` and
+//! `split_type` (`dup` keeps them; `split`, `create` and `create_group` take no info). A
+//! communicator's assertions are the init-time ones plus its own keys: a key set to
+//! `"false"` cannot take back a promise made at init. They hold on the communicator's
+//! point-to-point traffic only, never on the library's own messages.
 //!
 //! As the seed says, giving no assertion is always valid and a library may ignore any of them:
 //! a program that keeps its promises gets the same results with and without them. What

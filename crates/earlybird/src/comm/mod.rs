@@ -103,12 +103,11 @@ pub(crate) struct CommShared {
 }
 
 impl CommShared {
-    /// Give the context pair back, once (its context's assertions back to the init-time
-    /// ones, for the next communicator to have it).
+    /// Give the context pair back, once (its context without assertions until the next
+    /// communicator on it sets its own).
     fn release(&self, e: &mut crate::p2p::engine::Engine) {
         if !self.released.replace(true) {
-            let a = e.assertions();
-            e.set_ctx_assertions(ContextId::of_pair(self.pair).raw(), a);
+            e.set_ctx_assertions(ContextId::of_pair(self.pair).raw(), Assertions::empty());
             context::release(e, self.pair);
         }
     }

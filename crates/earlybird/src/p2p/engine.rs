@@ -101,7 +101,10 @@ pub(crate) struct Core {
     /// The assertions made at init (seed 002), which hold on every communicator.
     pub(crate) asserts: Assertions,
     /// The assertions in force on each point-to-point context (index: the context), set when
-    /// its communicator is made or its info changes; contexts beyond have `asserts`.
+    /// its communicator is made or its info changes; other contexts (the library's own:
+    /// collectives, communicator creation, channel binds) have none, and neither have the
+    /// library's messages on a communicator's context (intercomm_create's, whose tags are
+    /// negative).
     ctx_asserts: Vec<Assertions>,
     /// Whether any context asserts EXACT_LENGTH (a short message then leaves the receive's
     /// fast path to be checked).
@@ -242,7 +245,7 @@ impl Engine {
     pub(crate) fn set_ctx_assertions(&mut self, ctx: u32, a: Assertions) {
         let c = &mut self.core;
         if c.ctx_asserts.len() <= ctx as usize {
-            c.ctx_asserts.resize(ctx as usize + 1, c.asserts);
+            c.ctx_asserts.resize(ctx as usize + 1, Assertions::empty());
         }
         c.ctx_asserts[ctx as usize] = a;
         c.strict_len |= a.contains(Assertions::EXACT_LENGTH);
@@ -472,6 +475,7 @@ impl Core {
                 format!("message of {len} bytes from rank {} (tag {}) truncated to the receive buffer of {cap} bytes", env.src, env.tag),
             ))
         } else if len < cap
+            && env.tag >= 0
             && self
                 .ctx_assertions(env.ctx)
                 .contains(Assertions::EXACT_LENGTH)
@@ -484,7 +488,11 @@ impl Core {
                     env.src, env.tag
                 ),
             ))
-        } else if self.persistent_only && sent_persistent != recv_persistent {
+        } else if sent_persistent != recv_persistent
+            && self
+                .ctx_assertions(env.ctx)
+                .contains(Assertions::PERSISTENT_ONLY)
+        {
             let (s, r) = if sent_persistent {
                 ("persistent", "nonpersistent")
             } else {
