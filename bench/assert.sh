@@ -12,7 +12,7 @@
 #                                    # <rev>'s own earlybird-bench (the same benchmark source
 #                                    # on both sides: the loops' speed moves by some 10% with
 #                                    # how LTO inlines the library into the benchmark binary,
-#                                    # which any new benchmark code changes), interleaved
+#                                    # which new benchmark code can change), interleaved
 #
 # Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev (see bench-ref).
 set -euo pipefail

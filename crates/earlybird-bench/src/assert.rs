@@ -26,7 +26,15 @@
 //!   the same with 32-byte structs without a gap.
 
 use super::{stats, Bench, Opts, LINE_TAG};
-use earlybird::{scope, wait_all, Assertions, Comm, Equivalence, Info, Op, Result};
+use earlybird::{scope, wait_all, Assertions, Comm, Equivalence, Info, Op, Request, Result};
+
+/// `wait_all` on `reqs` through references: an instantiation of its own, so that the
+/// `msgrate` and `bw` loops, which call `wait_all` on requests, keep theirs to themselves
+/// (with a second caller LTO inlines it differently there, some 10% slower).
+fn wait_each(reqs: &mut [Request<'_>]) -> Result<()> {
+    let mut refs: Vec<&mut Request<'_>> = reqs.iter_mut().collect();
+    wait_all(&mut refs[..]).map(drop)
+}
 use std::time::Instant;
 
 /// A struct with padding (28 bytes of data in 32), as halo cells of particles often are.
@@ -166,7 +174,7 @@ impl<'a> Bench<'a> {
                     for src in (1..size).rev() {
                         w.send(&[0u8; 0], src, depth)?;
                         let mine = (src - 1) as usize * depth as usize;
-                        wait_all(&mut reqs[mine..mine + depth as usize])?;
+                        wait_each(&mut reqs[mine..mine + depth as usize])?;
                     }
                     Ok(())
                 })
@@ -202,12 +210,12 @@ impl<'a> Bench<'a> {
                 scope(|s| -> Result<()> {
                     let mut reqs = Vec::with_capacity(2 * n);
                     for i in 0..n {
-                        reqs.push(w.isend(s, &sbuf, peer, i as i32)?);
+                        reqs.push(w.isend(s, &sbuf[..], peer, i as i32)?);
                     }
                     for (i, b) in rbufs.iter_mut().enumerate() {
                         reqs.push(w.irecv(s, &mut b[..], peer, i as i32)?);
                     }
-                    wait_all(&mut reqs)?;
+                    wait_each(&mut reqs)?;
                     Ok(())
                 })
             })?;
