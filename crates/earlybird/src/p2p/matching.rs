@@ -385,6 +385,9 @@ impl<P, U> Matcher<P, U> {
         if let Some((k, m)) = self.keyed_for(env.ctx) {
             let key = m.key(env.ctx, Some(env.src), Some(env.tag))?;
             let b = k.buckets.get_mut(key)?;
+            if b.posted.front()?.0.accepts(env) {
+                return b.posted.pop_front().map(|(_, p, _)| p);
+            }
             let i = b.posted.iter().position(|(p, _, _)| p.accepts(env))?;
             return b.posted.remove(i).map(|(_, p, _)| p);
         }
@@ -417,6 +420,9 @@ impl<P, U> Matcher<P, U> {
             match m.key(pat.ctx, pat.src, pat.tag) {
                 Some(key) => {
                     let b = k.buckets.get_mut(key)?;
+                    if pat.accepts(&b.unexpected.front()?.0) {
+                        return b.unexpected.pop_front().map(|(e, u, _)| (e, u));
+                    }
                     let i = b.unexpected.iter().position(|(e, _, _)| pat.accepts(e))?;
                     return b.unexpected.remove(i).map(|(e, u, _)| (e, u));
                 }
