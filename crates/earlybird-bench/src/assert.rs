@@ -35,7 +35,6 @@ fn wait_each(reqs: &mut [Request<'_>]) -> Result<()> {
     let mut refs: Vec<&mut Request<'_>> = reqs.iter_mut().collect();
     wait_all(&mut refs[..]).map(drop)
 }
-use std::time::Instant;
 
 /// A struct with padding (28 bytes of data in 32), as halo cells of particles often are.
 #[derive(Clone, Copy, Debug, Default, Equivalence)]
@@ -55,6 +54,20 @@ struct DenseParticle {
 }
 
 impl<'a> Bench<'a> {
+    /// [`timed`](Bench::timed), per one of the `per` messages each run moves.
+    fn timed_per(
+        &self,
+        iters: u64,
+        per: f64,
+        mut f: impl FnMut() -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        Ok(self
+            .timed(iters, |_| f())?
+            .into_iter()
+            .map(|t| t / per)
+            .collect())
+    }
+
     /// This bench on communicator `w` with options `o`, the lines it prints from now on
     /// tagged with `assertion` and `with`.
     fn tagged(&self, w: &'a Comm, o: &'a Opts, assertion: &str, with: bool) -> Bench<'a> {
@@ -128,26 +141,6 @@ impl<'a> Bench<'a> {
         by_source.free()
     }
 
-    /// Repeats of `iters` runs of `f` (all ranks start each together); per repeat the time
-    /// of the slowest rank divided by `per`, in microseconds.
-    fn repeats(&self, iters: u64, per: f64, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
-        let mut out = vec![];
-        for rep in 0..=self.reps() {
-            self.w.barrier()?;
-            let t0 = Instant::now();
-            for _ in 0..iters {
-                f()?;
-            }
-            let mine = [t0.elapsed().as_secs_f64()];
-            let mut max = [0.0f64];
-            self.w.allreduce(&mine[..], &mut max[..], &Op::MAX)?;
-            if rep > 0 {
-                out.push(max[0] / per * 1e6);
-            }
-        }
-        Ok(out)
-    }
-
     /// `depth` receives per sender posted at rank 0, then the senders' messages (see the
     /// module doc); `reversed`: tags sent last-posted first.
     fn match_depth(&self, name: &str, depth: i32, reversed: bool) -> Result<()> {
@@ -158,7 +151,7 @@ impl<'a> Bench<'a> {
         // One buffer per receive (`irecv`, not `irecv_scratch`: a second caller of that one
         // changes how the `bw` and `msgrate` loops compile, by some 10%).
         let mut bufs = vec![[0u64; 1]; msgs as usize];
-        let per = self.repeats(iters, iters as f64 * msgs, || {
+        let per = self.timed_per(iters, msgs, || {
             if me == 0 {
                 scope(|s| -> Result<()> {
                     let mut reqs = Vec::with_capacity(msgs as usize);
@@ -202,7 +195,7 @@ impl<'a> Bench<'a> {
             // One buffer per receive (see `match_depth`).
             let mut rbufs = vec![vec![0u8; len]; n];
             let iters = self.o.iters.unwrap_or(100);
-            let per = self.repeats(iters, (iters as usize * n) as f64, || {
+            let per = self.timed_per(iters, n as f64, || {
                 if me > 1 {
                     return Ok(());
                 }
@@ -241,7 +234,7 @@ impl<'a> Bench<'a> {
                 .o
                 .iters
                 .unwrap_or(if bytes == 8 { 10_000 } else { 200 });
-            let per = self.repeats(iters, iters as f64, || {
+            let per = self.timed_per(iters, 1.0, || {
                 w.allreduce(&sbuf[..], &mut rbuf[..], &Op::SUM)
             })?;
             self.emit("allreduce", bytes, iters, stats(per), "");
@@ -281,7 +274,7 @@ impl<'a> Bench<'a> {
         let mut inb = vec![T::default(); out.len()];
         let iters = self.o.iters.unwrap_or(2000);
         let me = w.rank();
-        let per = self.repeats(iters, iters as f64, || {
+        let per = self.timed_per(iters, 1.0, || {
             if me > 1 {
                 return Ok(());
             }

@@ -10,31 +10,10 @@ use super::{stats, Bench};
 use earlybird::{
     start_all, Info, Op, Result, SyncCounter, MODE_NOCHECK, MODE_NOSUCCEED, MODE_WIN_PUT,
 };
-use std::time::Instant;
 
 const HALO_OFF: usize = 64;
 
 impl Bench<'_> {
-    /// Time `iters` runs of `f` per repeat (after one warm-up repeat), max over ranks, in
-    /// microseconds per run.
-    fn timed(&self, iters: u64, mut f: impl FnMut(u64) -> Result<()>) -> Result<Vec<f64>> {
-        let mut per = Vec::new();
-        for rep in 0..=self.reps() {
-            self.w.barrier()?;
-            let t0 = Instant::now();
-            for i in 0..iters {
-                f(i)?;
-            }
-            let mine = [t0.elapsed().as_secs_f64() / iters as f64 * 1e6];
-            let mut max = [0.0f64];
-            self.w.allreduce(&mine[..], &mut max[..], &Op::MAX)?;
-            if rep > 0 {
-                per.push(max[0]);
-            }
-        }
-        Ok(per)
-    }
-
     pub(crate) fn rma(&self) -> Result<()> {
         let w = self.w;
         let (r, n) = (w.rank(), w.size());

@@ -299,7 +299,7 @@ impl<P, U> Matcher<P, U> {
     /// How context `ctx` is matched from now on. Its queued entries move to the new place in
     /// the order they came.
     pub fn set_keying(&mut self, ctx: u32, keying: Keying) {
-        let old = self.keyed.as_ref().map_or(Keying::NONE, |k| k.mode(ctx));
+        let old = self.keying(ctx);
         if old == keying {
             return;
         }

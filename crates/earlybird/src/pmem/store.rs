@@ -484,6 +484,17 @@ impl Store {
 
     /// Whether every block of `m` verifies (`Err` names the first that does not).
     fn check_blocks(&mut self, m: &Manifest) -> io::Result<Result<(), String>> {
+        self.read_verified(m, &mut |_, _| Ok(()))
+    }
+
+    /// Read the blocks of `m` in order, each checked against its checksum and then handed to
+    /// `each(offset in the window, bytes)`; the first that fails ends the walk, `Err` naming
+    /// it.
+    fn read_verified(
+        &mut self,
+        m: &Manifest,
+        each: &mut dyn FnMut(usize, &[u8]) -> io::Result<()>,
+    ) -> io::Result<Result<(), String>> {
         let mut buf = vec![0u8; self.geo.block()];
         for (b, &(slot, c)) in m.entries.iter().enumerate() {
             let len = self.geo.block_len(b);
@@ -495,6 +506,7 @@ impl Store {
             if crc(&buf[..len]) != c {
                 return Ok(Err(format!("block {b} (slot {slot}) fails its checksum")));
             }
+            each(b * self.geo.block(), &buf[..len])?;
         }
         Ok(Ok(()))
     }
@@ -790,20 +802,9 @@ impl Store {
         if let Some(why) = self.damaged.get(&version) {
             return Err(LoadError::Damaged(why.clone()));
         }
-        let mut buf = vec![0u8; self.geo.block()];
-        for (b, &(slot, c)) in m.entries.iter().enumerate() {
-            let len = self.geo.block_len(b);
-            read_exact_at(
-                &mut *self.file,
-                u64::from(slot) << self.geo.shift,
-                &mut buf[..len],
-            )?;
-            if crc(&buf[..len]) != c {
-                let why = format!("block {b} (slot {slot}) fails its checksum");
-                self.damaged.insert(version, why.clone());
-                return Err(LoadError::Damaged(why));
-            }
-            write(b * self.geo.block(), &buf[..len])?;
+        if let Err(why) = self.read_verified(&m, write)? {
+            self.damaged.insert(version, why.clone());
+            return Err(LoadError::Damaged(why));
         }
         Ok(())
     }
