@@ -6,7 +6,8 @@
 //! ```
 //!
 //! BENCH is one of `floor`, `latency`, `bw`, `msgrate`, `persistent-latency`, `channel`
-//! (2 ranks), `coll`, `rma`, `pmem`, `assert` (seed 002's assertions, see `assert.rs`) or
+//! (2 ranks), `coll`, `rma`, `pmem`, `assert` (seed 002's assertions, see `assert.rs`),
+//! `endpoints` (seed 003, alone or under `ebrun -n 2`, see `endpoints.rs`) or
 //! `halo2d` (any number of ranks; 4 is the reference). The method follows `shared/bench-ref`
 //! so figures compare one to one: every size is measured as R timed repeats (default 11)
 //! after one untimed warm-up repeat; a repeat's time is rank 0's loop time (ranks start each
@@ -37,7 +38,7 @@ struct Opts {
 fn usage() -> ! {
     eprintln!(
         "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
-         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem | assert\n\
+         BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem | assert | endpoints\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
          coll: sizes pick among 0 (barrier), 8 and 1m.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
@@ -99,6 +100,7 @@ fn parse_args() -> Opts {
 }
 
 mod assert;
+mod endpoints;
 mod pmem;
 mod rma;
 
@@ -123,9 +125,14 @@ fn main() {
 
 fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
     let w = u.world().clone();
-    if w.size() < 2 && !matches!(o.bench.as_str(), "halo2d" | "coll" | "pmem") {
+    if w.size() < 2 && !matches!(o.bench.as_str(), "halo2d" | "coll" | "pmem" | "endpoints") {
         eprintln!("earlybird-bench: needs 2 ranks (ebrun -n 2 or --threads 2)");
         std::process::exit(2);
+    }
+    if o.bench == "endpoints" {
+        let b = Bench { w: &w, o, mode };
+        b.endpoints(&w)?;
+        return u.finalize();
     }
     earlybird::launch::pin_to_cpu(w.rank() as usize % earlybird::launch::cpus());
     let b = Bench { w: &w, o, mode };
@@ -372,14 +379,21 @@ impl Bench<'_> {
     }
 
     fn latency(&self, persistent: bool) -> Result<()> {
-        let w = self.w;
-        let me = w.rank();
         let name = if persistent {
             "persistent-latency"
         } else {
             "latency"
         };
-        for n in self.sizes(&[0, 8, 64, 1024, 16 << 10, 64 << 10, 1 << 20, 4 << 20]) {
+        let sizes = [0, 8, 64, 1024, 16 << 10, 64 << 10, 1 << 20, 4 << 20];
+        self.latency_named(name, persistent, &sizes)
+    }
+
+    /// The ping-pong of `latency`, its lines named `name`, over `default_sizes` unless
+    /// `--sizes` says otherwise.
+    fn latency_named(&self, name: &str, persistent: bool, default_sizes: &[usize]) -> Result<()> {
+        let w = self.w;
+        let me = w.rank();
+        for n in self.sizes(default_sizes) {
             let iters = self.iters_for(10_000, 512 << 20, 2 * n as u64, 50);
             let sbuf = vec![1u8; n];
             let mut rbuf = vec![0u8; n];
@@ -640,7 +654,7 @@ impl Bench<'_> {
             if me == 0 {
                 let st = stats(per);
                 let msgs = WINDOW as f64;
-                let extra = if name == "msgrate" {
+                let extra = if name.contains("msgrate") {
                     format!(",\"mmsg_per_s\":{:.3}", msgs / st.median)
                 } else {
                     format!(

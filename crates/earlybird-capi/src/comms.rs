@@ -34,6 +34,7 @@ pub(crate) fn comparison(c: Comparison) -> c_int {
         Comparison::Congruent => abi::c::MPI_CONGRUENT,
         Comparison::Similar => abi::c::MPI_SIMILAR,
         Comparison::Unequal => abi::c::MPI_UNEQUAL,
+        Comparison::Aliased => abi::c::MPIX_ALIASED,
     }
 }
 

@@ -107,6 +107,7 @@ pub mod channels;
 pub mod collectives;
 pub mod comms;
 pub mod datatypes;
+pub mod endpoints;
 pub mod large_count;
 pub mod pmem;
 pub mod pt2pt;
@@ -296,14 +297,10 @@ mpi! {
     }
 
     fn MPI_Comm_compare / PMPI_Comm_compare(a: Handle, b: Handle, result: *mut c_int) {
+        crate::endpoints::attach_pending(b);
         let r = with_comm(a, |a| with_comm(b, |b| Ok(a.compare(b))));
         ok_or_code(r.map(|c| {
-            let v = match c {
-                earlybird::Comparison::Ident => 0,
-                earlybird::Comparison::Congruent => 1,
-                earlybird::Comparison::Similar => 2,
-                earlybird::Comparison::Unequal => 3,
-            };
+            let v = comms::comparison(c);
             // SAFETY: an int to write, checked for null.
             unsafe { write(result, v) }
         }))
@@ -372,6 +369,7 @@ mpi! {
     // ---- intercommunicators ------------------------------------------------------------------------
 
     fn MPI_Intercomm_create / PMPI_Intercomm_create(local: Handle, local_leader: c_int, peer: Handle, remote_leader: c_int, tag: c_int, out: *mut Handle) {
+        crate::endpoints::attach_pending(peer);
         let r = with_comm(local, |l| {
             // The peer communicator matters at the leaders only.
             let p = if l.rank() == local_leader { with_comm(peer, |p| Ok(p.clone()))? } else { l.clone() };
@@ -1056,6 +1054,7 @@ mpi! {
             // resource named by the mpi_hw_resource_type hint) for any kind of resource.
             2 | abi::c::MPI_COMM_TYPE_RESOURCE_GUIDED => earlybird::SplitType::HwGuided,
             3 => earlybird::SplitType::HwUnguided,
+            abi::c::MPIX_COMM_TYPE_ENDPOINTS => earlybird::SplitType::Endpoints,
             t => return fail(comm, "MPI_Comm_split_type", Error::new(ErrorClass::Arg, format!("split type {t} is not one MPI defines"))),
         };
         // The hints (mpi_hw_resource_type among them), read before the communicator is

@@ -86,7 +86,7 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 
 use crate::*;
 use crate::{
-    assertions::*, channels::*, collectives::*, comms::*, datatypes::*, large_count::*, pmem::*,
-    pt2pt::*, sync_counters::*, type_attributes::*, windows::*,
+    assertions::*, channels::*, collectives::*, comms::*, datatypes::*, endpoints::*,
+    large_count::*, pmem::*, pt2pt::*, sync_counters::*, type_attributes::*, windows::*,
 };
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

@@ -12,7 +12,11 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 
 struct State {
-    uni: Universe,
+    /// The rank of the thread that called MPI_Init (`None` in a thread that drives
+    /// endpoints only).
+    uni: Option<Universe>,
+    /// Endpoints (seed 003) this thread drives, by handle (see `endpoints.rs`).
+    endpoints: Vec<(Handle, earlybird::EndpointComm)>,
     /// The scope every nonblocking operation lends its buffer to (it never ends: each
     /// operation is completed through its request, as MPI says).
     scope: &'static earlybird::Scope<'static, 'static>,
@@ -46,6 +50,56 @@ struct State {
 
 thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+/// The thread level MPI_Init_thread provided (as its code, for threads other than the one
+/// that called it).
+static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+impl State {
+    fn new(uni: Option<Universe>) -> State {
+        State {
+            uni,
+            endpoints: Vec::new(),
+            scope: earlybird::endless_scope(),
+            comms: Table::new(),
+            reqs: Table::new(),
+            spare: Vec::new(),
+            types: Table::new(),
+            groups: Table::new(),
+            ops: Table::new(),
+            infos: Table::new(),
+            keyvals: Table::new(),
+            errhandlers: Table::new(),
+            messages: Table::new(),
+            wins: Table::new(),
+            win_keyvals: Table::new(),
+            win_errhandlers: Table::new(),
+            type_keyvals: Table::new(),
+            type_attrs: std::collections::HashMap::new(),
+            attached: None,
+            env: earlybird::Info::new(),
+        }
+    }
+
+    /// The rank MPI_Init made, which only its thread drives.
+    fn uni(&self) -> Result<&Universe> {
+        self.uni.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Comm,
+                "this thread drives endpoints only: MPI_COMM_WORLD, MPI_COMM_SELF and the calls on the whole process (buffer attach, finalize) belong to the thread that called MPI_Init",
+            )
+        })
+    }
+
+    /// A communicator of this thread's whose error handler applies to errors of no
+    /// communicator: MPI_COMM_WORLD, or in an endpoint thread its first endpoint's.
+    fn fallback(&self) -> Option<&Comm> {
+        match &self.uni {
+            Some(u) => Some(u.world()),
+            None => self.endpoints.first().map(|(_, e)| e.comm()),
+        }
+    }
 }
 
 /// The buffer description a nonblocking operation borrows for as long as it runs.
@@ -207,7 +261,12 @@ fn with_state<R>(f: impl FnOnce(&mut Option<State>) -> R) -> R {
 pub(crate) fn progress() {
     STATE.with(|s| {
         if let Some(st) = s.borrow().as_ref() {
-            st.uni.progress();
+            if let Some(u) = &st.uni {
+                u.progress();
+            }
+            for (_, e) in &st.endpoints {
+                e.progress();
+            }
         }
     })
 }
@@ -228,29 +287,11 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
     }
     match earlybird::init_with_assertions(required, a) {
         Ok(uni) => {
-            with_state(|s| {
-                *s = Some(State {
-                    uni,
-                    scope: earlybird::endless_scope(),
-                    comms: Table::new(),
-                    reqs: Table::new(),
-                    spare: Vec::new(),
-                    types: Table::new(),
-                    groups: Table::new(),
-                    ops: Table::new(),
-                    infos: Table::new(),
-                    keyvals: Table::new(),
-                    errhandlers: Table::new(),
-                    messages: Table::new(),
-                    wins: Table::new(),
-                    win_keyvals: Table::new(),
-                    win_errhandlers: Table::new(),
-                    type_keyvals: Table::new(),
-                    type_attrs: std::collections::HashMap::new(),
-                    attached: None,
-                    env: earlybird::Info::new(),
-                })
-            });
+            LEVEL.store(
+                abi::thread_level_code(uni.query_thread()) as u8,
+                Ordering::Release,
+            );
+            with_state(|s| *s = Some(State::new(Some(uni))));
             INITIALIZED.store(true, Ordering::Release);
             MPI_SUCCESS
         }
@@ -271,22 +312,29 @@ pub(crate) fn finalized() -> bool {
 
 /// The thread level provided at init (MPI_THREAD_SINGLE before it).
 pub(crate) fn thread_level() -> earlybird::ThreadLevel {
-    with_state(|s| {
-        s.as_ref()
-            .map_or(earlybird::ThreadLevel::Single, |st| st.uni.query_thread())
-    })
+    if !initialized() {
+        return earlybird::ThreadLevel::Single;
+    }
+    abi::thread_level(c_int::from(LEVEL.load(Ordering::Acquire)))
 }
 
 /// The assertions in force since init (none before it).
 pub(crate) fn assertions() -> earlybird::Assertions {
     with_state(|s| {
         s.as_ref()
-            .map_or(earlybird::Assertions::empty(), |st| st.uni.assertions())
+            .map_or(earlybird::Assertions::empty(), |st| match &st.uni {
+                Some(u) => u.assertions(),
+                // An endpoint thread: MPI_COMM_SELF of its endpoint holds the init-time ones.
+                None => st
+                    .endpoints
+                    .first()
+                    .map_or(earlybird::Assertions::empty(), |(_, e)| e.comm_self().assertions()),
+            })
     })
 }
 
 pub(crate) fn is_main_thread() -> bool {
-    with_state(|s| s.is_some())
+    with_state(|s| s.as_ref().is_some_and(|st| st.uni.is_some()))
 }
 
 /// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes.
@@ -294,23 +342,38 @@ pub(crate) fn finalize() -> c_int {
     // MPI_COMM_SELF's attributes go first, while MPI is still initialized for their delete
     // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them), and with the state
     // not borrowed, so that the callbacks may call MPI, free keys included.
-    let me = STATE.with(|s| s.borrow().as_ref().map(|st| st.uni.comm_self().clone()));
+    let me = STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.uni.as_ref().map(|u| u.comm_self().clone()))
+    });
+    if me.is_none() && is_endpoint_thread() {
+        return Error::new(
+            ErrorClass::Other,
+            "MPI_Finalize from a thread that drives endpoints only: the thread that called MPI_Init finalizes",
+        )
+        .code();
+    }
     let attrs = me.map(|c| c.delete_all_attributes());
     let Some(st) = with_state(|s| s.take()) else {
         return not_initialized("MPI_Finalize").code();
     };
     let State {
         uni,
+        endpoints,
         comms,
         reqs,
         wins,
         ..
     } = st;
+    let uni = uni.expect("the thread that called MPI_Init");
     drop(reqs.drain().collect::<Vec<_>>());
     // Windows the program did not free: dropped as the Rust API drops them (memory given
     // to them is leaked rather than handed back while a peer might still write it).
     drop(wins.drain().collect::<Vec<_>>());
     drop(comms.drain().collect::<Vec<_>>());
+    // Endpoints this thread still drives are freed as their drop frees them.
+    drop(endpoints);
     FINALIZED.store(true, Ordering::Release);
     match uni.finalize().and(attrs.unwrap_or(Ok(()))) {
         Ok(()) => MPI_SUCCESS,
@@ -331,8 +394,14 @@ fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
         return Err(not_initialized("an MPI call"));
     };
     match h {
-        abi::COMM_WORLD => Ok(st.uni.world()),
-        abi::COMM_SELF => Ok(st.uni.comm_self()),
+        abi::COMM_WORLD => st.uni().map(Universe::world),
+        abi::COMM_SELF => st.uni().map(Universe::comm_self),
+        h if crate::endpoints::is_endpoint_handle(h) => st
+            .endpoints
+            .iter()
+            .find(|(x, _)| *x == h)
+            .map(|(_, e)| e.comm())
+            .ok_or_else(|| crate::endpoints::driven_elsewhere(h)),
         abi::COMM_NULL => Err(Error::new(
             ErrorClass::Comm,
             "MPI_COMM_NULL is not a communicator to use",
@@ -346,13 +415,14 @@ fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
 /// handler (MPI_COMM_WORLD's when `h` is no communicator): with MPI_ERRORS_ARE_FATAL the job
 /// ends there, with MPI_ERRORS_RETURN it comes back.
 pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
+    crate::endpoints::attach_pending(h);
     STATE.with(|s| {
         let st = s.borrow();
         match comm_ref(&st, h) {
             Ok(c) => on_comm(c, f),
-            Err(e) => match comm_ref(&st, abi::COMM_WORLD) {
-                Ok(w) => w.call_errhandler(e),
-                Err(_) => {
+            Err(e) => match st.as_ref().and_then(State::fallback) {
+                Some(w) => w.call_errhandler(e),
+                None => {
                     // Not initialized: MPI's default handler, fatal.
                     eprintln!("earlybird: fatal error: {e}");
                     std::process::exit(1)
@@ -382,6 +452,7 @@ fn on_comm<R>(c: &Comm, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
 /// (attribute copy and delete functions), which may call MPI, objects made and freed
 /// included.
 pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
+    crate::endpoints::attach_pending(h);
     let c = STATE.with(|s| comm_ref(&s.borrow(), h).cloned());
     match c {
         Ok(c) => on_comm(&c, f),
@@ -1024,7 +1095,10 @@ pub(crate) fn group_of(h: Handle) -> Result<earlybird::Group> {
         let s = s.borrow();
         let st = s.as_ref().ok_or_else(|| not_initialized("a group call"))?;
         if h == abi::GROUP_EMPTY {
-            return Ok(st.uni.world().group().empty_like());
+            let c = st
+                .fallback()
+                .ok_or_else(|| not_initialized("a group call"))?;
+            return Ok(c.group().empty_like());
         }
         st.groups
             .get(GROUPS.index(h))
@@ -1756,11 +1830,20 @@ pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
         let Some(st) = s.as_ref() else {
             return abi::COMM_NULL;
         };
-        if c.compare(st.uni.world()) == Ident {
-            return abi::COMM_WORLD;
+        if let Some(u) = &st.uni {
+            if c.compare(u.world()) == Ident {
+                return abi::COMM_WORLD;
+            }
+            if c.compare(u.comm_self()) == Ident {
+                return abi::COMM_SELF;
+            }
         }
-        if c.compare(st.uni.comm_self()) == Ident {
-            return abi::COMM_SELF;
+        if let Some((h, _)) = st
+            .endpoints
+            .iter()
+            .find(|(_, e)| c.compare(e.comm()) == Ident)
+        {
+            return *h;
         }
         st.comms
             .position(|x| c.compare(x) == Ident)
@@ -1773,6 +1856,9 @@ pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
 /// when the free fails (a delete callback's error). `Err` holds the code to return.
 pub(crate) fn free_comm(h: Handle) -> std::result::Result<(), c_int> {
     const WHAT: &str = "MPI_Comm_free";
+    if crate::endpoints::is_endpoint_handle(h) {
+        return crate::endpoints::free(h);
+    }
     let c = match STATE.with(|s| comm_ref(&s.borrow(), h).cloned()) {
         Ok(_) if h == abi::COMM_WORLD || h == abi::COMM_SELF => Err(Error::new(
             ErrorClass::Comm,
@@ -1871,7 +1957,7 @@ pub(crate) fn buffer_attach(buf: *mut c_void, size: c_int) -> Result<()> {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("MPI_Buffer_attach"))?;
-        st.uni.buffer_attach(n)?;
+        st.uni()?.buffer_attach(n)?;
         st.attached = Some((buf as usize, size));
         Ok(())
     })
@@ -1884,7 +1970,7 @@ pub(crate) fn buffer_detach() -> Result<(usize, c_int)> {
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("MPI_Buffer_detach"))?;
-        st.uni.buffer_detach()?;
+        st.uni()?.buffer_detach()?;
         Ok(st.attached.take().unwrap_or((0, 0)))
     })
 }
@@ -2024,7 +2110,12 @@ pub(crate) fn request_status(h: Handle) -> Result<Option<earlybird::Status>> {
 /// the attribute's pointer can point.
 pub(crate) fn world_size_value() -> &'static c_int {
     static SIZE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-    let n = STATE.with(|s| s.borrow().as_ref().map_or(0, |st| st.uni.world().size()));
+    let n = STATE.with(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.uni.as_ref())
+            .map_or(0, |u| u.world().size())
+    });
     SIZE.store(n, Ordering::Relaxed);
     // SAFETY: an AtomicI32 has the layout of an i32; the value is only written here, by the
     // MPI thread, before the pointer is handed out.
@@ -2052,4 +2143,50 @@ pub(crate) fn request_active(h: Handle) -> bool {
             // A handle that names no request is left to the completion, which reports it.
             .is_none_or(|p| p.bind.is_some() || p.req.as_ref().is_none_or(Request::is_active))
     })
+}
+
+// ---- endpoints (seed 003) ---------------------------------------------------------------
+
+/// Whether this thread drives endpoints only (it did not call MPI_Init).
+pub(crate) fn is_endpoint_thread() -> bool {
+    with_state(|s| s.as_ref().is_some_and(|st| st.uni.is_none()))
+}
+
+/// Whether this thread's state is borrowed by a call in progress.
+pub(crate) fn state_in_use() -> bool {
+    STATE.with(|s| s.try_borrow_mut().is_err())
+}
+
+/// Keep `c`, attached by this thread, under `h` (a thread that did not call MPI_Init gets a
+/// state of its own: its tables of handles).
+pub(crate) fn add_endpoint(h: Handle, c: earlybird::EndpointComm) {
+    with_state(|s| {
+        s.get_or_insert_with(|| State::new(None))
+            .endpoints
+            .push((h, c))
+    })
+}
+
+/// The endpoint this thread drives under `h`, out of its state.
+pub(crate) fn take_endpoint(h: Handle) -> Option<earlybird::EndpointComm> {
+    with_state(|s| {
+        let st = s.as_mut()?;
+        let i = st.endpoints.iter().position(|(x, _)| *x == h)?;
+        Some(st.endpoints.remove(i).1)
+    })
+}
+
+/// Drop this thread's state once it drives nothing (an endpoint thread whose last endpoint
+/// was freed).
+pub(crate) fn forget_if_idle() {
+    let idle = with_state(|s| {
+        if s.as_ref()
+            .is_some_and(|st| st.uni.is_none() && st.endpoints.is_empty())
+        {
+            s.take()
+        } else {
+            None
+        }
+    });
+    drop(idle);
 }

@@ -29,8 +29,8 @@ enum Header {
     Mpich,
 }
 
-/// Compile `tests/c/<name>.c`.
-fn compile(name: &str, work: &Path, prefix: &Path, header: Header) -> PathBuf {
+/// Compile `tests/c/<name>.c` (with `flags` added).
+fn compile(name: &str, work: &Path, prefix: &Path, header: Header, flags: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
     let exe = work.join(format!("{name}-{header:?}"));
     let cc = match header {
@@ -39,7 +39,9 @@ fn compile(name: &str, work: &Path, prefix: &Path, header: Header) -> PathBuf {
     };
     let out = Command::new(&cc)
         // MPICH's header declares status arrays so that gcc warns about MPI_STATUSES_IGNORE.
-        .args(["-O1", "-Wall", "-Werror", "-Wno-stringop-overflow", "-o"])
+        .args(["-O1", "-Wall", "-Werror", "-Wno-stringop-overflow"])
+        .args(flags)
+        .arg("-o")
         .arg(&exe)
         .arg(&src)
         .output()
@@ -84,11 +86,16 @@ fn ebrun(prefix: &Path, n: usize, exe: &Path) -> Command {
 /// Compile `tests/c/<name>.c` with each header, run it at 1 to 4 ranks and alone: every rank
 /// must print "<name>: ok <rank>" and the job must succeed.
 fn run_everywhere(name: &str, headers: &[Header]) {
+    run_everywhere_with(name, headers, &[])
+}
+
+/// [`run_everywhere`], compiling with `flags` added.
+fn run_everywhere_with(name: &str, headers: &[Header], flags: &[&str]) {
     let work = work_dir(name);
     let prefix = install(&work);
     let lib = prefix.join("lib");
     for &header in headers {
-        let exe = compile(name, &work, &prefix, header);
+        let exe = compile(name, &work, &prefix, header, flags);
         run_built(name, &exe, &prefix, &lib);
     }
     let _ = std::fs::remove_dir_all(&work);
@@ -210,6 +217,13 @@ fn seed_002_assertions_and_their_broken_promises() {
     run_everywhere("seed002_assertions", OURS);
 }
 
+/// Seed 003's hybrid example with OpenMP: endpoint communicators, each thread of a team
+/// driving its own handle (1 to 3 threads per process), the seed's queries and errors.
+#[test]
+fn seed003_endpoints() {
+    run_everywhere_with("seed003_endpoints", OURS, &["-fopenmp"]);
+}
+
 #[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
@@ -219,7 +233,7 @@ fn seed_000_examples_as_the_seed_writes_them() {
 fn errors_are_fatal_by_default_and_name_the_value() {
     let work = work_dir("fatal");
     let prefix = install(&work);
-    let exe = compile("fatal", &work, &prefix, Header::Earlybird);
+    let exe = compile("fatal", &work, &prefix, Header::Earlybird, &[]);
     let out = run(ebrun(&prefix, 2, &exe), &prefix.join("lib"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -172,6 +172,8 @@ error_classes! {
     /// Seed 002: a program broke a promise it made with an assertion (at init, or with a
     /// communicator's `mpi_assert_*` info key).
     Assertion = 111, "MPIX_ERR_ASSERTION", "a call broke an assertion the program made";
+    /// Seed 003: endpoints could not be created (MPI_ERR_ENDPOINTS of the seed).
+    Endpoints = 112, "MPIX_ERR_ENDPOINTS", "endpoints could not be created";
 }
 
 /// The number of a class added with [`add_error_class`] (only the registry makes them).

@@ -64,6 +64,7 @@ pub use coll::op::{reduce_local, Op, Predefined};
 pub use coll::{Coll, Dst, DstOrInPlace, InPlace, Src, WSpec, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
+pub use comm::endpoints::{Endpoint, EndpointComm, MAX_ENDPOINTS};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::graph::DistGraphNeighbors;
 pub use comm::group::{Comparison, Group, UNDEFINED};
@@ -109,10 +110,7 @@ static PROCESS_INIT: AtomicBool = AtomicBool::new(false);
 /// One rank's handle on its job (MPI_Init .. MPI_Finalize). Finalizes when dropped if
 /// [`finalize`](Universe::finalize) was not called.
 pub struct Universe {
-    eng: EngineRef,
-    world: Comm,
-    self_comm: Comm,
-    done: bool,
+    rank: comm::driven::Driven,
     /// The thread level provided at init.
     level: ThreadLevel,
 }
@@ -133,7 +131,7 @@ pub enum ThreadLevel {
 impl std::fmt::Debug for Universe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Universe")
-            .field("world", &self.world)
+            .field("world", self.world())
             .field("processes", &self.is_process_job())
             .finish()
     }
@@ -197,19 +195,20 @@ impl Universe {
         let world = Comm::world(eng.clone());
         let self_comm = Comm::self_comm(eng.clone());
         Ok(Universe {
-            eng,
-            world,
-            self_comm,
-            done: false,
+            rank: comm::driven::Driven::new(eng, world, self_comm),
             level: required.min(ThreadLevel::Funneled),
         })
+    }
+
+    fn eng(&self) -> &EngineRef {
+        self.rank.eng()
     }
 
     /// The assertions in force since init (seed 002): those given to
     /// [`init_with_assertions`] (or a thread job's [`threads::Job::assertions`]) and those
     /// of `EARLYBIRD_ASSERTIONS`. A communicator may add its own ([`Comm::assertions`]).
     pub fn assertions(&self) -> Assertions {
-        self.eng.borrow().assertions()
+        self.eng().borrow().assertions()
     }
 
     /// MPI_Query_thread: the thread level provided.
@@ -227,38 +226,38 @@ impl Universe {
     /// [`launch::JobSegment::await_blocked`]). For tests and launchers, not programs.
     #[doc(hidden)]
     pub fn job_segment(&self) -> launch::JobSegment {
-        self.eng.borrow().job().clone()
+        self.eng().borrow().job().clone()
     }
 
     /// MPI_COMM_WORLD.
     pub fn world(&self) -> &Comm {
-        &self.world
+        self.rank.world()
     }
 
     /// MPI_COMM_SELF: a communicator of this rank alone (rank 0 of 1). Its attributes are
     /// deleted, newest first, at the start of [`finalize`](Self::finalize) (or of the
     /// finalize a drop does).
     pub fn comm_self(&self) -> &Comm {
-        &self.self_comm
+        self.rank.comm_self()
     }
 
     /// Whether the ranks of this job are processes (`ebrun`, singleton) rather than threads.
     pub fn is_process_job(&self) -> bool {
-        !self.eng.borrow().ranks_are_threads()
+        !self.eng().borrow().ranks_are_threads()
     }
 
     /// MPI_Buffer_attach: `bytes` of buffer space for buffered sends (each takes its length
     /// plus [`BSEND_OVERHEAD`]). earlybird keeps the copies in its own memory and accounts
     /// them against this capacity, so the program hands over a size, not memory.
     pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
-        let r = self.eng.borrow_mut().buffer_attach(bytes);
-        self.world.ret("buffer_attach", r)
+        let r = self.eng().borrow_mut().buffer_attach(bytes);
+        self.world().ret("buffer_attach", r)
     }
 
     /// MPI_Buffer_detach: waits until all buffered messages have left; returns the size.
     pub fn buffer_detach(&self) -> Result<usize> {
-        let r = self.eng.borrow_mut().buffer_detach();
-        self.world.ret("buffer_detach", r)
+        let r = self.eng().borrow_mut().buffer_detach();
+        self.world().ret("buffer_detach", r)
     }
 
     /// MPI_Finalize: waits for every rank to reach finalize (serving their requests
@@ -266,58 +265,17 @@ impl Universe {
     /// MPI_COMM_SELF's attributes are deleted first; a delete callback's error is returned
     /// after the rest of finalize has run (the other ranks must not wait for this one).
     pub fn finalize(mut self) -> Result<()> {
-        self.done = true;
-        let attrs = self.self_comm.finalize_self();
-        let r = self.eng.borrow_mut().finalize();
-        let r = self.world.ret("finalize", r);
-        attrs.and(r)
+        self.rank.finish()
     }
 
     /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).
     pub fn eager_limit_bytes(&self) -> usize {
-        self.eng.borrow().limits().eager_limit_bytes
+        self.eng().borrow().limits().eager_limit_bytes
     }
 
     /// Drive progress once (for programs that poll).
     pub fn progress(&self) {
-        self.eng.borrow_mut().progress();
-    }
-}
-
-impl Drop for Universe {
-    /// A universe dropped without [`finalize`](Universe::finalize) finalizes as it would:
-    /// MPI_COMM_SELF's attributes are deleted first, then the rank waits for the others. A
-    /// rank unwinding from a panic aborts the job instead.
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        self.done = true;
-        let panicking = std::thread::panicking();
-        // Delete callbacks may call MPI: they run before the engine is borrowed here.
-        let attrs = if panicking {
-            Ok(())
-        } else {
-            self.self_comm.finalize_self()
-        };
-        let Ok(mut e) = self.eng.try_borrow_mut() else {
-            return;
-        };
-        if panicking {
-            // A rank unwinding (a panic in a thread job) must not wait in finalize for
-            // peers that may be waiting for it: abort the job instead.
-            let rank = e.rank() as i32;
-            e.job().abort(rank, -1);
-            return;
-        }
-        if let Err(err) = attrs.and(e.finalize()) {
-            use std::io::Write;
-            let line = format!(
-                "earlybird: rank {}: finalize at drop failed: {err}\n",
-                e.rank()
-            );
-            let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        }
+        self.rank.progress();
     }
 }
 

@@ -107,7 +107,15 @@ impl Job {
                 let deadline = Instant::now() + t;
                 while handles.iter().any(|h| !h.is_finished()) {
                     if Instant::now() >= deadline {
-                        eprintln!("earlybird: thread job timed out after {t:?}; aborting it");
+                        let mut report =
+                            format!("earlybird: thread job timed out after {t:?}; aborting it\n");
+                        for r in 0..self.n {
+                            report.push_str(&format!("  rank {r}: {}\n", job.describe(r)));
+                        }
+                        for line in job.endpoint_reports() {
+                            report.push_str(&format!("  {line}\n"));
+                        }
+                        eprint!("{report}");
                         job.abort(-1, -1);
                         break;
                     }

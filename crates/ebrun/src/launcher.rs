@@ -245,6 +245,9 @@ pub(crate) fn run(opts: &Options) -> i32 {
                     )),
                 }
             }
+            for line in seg.endpoint_reports() {
+                report.push_str(&format!("  {line}\n"));
+            }
             say(&report);
             seg.abort(-1, TIMEOUT_STATUS);
             end_job(&mut ranks, &rx, libc::SIGTERM);

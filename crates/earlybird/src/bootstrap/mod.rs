@@ -31,6 +31,44 @@ pub(crate) struct Placement {
     pub processes: bool,
 }
 
+/// An MPI process's name that holds across jobs: the serial of the job that made it (0: the
+/// job the program was started in) and its rank there.
+pub(crate) type ProcId = (u64, u32);
+
+/// Who the ranks of a job are beyond their numbers, as comparisons of groups and the
+/// queries of seed 003 need: a job of endpoints (an endpoint communicator's) holds ranks
+/// that are also ranks of the job its processes came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identities {
+    /// A number no other job of the run has (0: the job the program was started in).
+    pub serial: u64,
+    /// Per rank: the MPI process it is. Endpoint 0 of each process of an endpoint
+    /// communicator is the parent rank that asked for it (seed 003's group rule); the others
+    /// are new processes, named by this job.
+    pub id: Vec<ProcId>,
+    /// Per rank: the MPI process that asked for it (itself, in the first job), which
+    /// MPIX_COMM_TYPE_ENDPOINTS splits by.
+    pub host: Vec<ProcId>,
+    /// Per rank: its address space; ranks with equal values share memory.
+    pub space: Vec<u64>,
+}
+
+impl Identities {
+    /// The job the program was started in: `n` ranks, threads of one process when
+    /// `threads`, else one process each.
+    pub(crate) fn first(n: u32, threads: bool) -> Identities {
+        let id: Vec<ProcId> = (0..n).map(|r| (0, r)).collect();
+        Identities {
+            serial: 0,
+            host: id.clone(),
+            id,
+            space: (0..n)
+                .map(|r| if threads { 0 } else { u64::from(r) })
+                .collect(),
+        }
+    }
+}
+
 /// A job segment made by the launcher, with the descriptor its ranks inherit.
 pub struct LaunchedJob {
     pub segment: JobSegment,

@@ -36,7 +36,7 @@ use std::rc::Rc;
 
 /// The groups of a communicator to be made: its local group and, for an
 /// intercommunicator, the remote group (endpoints, in rank order).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
     pub(super) local: Vec<u32>,
     pub(super) remote: Option<Vec<u32>>,
@@ -110,6 +110,11 @@ pub enum SplitType {
     /// (the processes whose host name is the caller's). A process that gives no such key,
     /// or a value earlybird does not know, gets `None` (MPI 4.1 §7.4.2).
     HwGuided,
+    /// Seed 003's MPI_COMM_TYPE_ENDPOINTS: the ranks that the caller's process asked for
+    /// together (the endpoints one parent rank made with
+    /// [`Comm::create_endpoints`](crate::Comm::create_endpoints)); on a communicator without
+    /// endpoints, each rank alone.
+    Endpoints,
 }
 
 /// The info key of [`SplitType::HwGuided`].
@@ -119,17 +124,18 @@ impl SplitType {
     /// The type whose MPI constant is `v` (MPICH's values: MPI_UNDEFINED,
     /// MPI_COMM_TYPE_SHARED = 1, MPI_COMM_TYPE_HW_UNGUIDED = 2, MPI_COMM_TYPE_HW_GUIDED = 3),
     /// for programs and bindings that carry split types as integers; `MPI_ERR_ARG` naming
-    /// the value otherwise.
+    /// the value otherwise. [`SplitType::Endpoints`] is 5 (MPIX_COMM_TYPE_ENDPOINTS).
     pub fn from_raw(v: i32) -> Result<SplitType> {
         Ok(match v {
             UNDEFINED => SplitType::Undefined,
             1 => SplitType::Shared,
             2 => SplitType::HwUnguided,
             3 => SplitType::HwGuided,
+            5 => SplitType::Endpoints,
             _ => {
                 return Err(Error::new(
                     ErrorClass::Arg,
-                    format!("comm_split_type: split type {v} is not MPI_UNDEFINED or an MPI_COMM_TYPE_* value (1 shared, 2 hw_unguided, 3 hw_guided)"),
+                    format!("comm_split_type: split type {v} is not MPI_UNDEFINED or an MPI_COMM_TYPE_* value (1 shared, 2 hw_unguided, 3 hw_guided, 5 endpoints)"),
                 ))
             }
         })
@@ -142,6 +148,7 @@ impl SplitType {
             SplitType::Shared => 1,
             SplitType::HwUnguided => 2,
             SplitType::HwGuided => 3,
+            SplitType::Endpoints => 5,
         }
     }
 }
@@ -494,10 +501,11 @@ impl Comm {
             self.check_live()?;
             self.check_intra("comm_split_type")?;
             // What this process asks for: (type, resource) with resource 0 = opt out,
-            // 1 = shared memory, 2 = host.
+            // 1 = shared memory, 2 = host, 3 = the process that asked for the endpoints.
             let resource: u8 = match split_type {
                 SplitType::Undefined => 0,
                 SplitType::Shared | SplitType::HwUnguided => 1,
+                SplitType::Endpoints => 3,
                 SplitType::HwGuided => match info.get(HW_RESOURCE_TYPE)? {
                     Some("mpi_shared_memory") => 1,
                     Some("host") => 2,
@@ -529,9 +537,24 @@ impl Comm {
             if resource == 0 {
                 return Ok(None);
             }
-            // Every resource earlybird knows is the host: class = index of the first
-            // participant with the same host name.
-            let hosts: Vec<&[u8]> = offers.iter().map(|(_, x)| &x[6..6 + HOST_LEN]).collect();
+            // Every other resource earlybird knows is the host: class = index of the first
+            // participant with the same host name (or, for endpoints, the same process
+            // that asked for them).
+            let askers: Vec<[u8; 12]> = self
+                .hosts_of(&parts)
+                .iter()
+                .map(|&(s, r)| {
+                    let mut b = [0u8; 12];
+                    b[..8].copy_from_slice(&s.to_le_bytes());
+                    b[8..].copy_from_slice(&r.to_le_bytes());
+                    b
+                })
+                .collect();
+            let hosts: Vec<&[u8]> = if resource == 3 {
+                askers.iter().map(|a| &a[..]).collect()
+            } else {
+                offers.iter().map(|(_, x)| &x[6..6 + HOST_LEN]).collect()
+            };
             let all: Vec<(i64, i32)> = offers
                 .iter()
                 .zip(&hosts)
@@ -574,10 +597,10 @@ impl Comm {
                 info.get(HW_RESOURCE_TYPE),
                 Ok(Some("mpi_shared_memory" | "host"))
             ),
-            SplitType::HwUnguided => {
+            SplitType::HwUnguided | SplitType::Endpoints => {
                 let e = Error::new(
                     ErrorClass::Comm,
-                    "comm_split_type: MPI_COMM_TYPE_HW_UNGUIDED on an intercommunicator",
+                    format!("comm_split_type: {split_type:?} on an intercommunicator (earlybird splits intracommunicators only by it)"),
                 );
                 return self.ret("comm_split_type", Err(e));
             }
@@ -596,6 +619,12 @@ impl Comm {
 
     /// The endpoints of `group`, checked to be processes of this communicator.
     fn subgroup(&self, what: &str, group: &Group) -> Result<Vec<u32>> {
+        if group.serial() != self.eng.borrow().ids.serial {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{what}: the group comes from another job (an endpoint communicator's or its parent's) than the communicator"),
+            ));
+        }
         let parent = self.local_members();
         let members: Vec<u32> = (0..group.size())
             .map(|r| group.member(r as usize))
@@ -671,7 +700,15 @@ impl Comm {
     /// attributes' delete callbacks run first, last set first; if one fails, its error is
     /// returned and the communicator stays usable.
     pub fn free(self) -> Result<()> {
-        let r = if self.is_predefined() {
+        let r = if self.is_predefined()
+            && self.eng.borrow().ids.serial != 0
+            && self.ctx == ContextId::WORLD
+        {
+            Err(Error::new(
+                ErrorClass::Comm,
+                "comm_free of an endpoint communicator's handle: free it with EndpointComm::free",
+            ))
+        } else if self.is_predefined() {
             Err(Error::new(
                 ErrorClass::Comm,
                 format!(
@@ -703,11 +740,24 @@ impl Comm {
         if Rc::ptr_eq(&self.shared, &other.shared) {
             return Comparison::Ident;
         }
+        if self.ctx == other.ctx && !Rc::ptr_eq(&self.eng, &other.eng) {
+            let same_job = {
+                let (a, b) = (self.eng.borrow(), other.eng.borrow());
+                a.ids.serial != 0 && a.job().same(b.job())
+            };
+            // Two endpoints of one endpoint communicator's job, on one context, with one
+            // group: one communicator (its members agreed on a context none of them used).
+            if same_job
+                && self.shape() == other.shape()
+                && self.group().compare(&other.group()) == Comparison::Ident
+            {
+                return Comparison::Aliased;
+            }
+        }
         let local = self.group().compare(&other.group());
-        let me = self.eng.borrow().rank();
         let both = match (self.shape().remote, other.shape().remote) {
             (None, None) => local,
-            (Some(a), Some(b)) => match (local, Group::new(a, me).compare(&Group::new(b, me))) {
+            (Some(a), Some(b)) => match (local, self.group_of(a).compare(&other.group_of(b))) {
                 (Comparison::Unequal, _) | (_, Comparison::Unequal) => Comparison::Unequal,
                 (Comparison::Ident, Comparison::Ident) => Comparison::Ident,
                 _ => Comparison::Similar,

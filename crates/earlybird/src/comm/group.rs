@@ -5,15 +5,22 @@
 //! and remembers which job rank the calling process has, so that [`Group::rank`] can say
 //! where the caller stands. Groups are immutable and cheap to clone (a shared slice).
 //!
+//! A group also knows who its job's ranks are (the job's [`Identities`]), so that groups of
+//! an endpoint communicator (seed 003) and of its parent compare and translate by the MPI
+//! processes they hold: endpoint 0 of each process is the parent rank that asked for it. Set
+//! operations (union, intersection, difference) need both groups from one job.
+//!
 //! Errors: group calls are local and have no communicator whose handler could apply, so
 //! they return their errors (MPI 4.1 raises such errors on MPI_COMM_SELF, whose handler is
 //! "return" unless changed). A bad rank is `MPI_ERR_RANK`, a bad range `MPI_ERR_ARG`, each
 //! with a message naming the value.
 #![forbid(unsafe_code)]
 
+use crate::bootstrap::{Identities, ProcId};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::PROC_NULL;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// MPI_UNDEFINED: a rank that is not in the group.
 pub const UNDEFINED: i32 = -32766;
@@ -25,6 +32,9 @@ pub enum Comparison {
     Ident,
     /// Communicators only: same group, different contexts.
     Congruent,
+    /// Communicators only (seed 003's MPI_ALIASED): two handles on one communicator that
+    /// are different ranks of it, endpoints of one process.
+    Aliased,
     /// Same members, different order.
     Similar,
     /// Different members.
@@ -36,14 +46,43 @@ pub enum Comparison {
 pub struct Group {
     members: Rc<[u32]>,
     me: u32,
+    ids: Arc<Identities>,
 }
 
 impl Group {
-    pub(crate) fn new(members: Vec<u32>, me: u32) -> Group {
+    pub(crate) fn new(members: Vec<u32>, me: u32, ids: Arc<Identities>) -> Group {
         Group {
             members: members.into(),
             me,
+            ids,
         }
+    }
+
+    /// A group of the same job as this one.
+    fn with(&self, members: Vec<u32>) -> Group {
+        Group::new(members, self.me, self.ids.clone())
+    }
+
+    /// The serial of the job whose ranks the members are.
+    pub(crate) fn serial(&self) -> u64 {
+        self.ids.serial
+    }
+
+    /// The MPI processes of the members, in group order.
+    fn procs(&self) -> impl Iterator<Item = ProcId> + '_ {
+        self.members.iter().map(|&m| self.ids.id[m as usize])
+    }
+
+    /// Seed 003's MPI_Group_has_sharing: whether two members share an address space (threads
+    /// of one process: ranks of a thread job, or endpoints of one process).
+    pub fn has_sharing(&self) -> bool {
+        let mut spaces: Vec<u64> = self
+            .members
+            .iter()
+            .map(|&m| self.ids.space[m as usize])
+            .collect();
+        spaces.sort_unstable();
+        spaces.windows(2).any(|w| w[0] == w[1])
     }
 
     /// Whether `other` is this very group (a clone of the same value), which then has the
@@ -52,14 +91,9 @@ impl Group {
         Rc::ptr_eq(&self.members, &other.members)
     }
 
-    /// MPI_GROUP_EMPTY as seen by the process whose job rank is `me`.
-    pub(crate) fn empty(me: u32) -> Group {
-        Group::new(Vec::new(), me)
-    }
-
     /// This process's view of the empty group (MPI_GROUP_EMPTY).
     pub fn empty_like(&self) -> Group {
-        Group::empty(self.me)
+        self.with(Vec::new())
     }
 
     /// The members' job ranks, in group order.
@@ -119,10 +153,7 @@ impl Group {
 
     /// MPI_Group_incl: the members at `ranks`, in that order.
     pub fn incl(&self, ranks: &[i32]) -> Result<Group> {
-        Ok(Group::new(
-            self.pick(ranks.iter().copied(), "group_incl")?,
-            self.me,
-        ))
+        Ok(self.with(self.pick(ranks.iter().copied(), "group_incl")?))
     }
 
     /// MPI_Group_excl: the members not at `ranks`, in group order.
@@ -134,7 +165,7 @@ impl Group {
             .copied()
             .filter(|m| !drop.contains(m))
             .collect();
-        Ok(Group::new(keep, self.me))
+        Ok(self.with(keep))
     }
 
     /// The ranks a list of (first, last, stride) triplets names, in order.
@@ -188,6 +219,12 @@ impl Group {
     }
 
     fn check_same_job(&self, other: &Group, what: &str) -> Result<()> {
+        if self.ids.serial != other.ids.serial {
+            return Err(Error::new(
+                ErrorClass::Group,
+                format!("{what}: the groups come from different jobs (an endpoint communicator's and another's); combine groups of one communicator's job"),
+            ));
+        }
         if self.me != other.me {
             return Err(Error::new(
                 ErrorClass::Group,
@@ -208,7 +245,7 @@ impl Group {
                 .copied()
                 .filter(|x| !self.members.contains(x)),
         );
-        Ok(Group::new(m, self.me))
+        Ok(self.with(m))
     }
 
     /// MPI_Group_intersection: the members of `self` that are in `other`, in `self`'s order.
@@ -220,7 +257,7 @@ impl Group {
             .copied()
             .filter(|x| other.members.contains(x))
             .collect();
-        Ok(Group::new(m, self.me))
+        Ok(self.with(m))
     }
 
     /// MPI_Group_difference: the members of `self` that are not in `other`, in order.
@@ -232,36 +269,38 @@ impl Group {
             .copied()
             .filter(|x| !other.members.contains(x))
             .collect();
-        Ok(Group::new(m, self.me))
+        Ok(self.with(m))
     }
 
     /// MPI_Group_translate_ranks: the ranks in `other` of the processes at `ranks` in `self`;
     /// [`UNDEFINED`] for those not in `other`, PROC_NULL stays PROC_NULL.
+    /// Groups of different jobs (an endpoint communicator's and its parent's) translate by
+    /// the MPI processes they hold.
     pub fn translate_ranks(&self, ranks: &[i32], other: &Group) -> Result<Vec<i32>> {
-        self.check_same_job(other, "group_translate_ranks")?;
         ranks
             .iter()
             .map(|&r| {
                 if r == PROC_NULL {
                     return Ok(PROC_NULL);
                 }
-                let m = self.members[self.check_rank(r, "group_translate_ranks")?];
+                let m = self.ids.id
+                    [self.members[self.check_rank(r, "group_translate_ranks")?] as usize];
                 Ok(other
-                    .members
-                    .iter()
-                    .position(|&x| x == m)
+                    .procs()
+                    .position(|x| x == m)
                     .map_or(UNDEFINED, |p| p as i32))
             })
             .collect()
     }
 
-    /// MPI_Group_compare.
+    /// MPI_Group_compare, by the MPI processes the groups hold (so a group of an endpoint
+    /// communicator with one endpoint per process is IDENT with its parent's).
     pub fn compare(&self, other: &Group) -> Comparison {
-        if self.members == other.members {
+        let a: Vec<ProcId> = self.procs().collect();
+        let b: Vec<ProcId> = other.procs().collect();
+        if a == b {
             Comparison::Ident
-        } else if self.members.len() == other.members.len()
-            && self.members.iter().all(|m| other.members.contains(m))
-        {
+        } else if a.len() == b.len() && a.iter().all(|m| b.contains(m)) {
             Comparison::Similar
         } else {
             Comparison::Unequal
@@ -279,7 +318,7 @@ mod tests {
     use super::*;
 
     fn g(m: &[u32]) -> Group {
-        Group::new(m.to_vec(), 2)
+        Group::new(m.to_vec(), 2, Arc::new(Identities::first(8, false)))
     }
 
     #[test]
@@ -350,7 +389,15 @@ mod tests {
             e.class() == ErrorClass::Rank && e.detail().contains("-4"),
             "{e}"
         );
-        let other = Group::new(vec![0, 1], 1);
+        let other = Group::new(vec![0, 1], 1, w.ids.clone());
         assert_eq!(w.union(&other).unwrap_err().class(), ErrorClass::Group);
+        let mut ep = Identities::first(8, false);
+        ep.serial = 7;
+        let other_job = Group::new(vec![0, 1], 2, Arc::new(ep));
+        let e = w.union(&other_job).unwrap_err();
+        assert!(
+            e.class() == ErrorClass::Group && e.detail().contains("different jobs"),
+            "{e}"
+        );
     }
 }

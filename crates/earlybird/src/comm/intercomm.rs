@@ -127,13 +127,9 @@ impl Comm {
     /// MPI_Comm_remote_group: the remote group, in its rank order; `MPI_ERR_COMM` on an
     /// intracommunicator.
     pub fn remote_group(&self) -> Result<Group> {
-        let r = self.check_inter("comm_remote_group").map(|()| {
-            let me = self.eng.borrow().rank();
-            Group::new(
-                self.map.as_ref().expect("intercomm map").members.clone(),
-                me,
-            )
-        });
+        let r = self
+            .check_inter("comm_remote_group")
+            .map(|()| self.group_of(self.map.as_ref().expect("intercomm map").members.clone()));
         self.ret("comm_remote_group", r)
     }
 

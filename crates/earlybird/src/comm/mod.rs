@@ -16,11 +16,14 @@ pub mod attr;
 pub mod cart;
 pub(crate) mod context;
 mod create;
+pub(crate) mod driven;
+pub mod endpoints;
 pub mod errhandler;
 pub mod graph;
 pub mod group;
 mod intercomm;
 mod pt2pt;
+pub(crate) mod region;
 mod sendrecv;
 
 pub use create::{PendingComm, SplitType};
@@ -159,6 +162,16 @@ impl Comm {
         Comm::predefined_comm(eng, ContextId::WORLD, rank, size, None, "MPI_COMM_WORLD")
     }
 
+    /// The communicator of a job of endpoints (seed 003) as its rank `eng` sees it: the
+    /// job's whole group on its first pair, as MPI_COMM_WORLD is of the first job.
+    pub(crate) fn endpoints_comm(eng: EngineRef) -> Comm {
+        let (rank, size) = {
+            let e = eng.borrow();
+            (e.rank() as i32, e.size() as i32)
+        };
+        Comm::predefined_comm(eng, ContextId::WORLD, rank, size, None, "")
+    }
+
     /// MPI_COMM_SELF of endpoint `eng`: its one rank, on the reserved pair every endpoint
     /// has for it.
     pub(crate) fn self_comm(eng: EngineRef) -> Comm {
@@ -258,8 +271,13 @@ impl Comm {
     /// MPI_Comm_group: the group of the communicator's processes, in rank order (the local
     /// group of an intercommunicator).
     pub fn group(&self) -> group::Group {
-        let me = self.eng.borrow().rank();
-        group::Group::new(self.local_members(), me)
+        self.group_of(self.local_members())
+    }
+
+    /// The group of the endpoints (job ranks) `members`, as this process sees it.
+    pub(crate) fn group_of(&self, members: Vec<u32>) -> group::Group {
+        let e = self.eng.borrow();
+        group::Group::new(members, e.rank(), e.ids.clone())
     }
 
     /// Endpoints of the local group, in rank order.

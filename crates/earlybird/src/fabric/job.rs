@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = 0x6561_726c_7962_6972; // "earlybir"
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
+/// Endpoint communicators' jobs a job's header lists for launcher reports.
+const ENDPOINT_JOBS: usize = 8;
 const HEADER_BYTES: usize = 512;
 const FLOOR_LINE_OFFSET: usize = 256;
 const RANK_SLOT_BYTES: usize = 128;
@@ -42,6 +44,10 @@ struct JobHeader {
     finalizing: AtomicU32,
     /// pid of the launcher (0 for thread jobs and singletons).
     launcher_pid: AtomicU32,
+    /// Jobs of endpoint communicators (seed 003) made within this one, for the launcher's
+    /// timeout report: `pid << 32 | fd` of a descriptor of the job's segment that the
+    /// process `pid` holds open (0: a free entry).
+    endpoint_jobs: [AtomicU64; ENDPOINT_JOBS],
 }
 const _: () = assert!(std::mem::size_of::<JobHeader>() <= FLOOR_LINE_OFFSET);
 
@@ -159,6 +165,26 @@ impl JobShape {
 pub struct JobSegment {
     seg: Arc<Segment>,
     shape: JobShape,
+    /// For the job of an endpoint communicator (seed 003): the job this process was started
+    /// in, and its rank there. Failure travels both ways: an abort of either ends waits in
+    /// both.
+    outer: Option<Arc<(JobSegment, u32)>>,
+    /// The entry listing this job in its outermost job's header, while this process holds it.
+    listed: Option<Arc<Listing>>,
+}
+
+/// A job's entry in its outermost job's list of endpoint jobs: the descriptor it names is
+/// held open, and the entry cleared, for as long as this lives.
+struct Listing {
+    root: JobSegment,
+    entry: usize,
+    _fd: std::os::fd::OwnedFd,
+}
+
+impl Drop for Listing {
+    fn drop(&mut self) {
+        self.root.header().endpoint_jobs[self.entry].store(0, Ordering::Release);
+    }
 }
 
 impl std::fmt::Debug for JobSegment {
@@ -196,6 +222,8 @@ impl JobSegment {
         let js = JobSegment {
             seg: Arc::new(seg),
             shape,
+            outer: None,
+            listed: None,
         };
         let h = js.header();
         h.version.store(VERSION, Ordering::Relaxed);
@@ -238,7 +266,104 @@ impl JobSegment {
         Ok(JobSegment {
             seg: Arc::new(seg),
             shape,
+            outer: None,
+            listed: None,
         })
+    }
+
+    /// This segment, as the job of endpoints that the process of rank `rank` of `outer`
+    /// hosts: an abort of `outer` ends this job's waits, an abort here aborts `outer` too
+    /// (naming `rank`), and the launcher watched is `outer`'s.
+    pub(crate) fn within(mut self, outer: JobSegment, rank: u32) -> JobSegment {
+        self.set_launcher_pid(outer.launcher_pid());
+        self.outer = Some(Arc::new((outer, rank)));
+        self
+    }
+
+    /// List this job (an endpoint communicator's, made by this process, whose segment `fd`
+    /// holds) in its outermost job's header, so that the launcher's timeout report can say
+    /// what its ranks were doing; the entry lasts while this process holds the job. Nothing
+    /// happens when the list is full (the job then goes unreported).
+    pub(crate) fn list_in_root(&mut self, fd: std::os::fd::OwnedFd) {
+        let mut root = self.clone();
+        while let Some((o, _)) = root.outer() {
+            root = o.clone();
+        }
+        let word = (u64::from(crate::sys::process::pid()) << 32)
+            | u64::from(std::os::fd::AsRawFd::as_raw_fd(&fd) as u32);
+        let free = root.header().endpoint_jobs.iter().position(|e| {
+            e.compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        });
+        if let Some(entry) = free {
+            self.listed = Some(Arc::new(Listing {
+                root,
+                entry,
+                _fd: fd,
+            }));
+        }
+    }
+
+    /// For a launcher's report: a line per rank of every endpoint communicator's job listed
+    /// in this job (see [`list_in_root`](Self::list_in_root)) saying what it is doing, with
+    /// the rank of this job whose process hosts it where the pid says so.
+    pub fn endpoint_reports(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in &self.header().endpoint_jobs {
+            let w = e.load(Ordering::Acquire);
+            if w == 0 {
+                continue;
+            }
+            let (pid, fd) = ((w >> 32) as u32, w as u32 as i32);
+            let job = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(format!("/proc/{pid}/fd/{fd}"))
+                .map_err(|e| e.to_string())
+                .and_then(|f| {
+                    use std::os::fd::AsFd;
+                    let len = crate::sys::segment::fd_len(f.as_fd()).map_err(|e| e.to_string())?;
+                    Segment::map_fd(f.as_fd(), len).map_err(|e| e.to_string())
+                })
+                .and_then(JobSegment::attach);
+            let job = match job {
+                Ok(j) => j,
+                Err(err) => {
+                    out.push(format!(
+                        "an endpoint communicator made by pid {pid} could not be read: {err}"
+                    ));
+                    continue;
+                }
+            };
+            let n = job.nranks();
+            for r in 0..n {
+                let p = job.pid(r);
+                let hosts: Vec<u32> = (0..self.nranks()).filter(|&h| self.pid(h) == p).collect();
+                let host = match hosts[..] {
+                    [h] => format!(", in the process of rank {h}"),
+                    _ => String::new(),
+                };
+                let what = match job.state(r) {
+                    RankState::NotStarted => "was never attached by a thread".to_string(),
+                    _ => job.describe(r),
+                };
+                out.push(format!(
+                    "endpoint rank {r} of {n} (an endpoint communicator made by pid {pid}{host}): {what}"
+                ));
+            }
+        }
+        out
+    }
+
+    /// The job this one lies within (an endpoint communicator's), with this process's rank
+    /// there.
+    pub(crate) fn outer(&self) -> Option<(&JobSegment, u32)> {
+        self.outer.as_deref().map(|(j, r)| (j, *r))
+    }
+
+    /// Whether `other` maps the same segment (in this process).
+    pub(crate) fn same(&self, other: &JobSegment) -> bool {
+        self.seg.base() == other.seg.base()
     }
 
     pub fn shape(&self) -> JobShape {
@@ -312,6 +437,11 @@ impl JobSegment {
             2 => RankState::Finalized,
             _ => RankState::NotStarted,
         }
+    }
+
+    /// Record in advance that `rank` will run in process `pid` (endpoints not yet attached).
+    pub(crate) fn set_pid(&self, rank: u32, pid: u32) {
+        self.slot(rank).pid.store(pid, Ordering::Release);
     }
 
     pub fn pid(&self, rank: u32) -> u32 {
@@ -426,6 +556,9 @@ impl JobSegment {
             self.header()
                 .aborted
                 .compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire);
+        if let Some((outer, me)) = self.outer() {
+            outer.abort(if rank < 0 { rank } else { me as i32 }, code);
+        }
     }
 
     /// `Some((rank, code))` once the job has been aborted (rank -1: the launcher).
@@ -433,7 +566,7 @@ impl JobSegment {
     pub fn aborted(&self) -> Option<(i32, i32)> {
         let w = self.header().aborted.load(Ordering::Acquire);
         if w == 0 {
-            return None;
+            return self.outer().and_then(|(o, _)| o.aborted());
         }
         // Sign-extend the 31-bit rank field (the launcher records -1).
         let rank = (((w >> 32) as u32) << 1) as i32 >> 1;

@@ -24,7 +24,7 @@
 use super::matching::{Envelope, Keying, Matcher, Pattern};
 use super::ops::{OpId, OpKind, Ops};
 use super::recv::Held;
-use super::wait::{spin_budget, Blocked, Waiter};
+use super::wait::{spin_budget, Blocked};
 use crate::assertions::Assertions;
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::{BlockedIn, JobSegment};
@@ -119,6 +119,19 @@ pub(crate) struct Core {
     pub(super) persistent_only: bool,
 }
 
+/// Where an endpoint's finalize stands (see [`Engine::finalize_step`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Finalizing {
+    /// Frames that found a ring full still wait to leave.
+    #[default]
+    Flushing,
+    /// Counted in; waiting for every rank.
+    Gathering,
+    /// Every rank is in: answering what peers sent before.
+    Draining,
+    Done,
+}
+
 /// State an upper layer keeps per endpoint, one value per type (the channel layer's pending
 /// binds, say), reached by its type.
 #[derive(Default)]
@@ -156,6 +169,8 @@ pub(crate) struct Engine {
     pub(crate) ext: Extensions,
     /// Operations made of steps that every progress call advances.
     pub(crate) background: super::background::BackgroundList,
+    /// Who the job's ranks are (endpoint communicators, seed 003).
+    pub(crate) ids: std::sync::Arc<crate::bootstrap::Identities>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -193,6 +208,7 @@ impl Engine {
             spin_budget: spin_budget(n),
             ext: Extensions::default(),
             background: Default::default(),
+            ids: std::sync::Arc::new(crate::bootstrap::Identities::first(n, ranks_are_threads)),
         })
     }
 
@@ -408,26 +424,43 @@ impl Engine {
         if self.core.bsend.attached() {
             self.buffer_detach()?;
         }
-        let n = self.size();
         let blocked = Blocked::in_call(BlockedIn::Finalize);
-        self.wait_for(blocked, |e| (e.fabric.queued_frames() == 0).then_some(()))?;
-        self.job().enter_finalize();
-        self.wait_for(blocked, |e| (e.job().finalizing() >= n).then_some(()))?;
-        // Peers may still need answers to frames they sent before entering finalize.
-        let mut w = Waiter::new(self.spin_budget, blocked);
-        loop {
-            let did = self.progress();
-            if !did && self.fabric.queued_frames() == 0 {
-                break;
+        let mut phase = Finalizing::Flushing;
+        self.wait_for(blocked, |e| e.finalize_step(&mut phase).then_some(()))
+    }
+
+    /// One step of finalize, without waiting: `true` once this endpoint is finalized. Every
+    /// rank's queued frames leave, it counts itself in, it waits for every rank to be in, and
+    /// it answers what peers sent before they entered, until nothing is left to answer. A
+    /// thread finalizing several endpoints (endpoint communicators, seed 003) steps them in
+    /// turn so that none waits for another.
+    pub(crate) fn finalize_step(&mut self, phase: &mut Finalizing) -> bool {
+        let did = self.progress();
+        match *phase {
+            Finalizing::Flushing => {
+                if self.fabric.queued_frames() == 0 {
+                    self.job().enter_finalize();
+                    *phase = Finalizing::Gathering;
+                }
+                false
             }
-            if !did {
-                w.idle(self.fabric.job(), self.core.me)?;
+            Finalizing::Gathering => {
+                if self.job().finalizing() >= self.size() {
+                    *phase = Finalizing::Draining;
+                }
+                false
             }
+            Finalizing::Draining => {
+                if did || self.fabric.queued_frames() != 0 {
+                    return false;
+                }
+                self.job().set_finalized(self.core.me);
+                self.finalized = true;
+                *phase = Finalizing::Done;
+                true
+            }
+            Finalizing::Done => true,
         }
-        w.finish(self.fabric.job(), self.core.me);
-        self.job().set_finalized(self.core.me);
-        self.finalized = true;
-        Ok(())
     }
 
     /// Operations still in the table (tests: everything completed is freed).

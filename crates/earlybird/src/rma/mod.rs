@@ -85,7 +85,6 @@ use crate::comm::group::Group;
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::window::{Mem, WinSegment, WinShape, Word};
-use crate::fabric::Transport;
 use crate::info::Info;
 use crate::sys::exposed::ExposedMemory;
 use crate::sys::plain::Plain;
@@ -600,84 +599,16 @@ impl Win {
         })
     }
 
-    /// The window's segment: rank 0 creates it and sends its key; every rank maps it; no
-    /// rank goes on (and rank 0 keeps the descriptor open) until every rank has mapped it.
-    /// With it, the window's serial: a number no other window of the job has (rank 0's pid
-    /// and how many windows its process made before), which sync counter references carry.
+    /// The window's segment (see [`Comm::shared_region`]), and its serial, which sync
+    /// counter references carry.
     fn segment(comm: &Comm, shape: WinShape, bytes: usize) -> Result<(WinSegment, u64)> {
-        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let eng = comm.eng.clone();
-        let mut key = [0u8; 25];
-        let mut held = None;
-        let mut made = None;
-        let mut failure = None;
-        if comm.rank() == 0 {
-            match eng.borrow_mut().fabric.create_region(bytes) {
-                Ok((seg, k, fd)) => {
-                    let mut v = Vec::with_capacity(16);
-                    k.encode(&mut v);
-                    key[0] = 1;
-                    key[1..17].copy_from_slice(&v);
-                    let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let serial = (u64::from(crate::sys::process::pid()) << 32) | u64::from(n);
-                    key[17..].copy_from_slice(&serial.to_le_bytes());
-                    held = Some(fd);
-                    made = Some(seg);
-                }
-                Err(e) => {
-                    failure = Some(format!(
-                        "cannot create the window's shared memory ({bytes} bytes): {e}"
-                    ))
-                }
-            }
-        }
-        comm.bcast(&mut key[..], 0)?;
-        let seg = if key[0] == 0 {
-            failure.get_or_insert_with(|| {
-                format!("rank 0 could not create the window's shared memory ({bytes} bytes)")
-            });
-            None
-        } else if let Some(s) = made {
-            Some(s)
-        } else {
-            match crate::fabric::RegionKey::decode(&key[1..17]) {
-                Some((k, _)) => match eng.borrow_mut().fabric.map_region(&k) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        failure = Some(format!("cannot map the window's shared memory: {e}"));
-                        None
-                    }
-                },
-                None => {
-                    failure = Some("a malformed window key".into());
-                    None
-                }
-            }
-        };
-        let seg = match seg.map(|s| WinSegment::new(s, shape)) {
-            Some(Ok(s)) => Some(s),
-            Some(Err(e)) => {
-                failure = Some(e);
-                None
-            }
-            None => None,
-        };
-        // Every rank learns whether every rank mapped it.
-        let mut ok = [u8::from(failure.is_none())];
-        let mine = ok;
-        comm.allreduce(&mine[..], &mut ok[..], &crate::coll::op::Op::MIN)?;
-        drop(held);
-        match (failure, seg) {
-            (Some(f), _) => Err(err(ErrorClass::NoMem, f)),
-            (None, Some(s)) if ok[0] == 1 => {
-                let serial = u64::from_le_bytes(key[17..].try_into().expect("8 bytes"));
-                Ok((s, serial))
-            }
-            _ => Err(err(
-                ErrorClass::NoMem,
-                "another rank could not map the window's shared memory",
-            )),
-        }
+        let r = comm.shared_region(
+            bytes,
+            "the window's shared memory",
+            ErrorClass::NoMem,
+            |s, _| WinSegment::new(s, shape),
+        )?;
+        Ok((r.mapped, r.serial))
     }
 
     // ---- errors --------------------------------------------------------------------------
@@ -764,6 +695,12 @@ impl Win {
     /// MPI_Win_get_group: the group of the communicator the window was made over.
     pub fn group(&self) -> Group {
         self.inner.comm.group()
+    }
+
+    /// Seed 003's MPI_Win_has_sharing: whether two ranks of the window share an address
+    /// space (threads of one process: a thread job's ranks, or endpoints of one process).
+    pub fn has_sharing(&self) -> bool {
+        self.inner.comm.has_sharing()
     }
 
     /// MPI_WIN_BASE: the address of this rank's memory (0 for a dynamic window, or none).

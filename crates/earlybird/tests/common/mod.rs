@@ -126,6 +126,16 @@ impl JobOutput {
 /// (plus `env`), wait for it at most [`CHILD_LIMIT`] (killing it past that), and check that
 /// the job left nothing in /dev/shm.
 pub(crate) fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOutput {
+    ebrun_scenario_within(name, n, env, JOB_TIMEOUT_S)
+}
+
+/// [`ebrun_scenario`] with ebrun's `--timeout` at `timeout_s` seconds.
+pub(crate) fn ebrun_scenario_within(
+    name: &str,
+    n: u32,
+    env: &[(&str, &str)],
+    timeout_s: u64,
+) -> JobOutput {
     let ebrun = ebrun_path();
     let exe = std::env::current_exe().expect("current_exe");
     let before = shm_entries();
@@ -133,7 +143,7 @@ pub(crate) fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOut
     cmd.arg("-n")
         .arg(n.to_string())
         .arg("--timeout")
-        .arg(JOB_TIMEOUT_S.to_string())
+        .arg(timeout_s.to_string())
         .arg(&exe)
         .args([
             "--exact",
