@@ -328,7 +328,9 @@ pub(crate) fn assertions() -> earlybird::Assertions {
                 None => st
                     .endpoints
                     .first()
-                    .map_or(earlybird::Assertions::empty(), |(_, e)| e.comm_self().assertions()),
+                    .map_or(earlybird::Assertions::empty(), |(_, e)| {
+                        e.comm_self().assertions()
+                    }),
             })
     })
 }

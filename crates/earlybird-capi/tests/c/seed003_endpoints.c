@@ -58,6 +58,13 @@ int main(int argc, char **argv) {
         long mine = r + 1, sum = 0;
         MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, ep[tn]);
         CHECK(sum == (long)total * (total + 1) / 2);
+        /* Every endpoint is driven by its thread now: another thread's handle is an error
+         * (the endpoints took the parent's MPI_ERRORS_RETURN). */
+        if (tn == 1) {
+            int x, ecls;
+            MPI_Error_class(MPI_Comm_size(ep[0], &x), &ecls);
+            CHECK(ecls == MPI_ERR_COMM);
+        }
         int right = (r + 1) % n, left = (r + n - 1) % n, got = -1;
         MPI_Sendrecv(&r, 1, MPI_INT, right, 5, &got, 1, MPI_INT, left, 5, ep[tn],
                      MPI_STATUS_IGNORE);

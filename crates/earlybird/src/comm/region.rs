@@ -27,10 +27,11 @@ pub(crate) struct Region<T> {
 
 impl Comm {
     /// `bytes` of zero-filled shared memory for every process of this (intra)communicator:
-    /// rank 0 creates the region and sends its key, every process maps it and makes `T` of
-    /// it with `prepare` (told whether it created it), and no process goes on (nor does rank
-    /// 0 close the descriptor) before every process has. Collective. A failure anywhere is
-    /// an error of class `class` on every process, naming `what` and the rank that failed.
+    /// rank 0 creates the region and makes `T` of it with `prepare` (told that it created
+    /// it, so it may write a header) before it sends the key; every other process maps it
+    /// and makes its `T`; and no process goes on (nor does rank 0 close the descriptor)
+    /// before every process has. Collective. A failure anywhere is an error of class `class`
+    /// on every process, naming `what` and the rank that failed.
     pub(crate) fn shared_region<T>(
         &self,
         bytes: usize,
@@ -41,6 +42,7 @@ impl Comm {
         let ctx = self.ctx.internal().raw();
         let (parts, me) = self.parts();
         let mut key = vec![0u8; 25];
+        let mut prepare = Some(prepare);
         let mut made = None;
         let mut fd = None;
         let mut failure = None;
@@ -54,8 +56,17 @@ impl Comm {
                     let n = MADE.fetch_add(1, Ordering::Relaxed);
                     let serial = (u64::from(crate::sys::process::pid()) << 32) | u64::from(n);
                     key[17..].copy_from_slice(&serial.to_le_bytes());
-                    fd = Some(f);
-                    made = Some(seg);
+                    let first = prepare.take().expect("once");
+                    match first(seg, true) {
+                        Ok(t) => {
+                            fd = Some(f);
+                            made = Some(t);
+                        }
+                        Err(e) => {
+                            key[0] = 0;
+                            failure = Some(e);
+                        }
+                    }
                 }
                 Err(e) => failure = Some(format!("cannot create {what} ({bytes} bytes): {e}")),
             }
@@ -69,34 +80,29 @@ impl Comm {
             key,
         )?;
         let key = &keys[0];
-        let seg = if key[0] == 0 {
+        let mapped = if key[0] == 0 {
             failure
                 .get_or_insert_with(|| format!("rank 0 could not create {what} ({bytes} bytes)"));
             None
         } else if made.is_some() {
             made
         } else {
-            match RegionKey::decode(&key[1..17]) {
-                Some((k, _)) => match self.eng.borrow_mut().fabric.map_region(&k) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        failure = Some(format!("cannot map {what}: {e}"));
-                        None
-                    }
-                },
-                None => {
-                    failure = Some(format!("a malformed key of {what}"));
+            let seg = match RegionKey::decode(&key[1..17]) {
+                Some((k, _)) => self
+                    .eng
+                    .borrow_mut()
+                    .fabric
+                    .map_region(&k)
+                    .map_err(|e| format!("cannot map {what}: {e}")),
+                None => Err(format!("a malformed key of {what}")),
+            };
+            match seg.and_then(|s| prepare.take().expect("once")(s, false)) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    failure = Some(e);
                     None
                 }
             }
-        };
-        let mapped = match seg.map(|s| prepare(s, me == 0)) {
-            Some(Ok(t)) => Some(t),
-            Some(Err(e)) => {
-                failure = Some(e);
-                None
-            }
-            None => None,
         };
         let serial = u64::from_le_bytes(key[17..25].try_into().expect("8 bytes"));
         // Every process learns whether every process mapped it.
