@@ -122,6 +122,10 @@ impl PmemIo for OsIo {
 /// An exclusive advisory lock on `path` (created if missing), held while the returned file
 /// is open: `flock(LOCK_EX | LOCK_NB)`, which the kernel drops when the holder dies.
 /// `Ok(None)` when another open file holds it.
+///
+/// A lock this process has just let go can still be held for an instant by a child it is
+/// starting (between fork and exec the child shares the descriptor, until close-on-exec
+/// closes it), so a refusal is retried for up to 500 ms before it is reported.
 pub(crate) fn try_lock_file(path: &Path) -> io::Result<Option<File>> {
     use std::os::fd::AsRawFd;
     let f = OpenOptions::new()
@@ -130,16 +134,21 @@ pub(crate) fn try_lock_file(path: &Path) -> io::Result<Option<File>> {
         .create(true)
         .truncate(false)
         .open(path)?;
-    // SAFETY: flock only reads the descriptor number, which `f` keeps open for the call.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(Some(f));
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(None)
-    } else {
-        Err(e)
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        // SAFETY: flock only reads the descriptor number, which `f` keeps open for the call.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(Some(f));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(e);
+        }
+        if std::time::Instant::now() >= end {
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
