@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seed 003's endpoints in one sitting: ROUNDS launches each, interleaved, of
 #  - `earlybird-bench endpoints` alone: two endpoints of one process, one thread each on its
-#    own CPU (ep_pingpong_endpoints, ep_msgrate_endpoints);
+#    own CPU (ep_pingpong_endpoints, ep_msgrate_endpoints), then two threads sharing the
+#    process's one rank under MPI_THREAD_MULTIPLE (ep_*_shared_rank);
 #  - `ebrun -n 2 earlybird-bench endpoints`: the same loops between two processes
 #    (ep_pingpong_processes, ep_msgrate_processes);
 #  - bench/threads_shared_rank.c on MPICH and Open MPI: two threads sharing one rank under
@@ -79,5 +80,7 @@ print()
 pe, pp = med(eb.get("ep_pingpong_endpoints", [])), med(eb.get("ep_pingpong_processes", []))
 me, mp = med(eb.get("ep_msgrate_endpoints", [])), med(eb.get("ep_msgrate_processes", []))
 print(f"ping-pong endpoints / processes: {pe / pp:.3f} (goal at most 1.1)")
+ms = med(eb.get("ep_msgrate_shared_rank", []))
 print(f"message rate endpoints / processes: {me / mp:.3f} (goal at least 0.9)")
+print(f"message rate endpoints / shared rank: {me / ms:.3f} (goal at least 2)")
 PY

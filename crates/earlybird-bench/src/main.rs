@@ -130,8 +130,11 @@ fn run(o: &Opts, u: Universe, mode: &str) -> Result<()> {
         std::process::exit(2);
     }
     if o.bench == "endpoints" {
-        let b = Bench { w: &w, o, mode };
-        b.endpoints(&w)?;
+        Bench { w: &w, o, mode }.endpoints(&w)?;
+        if w.size() == 1 {
+            drop(w);
+            return endpoints::shared_rank(o, u);
+        }
         return u.finalize();
     }
     earlybird::launch::pin_to_cpu(w.rank() as usize % earlybird::launch::cpus());
@@ -195,6 +198,30 @@ fn stats(mut v: Vec<f64>) -> Stats {
     }
 }
 
+/// Print one JSON line: `unit_us` is the time per unit the bench names (round trip half,
+/// window, operation), `extra` more `,"key":value` fields.
+fn emit_line(
+    mode: &str,
+    ranks: i32,
+    bench: &str,
+    bytes: usize,
+    iters: u64,
+    unit_us: Stats,
+    extra: &str,
+) {
+    let mut line = String::new();
+    write!(
+        line,
+        "{{\"bench\":\"{bench}\",\"impl\":\"earlybird\",\"mode\":\"{mode}\",\"ranks\":{ranks},\"bytes\":{bytes},\"iters\":{iters},\"median_us\":{:.4},\"min_us\":{:.4},\"max_us\":{:.4}{extra}{}}}",
+        unit_us.median,
+        unit_us.min,
+        unit_us.max,
+        LINE_TAG.with(|t| t.borrow().clone())
+    )
+    .unwrap();
+    println!("{line}");
+}
+
 impl Bench<'_> {
     /// Ranks 0 and 1 meet (zero-byte exchange) so each repeat starts together.
     fn sync(&self) -> Result<()> {
@@ -250,19 +277,15 @@ impl Bench<'_> {
         if self.w.rank() != 0 {
             return;
         }
-        let mut line = String::new();
-        write!(
-            line,
-            "{{\"bench\":\"{bench}\",\"impl\":\"earlybird\",\"mode\":\"{}\",\"ranks\":{},\"bytes\":{bytes},\"iters\":{iters},\"median_us\":{:.4},\"min_us\":{:.4},\"max_us\":{:.4}{extra}{}}}",
+        emit_line(
             self.mode,
             self.w.size(),
-            unit_us.median,
-            unit_us.min,
-            unit_us.max,
-            LINE_TAG.with(|t| t.borrow().clone())
-        )
-        .unwrap();
-        println!("{line}");
+            bench,
+            bytes,
+            iters,
+            unit_us,
+            extra,
+        );
     }
 
     /// `coll`, as bench-ref's `coll.c`: allreduce of 1 double and of 1 MiB of doubles (sum),

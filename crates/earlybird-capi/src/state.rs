@@ -285,6 +285,9 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
         eprintln!("earlybird: MPI_Init called twice");
         return ErrorClass::Other.code();
     }
+    // The C ABI keeps its handle tables per thread: it provides FUNNELED at most (threads
+    // that drive endpoints have tables of their own, see endpoints.rs).
+    let required = required.min(earlybird::ThreadLevel::Funneled);
     match earlybird::init_with_assertions(required, a) {
         Ok(uni) => {
             LEVEL.store(

@@ -40,6 +40,7 @@ pub mod p2p;
 pub mod pmem;
 pub mod request;
 pub mod rma;
+pub mod shared;
 pub mod status;
 pub(crate) mod sys;
 pub mod threads;
@@ -91,6 +92,7 @@ pub use rma::{
     SyncCounter, Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
     MODE_NOSUCCEED, MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT,
 };
+pub use shared::{ShareError, Shared, SharedComm};
 pub use sys::exposed::ExposedMemory;
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;
@@ -146,10 +148,13 @@ pub fn init() -> Result<Universe> {
     init_with_assertions(ThreadLevel::Single, Assertions::empty())
 }
 
-/// MPI_Init_thread: [`init`], asking for thread level `required`. The level provided is
-/// [`Universe::query_thread`]: at most [`ThreadLevel::Funneled`], which the types enforce (a
-/// [`Universe`] and its communicators are neither `Send` nor `Sync`, so only the thread that
-/// made them can call them).
+/// MPI_Init_thread: [`init`], asking for thread level `required`, which is the level
+/// provided ([`Universe::query_thread`]). The types hold each level to its promise: a
+/// [`Universe`] and its communicators are neither `Send` nor `Sync`, so only the thread
+/// that made them calls them (SINGLE, FUNNELED); for SERIALIZED and MULTIPLE,
+/// [`Universe::share`] makes a rank whose communicator handles any thread may call at any
+/// time (see [`shared`]); endpoints ([`Comm::create_endpoints`]) give each thread a rank of
+/// its own instead.
 ///
 /// # Standard section(s)
 /// MPI 4.1 §11.2.4.
@@ -196,12 +201,17 @@ impl Universe {
         let self_comm = Comm::self_comm(eng.clone());
         Ok(Universe {
             rank: comm::driven::Driven::new(eng, world, self_comm),
-            level: required.min(ThreadLevel::Funneled),
+            level: required,
         })
     }
 
     fn eng(&self) -> &EngineRef {
         self.rank.eng()
+    }
+
+    /// See [`Universe::share`].
+    pub(crate) fn check_alone(&self) -> Result<()> {
+        self.rank.check_alone()
     }
 
     /// The assertions in force since init (seed 002): those given to
@@ -211,7 +221,7 @@ impl Universe {
         self.eng().borrow().assertions()
     }
 
-    /// MPI_Query_thread: the thread level provided.
+    /// MPI_Query_thread: the thread level provided (the one asked for at init).
     pub fn query_thread(&self) -> ThreadLevel {
         self.level
     }

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u32)] = &[
     // The API: the crate root (`lib.rs`) and the thread-job runner.
     ("lib", 10),
     ("threads", 10),
+    ("shared", 10),
 ];
 
 /// Upward edges kept on purpose: (from, to, why). Also written in DESIGN.md's layer table and

@@ -252,6 +252,11 @@ pub(crate) struct Attrs {
 }
 
 impl Attrs {
+    /// Whether no attribute is set.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     fn find(&self, k: &Rc<KeyInner>) -> Option<usize> {
         self.list.iter().position(|(x, _)| Rc::ptr_eq(x, k))
     }

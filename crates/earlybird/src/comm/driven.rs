@@ -14,16 +14,50 @@ pub(crate) struct Driven {
     world: Comm,
     self_comm: Comm,
     done: bool,
+    /// References to the endpoint, to the world's and to MPI_COMM_SELF's shared state when
+    /// this was made (see [`check_alone`](Self::check_alone)).
+    refs: [usize; 3],
 }
 
 impl Driven {
     pub(crate) fn new(eng: EngineRef, world: Comm, self_comm: Comm) -> Driven {
-        Driven {
+        let mut d = Driven {
             eng,
             world,
             self_comm,
             done: false,
+            refs: [0; 3],
+        };
+        d.refs = d.count_refs();
+        d
+    }
+
+    fn count_refs(&self) -> [usize; 3] {
+        [
+            std::rc::Rc::strong_count(&self.eng),
+            std::rc::Rc::strong_count(&self.world.shared),
+            std::rc::Rc::strong_count(&self.self_comm.shared),
+        ]
+    }
+
+    /// `Ok` if nothing but this rank itself refers to its state: no communicator handle,
+    /// request or scope made from it lives, and neither its world nor MPI_COMM_SELF has a
+    /// user error handler or attributes (whose callbacks could keep handles), so that the
+    /// rank can be handed to threads that take turns with a lock (`crate::shared`).
+    pub(crate) fn check_alone(&self) -> Result<()> {
+        let user_code = [&self.world, &self.self_comm].into_iter().any(|c| {
+            matches!(
+                *c.shared.errh.borrow(),
+                super::errhandler::ErrHandler::User(_)
+            ) || !c.shared.attrs.borrow().is_empty()
+        });
+        if self.count_refs() != self.refs || user_code {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorClass::Other,
+                "share: the universe is in use (a communicator handle, request or scope made from it lives, or its world or MPI_COMM_SELF has a user error handler or attributes); share it right after init",
+            ));
         }
+        Ok(())
     }
 
     pub(crate) fn eng(&self) -> &EngineRef {

@@ -29,13 +29,26 @@ impl std::fmt::Debug for ScopeOps {
 
 impl Default for ScopeOps {
     fn default() -> Self {
+        /// Ids handed to threads in blocks, so that no two scopes of one process share an
+        /// id (threads sharing a rank under MPI_THREAD_MULTIPLE tag operations of one engine)
+        /// while a scope costs no atomic operation.
+        const BLOCK: u32 = 1 << 12;
+        static NEXT_BLOCK: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         thread_local! {
-            static NEXT_SCOPE: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
+            /// The next id of this thread's block, and the block's end.
+            static NEXT_SCOPE: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
         }
-        // Ids are per thread, as engines are; 0 means "no scope" and is skipped on wrap.
+        // 0 means "no scope" and is skipped.
         let id = NEXT_SCOPE.with(|n| {
-            let id = n.get();
-            n.set(id.checked_add(1).unwrap_or(1));
+            let (mut id, mut end) = n.get();
+            if id == end {
+                id = NEXT_BLOCK.fetch_add(BLOCK, std::sync::atomic::Ordering::Relaxed);
+                end = id.wrapping_add(BLOCK);
+                if id == 0 {
+                    id = 1;
+                }
+            }
+            n.set((id.wrapping_add(1), end));
             id
         });
         ScopeOps {

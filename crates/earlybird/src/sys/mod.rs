@@ -4,6 +4,7 @@
 //! This layer and `fabric` are the only places with `unsafe`; each block says why it holds.
 
 pub(crate) mod cma;
+pub(crate) mod confined;
 pub(crate) mod copy;
 pub(crate) mod exposed;
 pub(crate) mod layout;

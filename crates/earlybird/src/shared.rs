@@ -1,0 +1,341 @@
+//! MPI_THREAD_SERIALIZED and MPI_THREAD_MULTIPLE: one rank used by several threads.
+//!
+//! A [`Universe`] and its communicators are neither `Send` nor `Sync`: a rank's state is
+//! made for one owner, with no lock on the critical path. [`Universe::share`] turns a
+//! universe, right after init, into a [`Shared`] rank whose communicator handles
+//! ([`SharedComm`]) are `Send + Sync` and `Clone`: any thread may call on them at any time,
+//! with MPI's semantics.
+//!
+//! - **How.** The rank's state sits behind one lock. A call takes it, starts its operation
+//!   (the nonblocking form of the call), and tests it; between tests it lets the lock go and
+//!   yields, so other threads start and complete theirs meanwhile. Every test drives the
+//!   rank's progress, whoever's operation it is, so nothing waits for a particular thread to
+//!   call in, and there is no sleeping wait to miss a wake-up: a thread sees its operation
+//!   complete at its next test.
+//! - **Order.** Operations are started in the order each thread calls: messages one thread
+//!   sends to a rank on one communicator do not overtake each other. Across threads the order
+//!   is the order in which they took the lock, as MPI allows. Collectives on one
+//!   communicator must not be called by two threads at once (MPI 4.1 §11.6.2): give each
+//!   thread its own [`dup`](SharedComm::dup).
+//! - **What.** Blocking point-to-point (standard and synchronous send, receive with
+//!   wildcards), probe and iprobe, barrier, bcast, allreduce, dup and free. Nonblocking
+//!   calls, persistent requests, channels and windows stay with a [`Universe`] driven by one
+//!   thread (or, for threads with traffic of their own, with endpoints:
+//!   [`Comm::create_endpoints`](crate::Comm::create_endpoints), which scale where a shared
+//!   rank serialises).
+//! - **Cost.** One lock per call and per test: threads that share a rank take turns. That is
+//!   the price endpoints exist to avoid (`earlybird-bench endpoints`).
+#![forbid(unsafe_code)]
+
+use crate::coll::{Dst, Src};
+use crate::datatype::{Buffer, BufferMut};
+use crate::error::{Error, ErrorClass, Result};
+use crate::request::Request;
+use crate::status::Status;
+use crate::sys::confined::Confined;
+use crate::{Comm, Op, ThreadLevel, Universe};
+use std::sync::Arc;
+
+/// The rank's state: the universe and the communicators the threads made, by handle.
+struct State {
+    uni: Option<Universe>,
+    comms: Vec<Option<Comm>>,
+}
+
+type Guard<'a> = crate::sys::confined::Guard<'a, State>;
+
+/// A rank shared by threads (see the module doc). Made by [`Universe::share`].
+pub struct Shared {
+    inner: Arc<Confined<State>>,
+    main: std::thread::ThreadId,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
+}
+
+/// A communicator of a [`Shared`] rank: `Send + Sync`, cheap to clone.
+#[derive(Clone)]
+pub struct SharedComm {
+    inner: Arc<Confined<State>>,
+    id: usize,
+    rank: i32,
+    size: i32,
+}
+
+impl std::fmt::Debug for SharedComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedComm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+/// [`Universe::share`] refused: the universe, given back, and why.
+pub struct ShareError {
+    pub universe: Universe,
+    pub error: Error,
+}
+
+impl std::fmt::Debug for ShareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ShareError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl From<ShareError> for Error {
+    /// The error alone (the universe is dropped, which finalizes it).
+    fn from(e: ShareError) -> Error {
+        e.error
+    }
+}
+
+impl Universe {
+    /// MPI_THREAD_MULTIPLE for this rank: a [`Shared`] rank whose communicators any thread
+    /// may call at any time (see [`shared`](crate::shared)). Call it right after init: it is
+    /// refused (MPI_ERR_OTHER, the universe given back in the [`ShareError`]) if a
+    /// communicator handle, request or scope made from this universe still lives, or if its
+    /// world or MPI_COMM_SELF has a user error handler or attributes (the shared rank could
+    /// not keep them to one thread at a time). From then on [`Shared::query_thread`] is
+    /// [`ThreadLevel::Multiple`], whatever init asked.
+    // The refusal carries the universe back; share is called once, so its size costs nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn share(self) -> std::result::Result<Shared, ShareError> {
+        if let Err(error) = self.check_alone() {
+            return Err(ShareError {
+                universe: self,
+                error,
+            });
+        }
+        let world = self.world().clone();
+        let me = self.comm_self().clone();
+        let inner = Arc::new(Confined::new(State {
+            uni: Some(self),
+            comms: vec![Some(world), Some(me)],
+        }));
+        Ok(Shared {
+            inner,
+            main: std::thread::current().id(),
+        })
+    }
+}
+
+impl Shared {
+    fn comm_at(&self, id: usize) -> SharedComm {
+        let g = self.inner.lock();
+        let c = g.comms[id].as_ref().expect("predefined");
+        let (rank, size) = (c.rank(), c.size());
+        drop(g);
+        SharedComm {
+            inner: self.inner.clone(),
+            id,
+            rank,
+            size,
+        }
+    }
+
+    /// MPI_COMM_WORLD.
+    pub fn world(&self) -> SharedComm {
+        self.comm_at(0)
+    }
+
+    /// MPI_COMM_SELF.
+    pub fn comm_self(&self) -> SharedComm {
+        self.comm_at(1)
+    }
+
+    /// MPI_Query_thread: [`ThreadLevel::Multiple`].
+    pub fn query_thread(&self) -> ThreadLevel {
+        ThreadLevel::Multiple
+    }
+
+    /// MPI_Is_thread_main: whether the calling thread is the one that initialised (and
+    /// shared) the rank.
+    pub fn is_thread_main(&self) -> bool {
+        std::thread::current().id() == self.main
+    }
+
+    /// MPI_Finalize, by one thread once the others are done: waits for every rank, as
+    /// [`Universe::finalize`]. Calls on the rank's communicators after it are MPI_ERR_COMM.
+    /// Dropping the last handle of the rank finalizes it too.
+    pub fn finalize(self) -> Result<()> {
+        let mut g = self.inner.lock();
+        g.comms.clear();
+        match g.uni.take() {
+            Some(u) => u.finalize(),
+            None => Err(Error::new(ErrorClass::Other, "finalize called twice")),
+        }
+    }
+}
+
+impl SharedComm {
+    /// MPI_Comm_rank.
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    /// MPI_Comm_size.
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+
+    /// The communicator, cloned under the lock (dropped under it too).
+    fn comm(&self, g: &Guard<'_>) -> Result<Comm> {
+        g.comms.get(self.id).and_then(Option::clone).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Comm,
+                "shared communicator used after comm_free or finalize",
+            )
+        })
+    }
+
+    /// Test `r` until it completes, taking the lock for each test and letting it go (and
+    /// yielding) between them; returns with the lock held.
+    fn finish<'g>(&'g self, g: &mut Option<Guard<'g>>, r: &mut Request<'_>) -> Result<Status> {
+        loop {
+            if let Some(st) = r.test()? {
+                return Ok(st);
+            }
+            *g = None;
+            std::thread::yield_now();
+            *g = Some(self.inner.lock());
+        }
+    }
+
+    /// Run an operation `start` begins, to completion (see the module doc).
+    fn run<'env, R>(
+        &self,
+        start: impl for<'s> FnOnce(&Comm, &'s crate::Scope<'s, 'env>) -> Result<(Request<'s>, R)>,
+    ) -> Result<(Status, R)> {
+        let mut g = Some(self.inner.lock());
+        let c = self.comm(g.as_ref().expect("locked"))?;
+        let r = crate::scope(|s| -> Result<(Status, R)> {
+            let (mut req, extra) = start(&c, s)?;
+            let st = self.finish(&mut g, &mut req)?;
+            Ok((st, extra))
+        });
+        drop(c);
+        drop(g);
+        r
+    }
+
+    /// MPI_Send.
+    pub fn send<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.run(|c, s| Ok((c.isend(s, buf, dest, tag)?, ())))
+            .map(drop)
+    }
+
+    /// MPI_Ssend: returns once the matching receive has started.
+    pub fn ssend<B: Buffer + ?Sized>(&self, buf: &B, dest: i32, tag: i32) -> Result<()> {
+        self.run(|c, s| Ok((c.issend(s, buf, dest, tag)?, ())))
+            .map(drop)
+    }
+
+    /// MPI_Recv (`src` may be ANY_SOURCE, `tag` ANY_TAG).
+    pub fn recv<B: BufferMut + ?Sized>(&self, buf: &mut B, src: i32, tag: i32) -> Result<Status> {
+        self.run(|c, s| Ok((c.irecv(s, buf, src, tag)?, ())))
+            .map(|(st, ())| st)
+    }
+
+    /// MPI_Iprobe.
+    pub fn iprobe(&self, src: i32, tag: i32) -> Result<Option<Status>> {
+        let g = self.inner.lock();
+        let c = self.comm(&g)?;
+        let r = c.iprobe(src, tag);
+        drop(c);
+        drop(g);
+        r
+    }
+
+    /// MPI_Probe: iprobe until a message matches, letting the lock go between tries.
+    pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
+        loop {
+            if let Some(st) = self.iprobe(src, tag)? {
+                return Ok(st);
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// MPI_Barrier.
+    pub fn barrier(&self) -> Result<()> {
+        self.run(|c, s| Ok((c.ibarrier(s)?, ()))).map(drop)
+    }
+
+    /// MPI_Bcast from `root`.
+    pub fn bcast<'b>(&self, buf: impl Into<Dst<'b>>, root: i32) -> Result<()> {
+        let buf = buf.into();
+        self.run(|c, s| Ok((c.ibcast(s, buf, root)?, ()))).map(drop)
+    }
+
+    /// MPI_Allreduce.
+    pub fn allreduce<'b>(
+        &self,
+        send: impl Into<Src<'b>>,
+        recv: impl Into<Dst<'b>>,
+        op: &Op,
+    ) -> Result<()> {
+        let (send, recv) = (send.into(), recv.into());
+        self.run(|c, s| Ok((c.iallreduce(s, send, recv, op)?, ())))
+            .map(drop)
+    }
+
+    /// MPI_Comm_dup (collective: one thread per rank calls it).
+    pub fn dup(&self) -> Result<SharedComm> {
+        let (_, pending) = self.run(|c, s| c.idup(s))?;
+        let mut g = self.inner.lock();
+        let made = pending.comm();
+        drop(pending);
+        let c = match made {
+            Ok(c) => c,
+            Err(e) => {
+                drop(g);
+                return Err(e);
+            }
+        };
+        let (rank, size) = (c.rank(), c.size());
+        g.comms.push(Some(c));
+        let id = g.comms.len() - 1;
+        drop(g);
+        Ok(SharedComm {
+            inner: self.inner.clone(),
+            id,
+            rank,
+            size,
+        })
+    }
+
+    /// MPI_Comm_free of a communicator made by [`dup`](Self::dup) (every clone of this
+    /// handle goes with it). WORLD and SELF cannot be freed.
+    pub fn free(self) -> Result<()> {
+        if self.id < 2 {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "comm_free of MPI_COMM_WORLD or MPI_COMM_SELF, predefined communicators",
+            ));
+        }
+        let mut g = self.inner.lock();
+        let c = g
+            .comms
+            .get_mut(self.id)
+            .and_then(Option::take)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Comm,
+                    "comm_free of a shared communicator already freed",
+                )
+            })?;
+        let r = c.free();
+        drop(g);
+        r
+    }
+}
