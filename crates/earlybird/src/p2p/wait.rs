@@ -126,6 +126,22 @@ pub(crate) fn spin_budget(nranks: u32) -> u32 {
     }
 }
 
+/// Idle polls before yielding while this thread's core is contended (see [`CONTENDED`]).
+const CONTENDED_SPINS: u32 = 50;
+/// A yield that returns later than this ran someone else: the core is contended.
+const CONTENDED_YIELD: std::time::Duration = std::time::Duration::from_micros(20);
+/// Yields that return at once before a contended thread spins long again.
+const CONTENDED_FOR: u32 = 256;
+
+std::thread_local! {
+    /// Whether other threads (ranks of another job on the host, say) want this thread's
+    /// core: set when a yield came back late, counted down by yields that came back at once.
+    /// While set, waits spin [`CONTENDED_SPINS`] polls instead of the endpoint's budget,
+    /// since a long spin then only delays the partner this core may be needed for: two jobs
+    /// of two ranks on two cores otherwise pay up to a time slice for every hand-off.
+    static CONTENDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 /// A wait this long is reported as "blocked in ..." to the launcher.
 const PUBLISH_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 /// How often a long wait checks that the launcher is still alive.
@@ -133,9 +149,14 @@ const LAUNCHER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_mill
 
 impl Waiter {
     pub(crate) fn new(spin_budget: u32, blocked: Blocked) -> Waiter {
+        let contended = CONTENDED.with(std::cell::Cell::get) > 0;
         Waiter {
             spins: 0,
-            spin_budget,
+            spin_budget: if contended {
+                spin_budget.min(CONTENDED_SPINS)
+            } else {
+                spin_budget
+            },
             blocked,
             published: false,
             slow_since: None,
@@ -155,7 +176,16 @@ impl Waiter {
         if self.spins.is_multiple_of(64) {
             self.slow_checks(job, me)?;
         }
+        let t = std::time::Instant::now();
         std::thread::yield_now();
+        let late = t.elapsed() >= CONTENDED_YIELD;
+        CONTENDED.with(|c| {
+            c.set(if late {
+                CONTENDED_FOR
+            } else {
+                c.get().saturating_sub(1)
+            })
+        });
         Ok(())
     }
 
