@@ -16,8 +16,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do nps+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 [ ${#nps[@]} -gt 0 ] || nps=(1 2 3)
 # Dynamic processes and MPI-IO are not in earlybird; util_sync hangs on two cores under
-# MPICH too; util_pool (mpi4py.futures) calls MPI from a second thread, which needs
-# MPI_THREAD_SERIALIZED (earlybird's C interface provides MPI_THREAD_FUNNELED); ulfm needs
+# MPICH too; util_pool (mpi4py.futures, which calls MPI from a second thread under
+# MPI_THREAD_SERIALIZED) spawns its workers at 1 rank (dynamic processes) and waits forever
+# when spawn fails, so it runs alone at 2 ranks or more (`suites/mpi4py.sh 2 -- -i util_pool`:
+# 20 pass, 20 skip on 2026-11-27); ulfm needs
 # MPIX_Comm_agree and the rest of fault tolerance, which earlybird lacks, and mpi4py's stand-in
 # for MPIX_Comm_iagree (an MPI_Iallreduce on the communicator itself) makes its test post
 # collectives in different orders on different ranks, which hangs at 3 ranks.

@@ -17,9 +17,11 @@
 //! handle, a null pointer) goes through the same handler here. With MPI_ERRORS_RETURN the
 //! function returns the error's class.
 //!
-//! Threads: the MPI state lives in the thread that called `MPI_Init`; `MPI_Init_thread`
-//! provides the level asked for up to MPI_THREAD_FUNNELED (FUNNELED when more is asked), and
-//! a call from another thread is MPI_ERR_OTHER.
+//! Threads: `MPI_Init_thread` provides the level asked for up to MPI_THREAD_SERIALIZED
+//! (SERIALIZED when MULTIPLE is asked). Below SERIALIZED the MPI state lives in the thread
+//! that called `MPI_Init`, and a call from another thread finds none (MPI_ERR_OTHER); at
+//! SERIALIZED it is the process's, used by one thread at a time as the program promises.
+//! Threads that drive endpoints keep tables of their own at every level (`endpoints.rs`).
 //!
 //! # Safety
 //!

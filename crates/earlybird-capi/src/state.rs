@@ -52,6 +52,44 @@ thread_local! {
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
 
+/// The process's state under MPI_THREAD_SERIALIZED: any thread may call MPI, one at a time,
+/// so the state lives here instead of in the initialising thread's `STATE`. (Threads that
+/// drive endpoints keep tables of their own in `STATE`, at every level.)
+struct SerializedState(RefCell<Option<State>>);
+
+// SAFETY: the state is reached only through `cell`, and from here only once MPI_Init_thread
+// provided MPI_THREAD_SERIALIZED, whose contract (MPI 4.1 §11.6.3) is that the program never
+// has two threads in MPI at once and orders its calls with its own synchronization: that
+// synchronization orders one thread's accesses to the state (its `Rc` counts and `RefCell`
+// flags included) before the next thread's, as a lock would. Values of the state a call
+// takes out (a communicator's clone) are dropped before the call returns.
+unsafe impl Sync for SerializedState {}
+
+static SERIALIZED: SerializedState = SerializedState(RefCell::new(None));
+/// Set by MPI_Init_thread when it provides MPI_THREAD_SERIALIZED.
+static SERIALIZED_MODE: AtomicBool = AtomicBool::new(false);
+/// The thread that called MPI_Init (MPI_Is_thread_main).
+static INIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
+/// `f` on the state this thread's calls use: its own (the initialising thread's, or an
+/// endpoint thread's tables), or under MPI_THREAD_SERIALIZED the process's, for every thread
+/// that drives no endpoint of its own.
+#[inline]
+fn cell<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
+    STATE.with(|tls| {
+        if SERIALIZED_MODE.load(Ordering::Relaxed) && tls.try_borrow().is_ok_and(|s| s.is_none()) {
+            f(&SERIALIZED.0)
+        } else {
+            f(tls)
+        }
+    })
+}
+
+/// Whether the calling thread is the one that called MPI_Init.
+fn is_init_thread() -> bool {
+    INIT_THREAD.get() == Some(&std::thread::current().id())
+}
+
 /// The thread level MPI_Init_thread provided (as its code, for threads other than the one
 /// that called it).
 static LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
@@ -254,12 +292,12 @@ impl Drop for Pending {
 }
 
 fn with_state<R>(f: impl FnOnce(&mut Option<State>) -> R) -> R {
-    STATE.with(|s| f(&mut s.borrow_mut()))
+    cell(|s| f(&mut s.borrow_mut()))
 }
 
 /// One round of progress of the rank's engine (a wait over many requests polls them in turn).
 pub(crate) fn progress() {
-    STATE.with(|s| {
+    cell(|s| {
         if let Some(st) = s.borrow().as_ref() {
             if let Some(u) = &st.uni {
                 u.progress();
@@ -285,13 +323,18 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
         eprintln!("earlybird: MPI_Init called twice");
         return ErrorClass::Other.code();
     }
-    // The C ABI keeps its handle tables per thread: it provides FUNNELED at most (threads
-    // that drive endpoints have tables of their own, see endpoints.rs).
-    let required = required.min(earlybird::ThreadLevel::Funneled);
+    // Up to SERIALIZED: the state then moves to `SERIALIZED`, which any thread reaches, one
+    // at a time. MULTIPLE would need the blocking calls to let the state go while they wait
+    // (as `earlybird::Shared` does); threads that drive endpoints have tables of their own
+    // at every level (endpoints.rs).
+    let required = required.min(earlybird::ThreadLevel::Serialized);
     match earlybird::init_with_assertions(required, a) {
         Ok(uni) => {
-            LEVEL.store(
-                abi::thread_level_code(uni.query_thread()) as u8,
+            let level = uni.query_thread();
+            LEVEL.store(abi::thread_level_code(level) as u8, Ordering::Release);
+            let _ = INIT_THREAD.set(std::thread::current().id());
+            SERIALIZED_MODE.store(
+                level >= earlybird::ThreadLevel::Serialized,
                 Ordering::Release,
             );
             with_state(|s| *s = Some(State::new(Some(uni))));
@@ -339,7 +382,7 @@ pub(crate) fn assertions() -> earlybird::Assertions {
 }
 
 pub(crate) fn is_main_thread() -> bool {
-    with_state(|s| s.as_ref().is_some_and(|st| st.uni.is_some()))
+    is_init_thread()
 }
 
 /// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes.
@@ -347,7 +390,7 @@ pub(crate) fn finalize() -> c_int {
     // MPI_COMM_SELF's attributes go first, while MPI is still initialized for their delete
     // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them), and with the state
     // not borrowed, so that the callbacks may call MPI, free keys included.
-    let me = STATE.with(|s| {
+    let me = cell(|s| {
         s.borrow()
             .as_ref()
             .and_then(|st| st.uni.as_ref().map(|u| u.comm_self().clone()))
@@ -421,7 +464,7 @@ fn comm_ref(st: &Option<State>, h: Handle) -> Result<&Comm> {
 /// ends there, with MPI_ERRORS_RETURN it comes back.
 pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
     crate::endpoints::attach_pending(h);
-    STATE.with(|s| {
+    cell(|s| {
         let st = s.borrow();
         match comm_ref(&st, h) {
             Ok(c) => on_comm(c, f),
@@ -458,7 +501,7 @@ fn on_comm<R>(c: &Comm, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
 /// included.
 pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
     crate::endpoints::attach_pending(h);
-    let c = STATE.with(|s| comm_ref(&s.borrow(), h).cloned());
+    let c = cell(|s| comm_ref(&s.borrow(), h).cloned());
     match c {
         Ok(c) => on_comm(&c, f),
         // No such communicator: `with_comm` reports it (and does not run `f`).
@@ -644,7 +687,7 @@ impl Kind {
 
 /// Keep `x` in the table `pick` chooses; its handle.
 fn keep<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, x: T) -> Result<Handle> {
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
@@ -655,7 +698,7 @@ fn keep<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, x: T) -> Result<H
 
 /// The object handle `h` names in the table `pick` chooses, out of it (a free call).
 fn release<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, h: Handle) -> Result<T> {
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
@@ -666,7 +709,7 @@ fn release<T>(pick: fn(&mut State) -> &mut Table<T>, kind: &Kind, h: Handle) -> 
 
 /// A clone of the object handle `h` names in the table `pick` chooses.
 fn lookup<T: Clone>(pick: fn(&State) -> &Table<T>, kind: &Kind, h: Handle) -> Result<T> {
-    STATE.with(|s| {
+    cell(|s| {
         let s = s.borrow();
         let st = s.as_ref().ok_or_else(|| not_initialized("an MPI call"))?;
         pick(st)
@@ -706,7 +749,7 @@ pub(crate) fn with_win<R>(
     what: &str,
     f: impl FnOnce(&crate::windows::CWin) -> Result<R>,
 ) -> Result<R> {
-    let w = STATE.with(|s| {
+    let w = cell(|s| {
         s.borrow()
             .as_ref()
             .and_then(|st| st.wins.get(WINS.index(h)).cloned())
@@ -780,7 +823,7 @@ pub(crate) fn take_type_keyval(h: c_int) -> Result<crate::attribute_keys::AttrKe
 
 /// The attributes on datatype `dt` (a copy: callbacks run on it with the state free).
 pub(crate) fn type_attrs(dt: Handle) -> Vec<crate::attribute_keys::Attr> {
-    STATE.with(|s| {
+    cell(|s| {
         s.borrow()
             .as_ref()
             .and_then(|st| st.type_attrs.get(&dt).cloned())
@@ -864,7 +907,7 @@ pub(crate) fn handle_of(dt: &Datatype) -> Handle {
     if let earlybird::Combiner::Named(b) = dt.combiner() {
         return abi::basic_handle(b).unwrap_or(abi::DATATYPE_NULL);
     }
-    STATE.with(|s| {
+    cell(|s| {
         let s = s.borrow();
         s.as_ref()
             .and_then(|st| st.types.position(|t| t == dt))
@@ -877,7 +920,7 @@ pub(crate) fn with_info<R>(
     h: Handle,
     f: impl FnOnce(&mut earlybird::Info) -> Result<R>,
 ) -> Result<R> {
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s.as_mut().ok_or_else(|| not_initialized("an info call"))?;
         if h == abi::INFO_ENV {
@@ -938,7 +981,7 @@ fn datatype(st: &Option<State>, dt: Handle) -> Result<Datatype> {
 
 /// [`datatype`] from the calling thread's state.
 pub(crate) fn type_of(dt: Handle) -> Result<Datatype> {
-    STATE.with(|s| datatype(&s.borrow(), dt))
+    cell(|s| datatype(&s.borrow(), dt))
 }
 
 /// Where `count` elements of `dt` at `buf` lie: the datatype, and the bytes they reach as a
@@ -1096,7 +1139,7 @@ pub(crate) unsafe fn free_mem(base: *mut c_void) -> Result<()> {
 
 /// The group a handle names (MPI_GROUP_EMPTY included).
 pub(crate) fn group_of(h: Handle) -> Result<earlybird::Group> {
-    STATE.with(|s| {
+    cell(|s| {
         let s = s.borrow();
         let st = s.as_ref().ok_or_else(|| not_initialized("a group call"))?;
         if h == abi::GROUP_EMPTY {
@@ -1326,7 +1369,7 @@ macro_rules! send_in_mode {
 }
 
 pub(crate) fn scope() -> Result<&'static earlybird::Scope<'static, 'static>> {
-    STATE.with(|s| {
+    cell(|s| {
         let s = s.borrow();
         s.as_ref()
             .map(|st| st.scope)
@@ -1405,7 +1448,7 @@ fn make_request(
     make: impl FnOnce(&Comm, &'static earlybird::Scope<'static, 'static>) -> Result<Pending>,
 ) -> Result<Handle> {
     USER_HANDLER_RAN.with(|r| r.set(false));
-    let r = STATE.with(|s| {
+    let r = cell(|s| {
         // The request is made straight into a spare box (it is too large to move for free).
         let mut b = s
             .borrow_mut()
@@ -1830,7 +1873,7 @@ thread_local! {
 /// communicator being freed stays there while its delete callbacks run).
 pub(crate) fn handle_of_comm(c: &Comm) -> Handle {
     use earlybird::Comparison::Ident;
-    STATE.with(|s| {
+    cell(|s| {
         let s = s.borrow();
         let Some(st) = s.as_ref() else {
             return abi::COMM_NULL;
@@ -1864,7 +1907,7 @@ pub(crate) fn free_comm(h: Handle) -> std::result::Result<(), c_int> {
     if crate::endpoints::is_endpoint_handle(h) {
         return crate::endpoints::free(h);
     }
-    let c = match STATE.with(|s| comm_ref(&s.borrow(), h).cloned()) {
+    let c = match cell(|s| comm_ref(&s.borrow(), h).cloned()) {
         Ok(_) if h == abi::COMM_WORLD || h == abi::COMM_SELF => Err(Error::new(
             ErrorClass::Comm,
             "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
@@ -1880,7 +1923,7 @@ pub(crate) fn free_comm(h: Handle) -> std::result::Result<(), c_int> {
 
 /// Keep an attribute key, made by `make` from its own handle; the handle.
 pub(crate) fn add_keyval(make: impl FnOnce(c_int) -> earlybird::Keyval<usize>) -> Result<c_int> {
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
@@ -1922,7 +1965,7 @@ pub(crate) fn errhandler_handle(e: &earlybird::ErrHandler) -> Handle {
         ErrHandler::Fatal => abi::ERRORS_ARE_FATAL,
         ErrHandler::Return => abi::ERRORS_RETURN,
         ErrHandler::Abort => abi::ERRORS_ABORT,
-        e => STATE.with(|s| {
+        e => cell(|s| {
             let s = s.borrow();
             s.as_ref()
                 .and_then(|st| st.errhandlers.position(|x| x == e))
@@ -1957,7 +2000,7 @@ pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
 pub(crate) fn buffer_attach(buf: *mut c_void, size: c_int) -> Result<()> {
     let n = usize::try_from(size)
         .map_err(|_| Error::new(ErrorClass::Arg, format!("a buffer of {size} bytes")))?;
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
@@ -1970,7 +2013,7 @@ pub(crate) fn buffer_attach(buf: *mut c_void, size: c_int) -> Result<()> {
 
 /// MPI_Buffer_detach: waits for the buffered sends, then hands back what was attached.
 pub(crate) fn buffer_detach() -> Result<(usize, c_int)> {
-    STATE.with(|s| {
+    cell(|s| {
         let mut s = s.borrow_mut();
         let st = s
             .as_mut()
@@ -2115,7 +2158,7 @@ pub(crate) fn request_status(h: Handle) -> Result<Option<earlybird::Status>> {
 /// the attribute's pointer can point.
 pub(crate) fn world_size_value() -> &'static c_int {
     static SIZE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-    let n = STATE.with(|s| {
+    let n = cell(|s| {
         s.borrow()
             .as_ref()
             .and_then(|st| st.uni.as_ref())
@@ -2141,7 +2184,7 @@ pub(crate) fn request_active(h: Handle) -> bool {
     if h == abi::REQUEST_NULL {
         return false;
     }
-    STATE.with(|s| {
+    cell(|s| {
         s.borrow()
             .as_ref()
             .and_then(|st| st.reqs.get(REQUESTS.index(h)))
@@ -2159,14 +2202,26 @@ pub(crate) fn is_endpoint_thread() -> bool {
 
 /// Whether this thread's state is borrowed by a call in progress.
 pub(crate) fn state_in_use() -> bool {
-    STATE.with(|s| s.try_borrow_mut().is_err())
+    endpoint_state(|s| s.try_borrow_mut().is_err())
+}
+
+/// `f` on the state that keeps the endpoints this thread takes: the process's for the
+/// thread that called MPI_Init, this thread's own for the others (so that each drives its
+/// endpoints with no other thread's calls in the way, at every thread level).
+fn endpoint_state<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
+    if is_init_thread() {
+        cell(f)
+    } else {
+        STATE.with(f)
+    }
 }
 
 /// Keep `c`, attached by this thread, under `h` (a thread that did not call MPI_Init gets a
 /// state of its own: its tables of handles).
 pub(crate) fn add_endpoint(h: Handle, c: earlybird::EndpointComm) {
-    with_state(|s| {
-        s.get_or_insert_with(|| State::new(None))
+    endpoint_state(|s| {
+        s.borrow_mut()
+            .get_or_insert_with(|| State::new(None))
             .endpoints
             .push((h, c))
     })

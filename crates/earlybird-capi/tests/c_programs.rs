@@ -224,6 +224,12 @@ fn seed003_endpoints() {
     run_everywhere_with("seed003_endpoints", OURS, &["-fopenmp"]);
 }
 
+/// MPI_THREAD_SERIALIZED: two threads of each rank take turns at MPI.
+#[test]
+fn threads_serialized() {
+    run_everywhere_with("threads_serialized", BOTH, &["-pthread"]);
+}
+
 #[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
