@@ -11,7 +11,9 @@
 //!   yields, so other threads start and complete theirs meanwhile. Every test drives the
 //!   rank's progress, whoever's operation it is, so nothing waits for a particular thread to
 //!   call in, and there is no sleeping wait to miss a wake-up: a thread sees its operation
-//!   complete at its next test.
+//!   complete at its next test. Between tests a wait looks now and then, as every wait of
+//!   the engine does, whether the job was aborted or the launcher is gone
+//!   (MPIX_ERR_PROC_FAILED), and says what it is blocked in for the launcher's report.
 //! - **Order.** Operations are started in the order each thread calls: messages one thread
 //!   sends to a rank on one communicator do not overtake each other. Across threads the order
 //!   is the order in which they took the lock, as MPI allows. Collectives on one
@@ -30,6 +32,8 @@
 use crate::coll::{Dst, Src};
 use crate::datatype::{Buffer, BufferMut};
 use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::job::{BlockedIn, JobSegment};
+use crate::p2p::wait::{Blocked, Waiter};
 use crate::request::Request;
 use crate::status::Status;
 use crate::sys::confined::Confined;
@@ -44,9 +48,39 @@ struct State {
 
 type Guard<'a> = crate::sys::confined::Guard<'a, State>;
 
+/// What every handle of a shared rank holds: the rank's state behind its lock, and what a
+/// wait needs without the lock (the job, to see an abort or the launcher gone, and to say
+/// what the rank is blocked in; the rank's number there).
+struct Inner {
+    rank: Confined<State>,
+    job: JobSegment,
+    me: u32,
+}
+
+impl Inner {
+    fn lock(&self) -> Guard<'_> {
+        self.rank.lock()
+    }
+
+    /// Between two tries of a wait, with the lock let go: yield the core, and every so
+    /// often look whether the job was aborted or the launcher is gone (an error then).
+    fn idle(&self, w: &mut Option<Waiter>, blocked: Blocked) -> Result<()> {
+        // No spin budget: each try takes the lock, so the others must get their turn.
+        w.get_or_insert_with(|| Waiter::new(0, blocked))
+            .idle(&self.job, self.me)
+    }
+
+    /// The wait is over: take back what it published for the launcher's report.
+    fn done(&self, w: Option<Waiter>) {
+        if let Some(mut w) = w {
+            w.finish(&self.job, self.me);
+        }
+    }
+}
+
 /// A rank shared by threads (see the module doc). Made by [`Universe::share`].
 pub struct Shared {
-    inner: Arc<Confined<State>>,
+    inner: Arc<Inner>,
     main: std::thread::ThreadId,
 }
 
@@ -59,7 +93,7 @@ impl std::fmt::Debug for Shared {
 /// A communicator of a [`Shared`] rank: `Send + Sync`, cheap to clone.
 #[derive(Clone)]
 pub struct SharedComm {
-    inner: Arc<Confined<State>>,
+    inner: Arc<Inner>,
     id: usize,
     rank: i32,
     size: i32,
@@ -118,10 +152,15 @@ impl Universe {
         }
         let world = self.world().clone();
         let me = self.comm_self().clone();
-        let inner = Arc::new(Confined::new(State {
-            uni: Some(self),
-            comms: vec![Some(world), Some(me)],
-        }));
+        let (job, rank) = (self.job_segment(), world.rank() as u32);
+        let inner = Arc::new(Inner {
+            rank: Confined::new(State {
+                uni: Some(self),
+                comms: vec![Some(world), Some(me)],
+            }),
+            job,
+            me: rank,
+        });
         Ok(Shared {
             inner,
             main: std::thread::current().id(),
@@ -199,15 +238,20 @@ impl SharedComm {
     }
 
     /// Test `r` until it completes, taking the lock for each test and letting it go (and
-    /// yielding) between them; returns with the lock held.
+    /// yielding) between them; returns with the lock held, also with an error (the job
+    /// aborted meanwhile, say).
     fn finish<'g>(&'g self, g: &mut Option<Guard<'g>>, r: &mut Request<'_>) -> Result<Status> {
+        let mut w = None;
         loop {
             if let Some(st) = r.test()? {
+                self.inner.done(w);
                 return Ok(st);
             }
+            let blocked = r.blocked_in().unwrap_or(Blocked::wait());
             *g = None;
-            std::thread::yield_now();
+            let idle = self.inner.idle(&mut w, blocked);
             *g = Some(self.inner.lock());
+            idle?;
         }
     }
 
@@ -258,11 +302,14 @@ impl SharedComm {
 
     /// MPI_Probe: iprobe until a message matches, letting the lock go between tries.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
+        let mut w = None;
         loop {
             if let Some(st) = self.iprobe(src, tag)? {
+                self.inner.done(w);
                 return Ok(st);
             }
-            std::thread::yield_now();
+            let blocked = Blocked::in_call(BlockedIn::Probe).with_peer(src);
+            self.inner.idle(&mut w, blocked)?;
         }
     }
 

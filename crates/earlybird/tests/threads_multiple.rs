@@ -154,3 +154,41 @@ fn shared_rank_example() {
         assert!(out.stdout.contains(&want), "{}", out.dump());
     }
 }
+
+/// A thread of a shared rank waiting on a peer that failed gets MPIX_ERR_PROC_FAILED naming
+/// it (released by that rank's abort, not by the job's timeout), as an unshared wait does.
+#[test]
+fn shared_wait_released_by_a_failed_peer() {
+    let r = std::panic::catch_unwind(|| {
+        earlybird::threads::Job::new(2)
+            .timeout(std::time::Duration::from_secs(60))
+            .run(|u| {
+                if u.world().rank() == 1 {
+                    panic!("deliberate failure in rank 1");
+                }
+                u.world().set_errhandler(earlybird::ErrHandler::Return);
+                let sh = u.share().expect("share");
+                let w = sh.world();
+                let e = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut b = [0u8; 1];
+                        w.recv(&mut b[..], 1, 0).expect_err("the peer died")
+                    })
+                    .join()
+                    .expect("waiting thread")
+                });
+                assert_eq!(e.class(), ErrorClass::ProcFailed, "{e}");
+                assert!(e.to_string().contains("aborted by rank 1"), "{e}");
+                let e = w.probe(1, 0).expect_err("the peer died");
+                assert_eq!(e.class(), ErrorClass::ProcFailed, "{e}");
+                let _ = sh.finalize();
+            })
+    });
+    let p = r.expect_err("the thread job must fail");
+    let text = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert_eq!(text, "rank 1: deliberate failure in rank 1");
+}
