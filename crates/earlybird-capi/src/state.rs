@@ -1414,12 +1414,12 @@ pub(crate) unsafe fn start_send(
     mode: Mode,
 ) -> Result<Handle> {
     let dest = abi::rank_in(dest);
-    make_request(comm, |c, s| {
+    make_request(comm, |c, s, slot| {
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
-                let req = send_in_mode!(mode, c, s, b, dest, tag)?;
-                return Ok(pending(req, comm, Kept::Slice));
+                *slot = Some(pending(send_in_mode!(mode, c, s, b, dest, tag)?, comm, Kept::Slice));
+                return Ok(());
             }
         });
         // SAFETY: the function's contract.
@@ -1428,7 +1428,10 @@ pub(crate) unsafe fn start_send(
         // SAFETY: `kept` is alive until `Pending::drop`, which drops the request first.
         let view: &'static Typed<'static> = unsafe { &*kept };
         match send_in_mode!(mode, c, s, view, dest, tag) {
-            Ok(req) => Ok(pending(req, comm, Kept::Send(kept))),
+            Ok(req) => {
+                *slot = Some(pending(req, comm, Kept::Send(kept)));
+                Ok(())
+            }
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
@@ -1442,10 +1445,15 @@ pub(crate) unsafe fn start_send(
 /// communicator, in the scope of every nonblocking operation, and the request is kept; its
 /// handle. The state is reached once for the whole call (these calls are the message rate);
 /// `make` runs with it borrowed, so it must not call the program (a user error handler runs
-/// after it, on its error).
+/// after it, on its error). `make` writes the request into the slot it is given, a box the
+/// table keeps (built there, not moved: a request is some 200 bytes).
 fn make_request(
     comm: Handle,
-    make: impl FnOnce(&Comm, &'static earlybird::Scope<'static, 'static>) -> Result<Pending>,
+    make: impl FnOnce(
+        &Comm,
+        &'static earlybird::Scope<'static, 'static>,
+        &mut Option<Pending>,
+    ) -> Result<()>,
 ) -> Result<Handle> {
     USER_HANDLER_RAN.with(|r| r.set(false));
     let r = cell(|s| {
@@ -1462,7 +1470,7 @@ fn make_request(
                 .as_ref()
                 .map(|st| st.scope)
                 .expect("a communicator, so a state");
-            *b = Some(make(c, scope)?);
+            make(c, scope, &mut b)?;
         }
         let mut g = s.borrow_mut();
         let st = g
@@ -1510,7 +1518,7 @@ pub(crate) unsafe fn start_recv(
     persistent: bool,
 ) -> Result<Handle> {
     let src = abi::rank_in(src);
-    make_request(comm, |c, s| {
+    make_request(comm, |c, s, slot| {
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
@@ -1519,7 +1527,8 @@ pub(crate) unsafe fn start_recv(
                 } else {
                     c.irecv(s, b, src, tag)?
                 };
-                return Ok(pending(req, comm, Kept::Slice));
+                *slot = Some(pending(req, comm, Kept::Slice));
+                return Ok(());
             }
         });
         // SAFETY: the function's contract.
@@ -1534,7 +1543,10 @@ pub(crate) unsafe fn start_recv(
             c.irecv(s, view, src, tag)
         };
         match r {
-            Ok(req) => Ok(pending(req, comm, Kept::Recv(kept))),
+            Ok(req) => {
+                *slot = Some(pending(req, comm, Kept::Recv(kept)));
+                Ok(())
+            }
             Err(e) => {
                 // SAFETY: no request holds it.
                 drop(unsafe { Box::from_raw(kept) });
@@ -1755,14 +1767,15 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
             return request_error(comm, r.expect_err("an error"));
         }
     };
-    let mut statuses_of = out.into_iter();
+    let mut statuses_of = out.iter();
     let mut comm = abi::COMM_WORLD;
-    // Completed requests are dropped here, with the state not borrowed, and their boxes and
-    // the persistent requests go back in one visit to the state.
-    let mut back = Vec::with_capacity(taken.len());
-    for (k, (i, mut p)) in taken.into_iter().enumerate() {
-        let s = crate::pt2pt::nth_status(statuses, i);
+    // Each request finished here, with the state not borrowed (a completion may call the
+    // program): a nonblocking one dropped out of its box, a persistent one left in it.
+    for (k, (i, held)) in taken.iter_mut().enumerate() {
+        let s = crate::pt2pt::nth_status(statuses, *i);
+        let p: &mut Pending = held;
         if let Some(b) = binds.get_mut(k).and_then(Option::take) {
+            // A bind's request stays, bound or not.
             match b {
                 Ok(st) => {
                     crate::status_out(s, &st);
@@ -1776,37 +1789,40 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
                     comm = p.comm;
                 }
             }
-            back.push((i, true, p));
             continue;
         }
-        if p.req.is_some() {
-            let st = statuses_of.next().unwrap_or_default();
-            crate::status_out(s, &st);
-            if in_status {
-                status_error(s, st.error().code());
-                if st.error() != ErrorClass::Success {
-                    comm = p.comm;
+        let keep = match p.req.as_ref() {
+            Some(req) => {
+                let st = statuses_of.next().copied().unwrap_or_default();
+                crate::status_out(s, &st);
+                if in_status {
+                    status_error(s, st.error().code());
+                    if st.error() != ErrorClass::Success {
+                        comm = p.comm;
+                    }
                 }
+                req.is_persistent()
             }
-        }
+            None => false,
+        };
         if let Some(f) = p.then.take() {
             f();
         }
-        let keep = p.req.as_ref().is_some_and(Request::is_persistent);
         if !keep {
-            *p.0 = None;
+            *held.0 = None;
         }
-        back.push((i, keep, p));
     }
+    // Then their boxes in one visit to the state: back in the table (persistent requests,
+    // binds), or kept for the next request and their handles nulled.
     with_state(|s| {
         if let Some(st) = s.as_mut() {
-            for (i, keep, p) in back {
+            for (i, held) in taken {
                 let at = REQUESTS.index(hs[i]);
-                if keep {
-                    st.reqs.put_back(at, p);
+                if held.0.is_some() {
+                    st.reqs.put_back(at, held);
                 } else {
                     st.reqs.free_slot(at);
-                    st.spare.push(p.0);
+                    st.spare.push(held.0);
                     hs[i] = abi::REQUEST_NULL;
                 }
             }
