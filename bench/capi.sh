@@ -23,10 +23,10 @@ c_median() { grep -o 'median=[0-9.]*' | head -1 | cut -d= -f2; }
 rust_field() { grep -o "\"$1\":[0-9.]*" | head -1 | cut -d: -f2; }
 for r in $(seq "$ROUNDS"); do
     echo "capi latency $(env LD_LIBRARY_PATH="$lib" EARLYBIRD_BIND=core $EB "$REF/mpi/pingpong.mpich" -s "$SIZE" | c_median)" >> "$res"
-    echo "rust latency $($EB target/release/earlybird-bench latency --sizes "$SIZE" | rust_field median_us)" >> "$res"
+    echo "rust latency $(env EARLYBIRD_BIND=core $EB target/release/earlybird-bench latency --sizes "$SIZE" | rust_field median_us)" >> "$res"
     echo "mpich latency $(mpiexec.mpich -n 2 -bind-to core "$REF/mpi/pingpong.mpich" -s "$SIZE" | c_median)" >> "$res"
     echo "capi msgrate $(env LD_LIBRARY_PATH="$lib" EARLYBIRD_BIND=core $EB "$REF/mpi/msgrate.mpich" -s "$SIZE" | c_median)" >> "$res"
-    echo "rust msgrate $($EB target/release/earlybird-bench msgrate --sizes "$SIZE" | rust_field mmsg_per_s)" >> "$res"
+    echo "rust msgrate $(env EARLYBIRD_BIND=core $EB target/release/earlybird-bench msgrate --sizes "$SIZE" | rust_field mmsg_per_s)" >> "$res"
     echo "mpich msgrate $(mpiexec.mpich -n 2 -bind-to core "$REF/mpi/msgrate.mpich" -s "$SIZE" | c_median)" >> "$res"
 done
 med() { grep "^$1 $2 " "$res" | awk '{print $3}' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

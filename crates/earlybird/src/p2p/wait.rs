@@ -119,7 +119,7 @@ pub(crate) struct Waiter {
 /// endpoint is made, from the CPUs the process may then use: a program that pins itself to
 /// one core afterwards (benchmarks do) must not turn its waits into yields.
 pub(crate) fn spin_budget(nranks: u32) -> u32 {
-    if nranks as usize <= crate::sys::process::cpus() {
+    if nranks as usize <= crate::sys::process::allowed_cpus() {
         50_000
     } else {
         50

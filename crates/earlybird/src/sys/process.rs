@@ -79,9 +79,20 @@ pub fn pin_to_cpu(cpu: usize) -> bool {
     }
 }
 
-/// Number of CPUs this process may run on.
+/// Number of CPUs online on this host: the same figure whether or not the process was pinned
+/// already (`EARLYBIRD_BIND=core` pins at init; a benchmark that pins again must get the same
+/// CPU, not rank modulo 1).
 pub fn cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    // SAFETY: sysconf reads a system value; no memory is passed.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        allowed_cpus()
+    }
+}
+
+/// Number of CPUs this process may run on now (its affinity mask).
+pub(crate) fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
