@@ -28,6 +28,10 @@ pub(crate) const WIN_USER: Handle = 0xa000_0000_u32 as i32;
 pub(crate) const REQUEST_NULL: Handle = c::MPI_REQUEST_NULL;
 /// Requests: this pattern plus an index.
 pub(crate) const REQUEST_USER: Handle = 0xac00_0000_u32 as i32;
+/// Requests that completed at their start (only their status is kept): this pattern plus an
+/// index, `REQUEST_DONE_SPAN` of them apart from the others.
+pub(crate) const REQUEST_DONE: Handle = 0xad00_0000_u32 as i32;
+pub(crate) const REQUEST_DONE_SPAN: u32 = 0x0100_0000;
 
 pub(crate) const DATATYPE_NULL: Handle = c::MPI_DATATYPE_NULL;
 /// Datatypes this library makes: this pattern plus an index (apart from MPICH's predefined

@@ -105,7 +105,7 @@ fn take_all(hs: &[Handle], what: &str) -> Result<Vec<Held>> {
             ));
         }
     }
-    let taken: Vec<Held> = state::take_requests(hs, what)?
+    let taken: Vec<Held> = state::take_requests(hs, what, false)?
         .into_iter()
         .map(|(_, p)| p)
         .collect();

@@ -22,6 +22,9 @@ struct State {
     scope: &'static earlybird::Scope<'static, 'static>,
     comms: Table<Comm>,
     reqs: Table<Held>,
+    /// Nonblocking sends and receives that completed at their start: their statuses (a
+    /// lightweight request, as MPICH's completed built-in ones: no box, no request to wait).
+    done: Table<earlybird::Status>,
     /// The boxes of requests that completed or were freed, for the next ones (boxes, not
     /// requests: a box moves into the table as a pointer).
     #[allow(clippy::vec_box)]
@@ -102,6 +105,7 @@ impl State {
             scope: earlybird::endless_scope(),
             comms: Table::new(),
             reqs: Table::new(),
+            done: Table::new(),
             spare: Vec::new(),
             types: Table::new(),
             groups: Table::new(),
@@ -621,6 +625,33 @@ const REQUESTS: Kind = Kind {
     class: ErrorClass::Request,
     noun: "request",
 };
+const DONE: Kind = Kind {
+    base: abi::REQUEST_DONE,
+    class: ErrorClass::Request,
+    noun: "request",
+};
+
+/// Whether `h` is the handle of a request that completed at its start (see `State::done`).
+pub(crate) fn is_done_handle(h: Handle) -> bool {
+    (h.wrapping_sub(abi::REQUEST_DONE) as u32) < abi::REQUEST_DONE_SPAN
+}
+
+/// The status of the completed-at-start request `h`; `take` collects it (the handle is then
+/// free).
+fn done_status(h: Handle, take: bool) -> Result<earlybird::Status> {
+    with_state(|s| {
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("a request call"))?;
+        let i = DONE.index(h);
+        let found = if take {
+            st.done.take(i)
+        } else {
+            st.done.get(i).copied()
+        };
+        found.ok_or_else(|| DONE.gone(h))
+    })
+}
 const TYPES: Kind = Kind {
     base: abi::TYPE_USER,
     class: ErrorClass::Type,
@@ -1398,6 +1429,12 @@ impl State {
     }
 }
 
+/// Whether a send on `c` that completed at its start may be kept as its status alone: not
+/// under NO_SEND_CANCELS, whose broken promise a cancel of it must still report.
+fn light_send(c: &Comm) -> bool {
+    !c.assertions().contains(earlybird::Assertions::NO_SEND_CANCELS)
+}
+
 /// MPI_Isend / MPI_Issend.
 ///
 /// # Safety
@@ -1419,7 +1456,7 @@ pub(crate) unsafe fn start_send(
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
                 *slot = Some(pending(send_in_mode!(mode, c, s, b, dest, tag)?, comm, Kept::Slice));
-                return Ok(());
+                return Ok(light_send(c));
             }
         });
         // SAFETY: the function's contract.
@@ -1430,7 +1467,7 @@ pub(crate) unsafe fn start_send(
         match send_in_mode!(mode, c, s, view, dest, tag) {
             Ok(req) => {
                 *slot = Some(pending(req, comm, Kept::Send(kept)));
-                Ok(())
+                Ok(false)
             }
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -1446,14 +1483,16 @@ pub(crate) unsafe fn start_send(
 /// handle. The state is reached once for the whole call (these calls are the message rate);
 /// `make` runs with it borrowed, so it must not call the program (a user error handler runs
 /// after it, on its error). `make` writes the request into the slot it is given, a box the
-/// table keeps (built there, not moved: a request is some 200 bytes).
+/// table keeps (built there, not moved: a request is some 200 bytes), and says whether the
+/// request may be kept as its status alone if it completed at its start (it holds no view of
+/// ours, and nothing is left to do at its completion).
 fn make_request(
     comm: Handle,
     make: impl FnOnce(
         &Comm,
         &'static earlybird::Scope<'static, 'static>,
         &mut Option<Pending>,
-    ) -> Result<()>,
+    ) -> Result<bool>,
 ) -> Result<Handle> {
     USER_HANDLER_RAN.with(|r| r.set(false));
     let r = cell(|s| {
@@ -1463,6 +1502,7 @@ fn make_request(
             .as_mut()
             .and_then(|st| st.spare.pop())
             .unwrap_or_else(|| Box::new(None));
+        let light;
         {
             let g = s.borrow();
             let c = comm_ref(&g, comm)?;
@@ -1470,12 +1510,23 @@ fn make_request(
                 .as_ref()
                 .map(|st| st.scope)
                 .expect("a communicator, so a state");
-            make(c, scope, &mut b)?;
+            light = make(c, scope, &mut b)?;
         }
+        // A call that completed at its start keeps only its status (the request is consumed
+        // and dropped here: no engine call, nothing of the program's).
+        let quick = match b.as_mut() {
+            Some(Pending { req: Some(r), .. }) if light => r.take_if_complete(),
+            _ => None,
+        };
         let mut g = s.borrow_mut();
         let st = g
             .as_mut()
             .ok_or_else(|| not_initialized("a nonblocking call"))?;
+        if let Some(status) = quick {
+            *b = None;
+            st.spare.push(b);
+            return Ok(DONE.handle(st.done.insert(status)));
+        }
         Ok(REQUESTS.handle(st.reqs.insert(Held(b))))
     });
     r.or_else(|e| raise_once(comm, e))
@@ -1528,7 +1579,7 @@ pub(crate) unsafe fn start_recv(
                     c.irecv(s, b, src, tag)?
                 };
                 *slot = Some(pending(req, comm, Kept::Slice));
-                return Ok(());
+                return Ok(!persistent);
             }
         });
         // SAFETY: the function's contract.
@@ -1545,7 +1596,7 @@ pub(crate) unsafe fn start_recv(
         match r {
             Ok(req) => {
                 *slot = Some(pending(req, comm, Kept::Recv(kept)));
-                Ok(())
+                Ok(false)
             }
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -1570,6 +1621,9 @@ pub(crate) fn empty_status(s: *mut MpiStatus) {
 }
 
 pub(crate) fn take_request(h: Handle) -> Result<Held> {
+    if is_done_handle(h) {
+        return Err(not_persistent(h));
+    }
     with_state(|s| {
         let st = s
             .as_mut()
@@ -1578,6 +1632,15 @@ pub(crate) fn take_request(h: Handle) -> Result<Held> {
             .check_out(REQUESTS.index(h))
             .ok_or_else(|| REQUESTS.gone(h))
     })
+}
+
+/// The error for a completed-at-start request given where a request of its own is needed
+/// (a start, a bind, a bundle).
+fn not_persistent(h: Handle) -> Error {
+    Error::new(
+        ErrorClass::Request,
+        format!("request {h:#x} is a nonblocking send or receive that completed at its start: no persistent request"),
+    )
 }
 
 pub(crate) fn put_back(h: Handle, p: Held) {
@@ -1610,6 +1673,17 @@ pub(crate) unsafe fn complete(
     if h == abi::REQUEST_NULL {
         empty_status(status);
         return Ok(true);
+    }
+    if is_done_handle(h) {
+        return match done_status(h, true) {
+            Ok(st) => {
+                crate::status_out(status, &st);
+                // SAFETY: the function's contract.
+                unsafe { req.write(abi::REQUEST_NULL) };
+                Ok(true)
+            }
+            Err(e) => Err(fail(abi::COMM_WORLD, "MPI_Wait", e)),
+        };
     }
     let mut p = match take_request(h) {
         Ok(p) => p,
@@ -1667,21 +1741,33 @@ pub(crate) unsafe fn complete(
 
 /// The requests `hs` names, out of the table together, with their positions in `hs`
 /// (MPI_REQUEST_NULL left out); none is taken when one of them names no request.
-pub(crate) fn take_requests(hs: &[Handle], what: &str) -> Result<Vec<(usize, Held)>> {
+/// Completed-at-start requests are left where they are when `done_too` (the caller collects
+/// them), an error otherwise.
+pub(crate) fn take_requests(hs: &[Handle], what: &str, done_too: bool) -> Result<Vec<(usize, Held)>> {
     with_state(|s| {
         let st = s.as_mut().ok_or_else(|| not_initialized(what))?;
-        let mut taken = Vec::with_capacity(hs.len());
+        let mut taken = Vec::new();
         for (i, &h) in hs.iter().enumerate() {
             if h == abi::REQUEST_NULL {
                 continue;
             }
-            match st.reqs.check_out(REQUESTS.index(h)) {
-                Some(p) => taken.push((i, p)),
-                None => {
+            let found = if is_done_handle(h) {
+                if done_too && st.done.get(DONE.index(h)).is_some() {
+                    continue;
+                }
+                Err(if done_too { DONE.gone(h) } else { not_persistent(h) })
+            } else {
+                st.reqs
+                    .check_out(REQUESTS.index(h))
+                    .ok_or_else(|| REQUESTS.gone(h))
+            };
+            match found {
+                Ok(p) => taken.push((i, p)),
+                Err(e) => {
                     for (j, p) in taken.drain(..) {
                         st.reqs.put_back(REQUESTS.index(hs[j]), p);
                     }
-                    return Err(REQUESTS.gone(h));
+                    return Err(e);
                 }
             }
         }
@@ -1708,7 +1794,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     let n = n as usize;
     // SAFETY: the function's contract.
     let hs = unsafe { std::slice::from_raw_parts_mut(reqs, n) };
-    let taken = take_requests(hs, WHAT);
+    let taken = take_requests(hs, WHAT, true);
     let mut taken = match taken {
         Ok(t) => t,
         Err(e) => return fail(abi::COMM_WORLD, WHAT, e),
@@ -1816,6 +1902,19 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     // binds), or kept for the next request and their handles nulled.
     with_state(|s| {
         if let Some(st) = s.as_mut() {
+            // Those that completed at their start (checked present by `take_requests`).
+            for (i, h) in hs.iter_mut().enumerate() {
+                if is_done_handle(*h) {
+                    if let Some(done) = st.done.take(DONE.index(*h)) {
+                        let s = crate::pt2pt::nth_status(statuses, i);
+                        crate::status_out(s, &done);
+                        if in_status {
+                            status_error(s, MPI_SUCCESS);
+                        }
+                        *h = abi::REQUEST_NULL;
+                    }
+                }
+            }
             for (i, held) in taken {
                 let at = REQUESTS.index(hs[i]);
                 if held.0.is_some() {
@@ -2054,6 +2153,10 @@ pub(crate) fn plain_span(count: c_int, dt: Handle) -> Result<(Datatype, usize, u
 
 /// MPI_Cancel: the request `h` is cancelled if it can be (its wait then says so).
 pub(crate) fn cancel(h: Handle) -> Result<()> {
+    if is_done_handle(h) {
+        // Complete already: a cancel has no effect (its status says not cancelled).
+        return done_status(h, false).map(drop);
+    }
     let mut p = take_request(h)?;
     let bound = p.bind.is_some();
     let r = match p.req.as_mut() {
@@ -2082,6 +2185,16 @@ pub(crate) unsafe fn free_request(req: *mut Handle) -> c_int {
     }
     // SAFETY: the function's contract.
     let h = unsafe { req.read() };
+    if is_done_handle(h) {
+        return match done_status(h, true) {
+            Ok(_) => {
+                // SAFETY: the function's contract.
+                unsafe { req.write(abi::REQUEST_NULL) };
+                MPI_SUCCESS
+            }
+            Err(e) => fail(abi::COMM_WORLD, "MPI_Request_free", e),
+        };
+    }
     let mut p = match take_request(h) {
         Ok(p) => p,
         Err(e) => return fail(abi::COMM_WORLD, "MPI_Request_free", e),
@@ -2158,6 +2271,9 @@ pub(crate) fn request_status(h: Handle) -> Result<Option<earlybird::Status>> {
     if h == abi::REQUEST_NULL {
         return Ok(Some(earlybird::Status::empty()));
     }
+    if is_done_handle(h) {
+        return done_status(h, false).map(Some);
+    }
     let mut p = take_request(h)?;
     let r = match crate::channels::bind_step(&mut p, false) {
         Some(r) => r,
@@ -2199,6 +2315,10 @@ pub(crate) fn last_used_code_value() -> &'static c_int {
 pub(crate) fn request_active(h: Handle) -> bool {
     if h == abi::REQUEST_NULL {
         return false;
+    }
+    if is_done_handle(h) {
+        // Active until collected (a handle that names none is left to the completion).
+        return true;
     }
     cell(|s| {
         s.borrow()

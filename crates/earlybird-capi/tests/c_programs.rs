@@ -138,6 +138,11 @@ fn basic_program_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn requests_completed_at_their_start_at_several_sizes_and_alone() {
+    run_everywhere("completed_at_start", BOTH);
+}
+
+#[test]
 fn derived_datatypes_at_several_sizes_and_alone() {
     run_everywhere("datatypes", BOTH);
 }

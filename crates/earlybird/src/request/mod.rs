@@ -346,6 +346,26 @@ impl<'s> Request<'s> {
         origin.to_ranks(r)
     }
 
+    /// The status of a nonblocking request that completed when it was started, collected as
+    /// [`wait`](Self::wait) collects it, without driving progress: an eager send whose message
+    /// went into the receiver's queue at once, a receive that matched a message that had
+    /// arrived already. `None`, and nothing changes, when the request has an operation in
+    /// flight, failed, is persistent or was collected. (What a library's lightweight
+    /// completion of such calls rests on: the C ABI keeps no request for them.)
+    #[inline]
+    pub fn take_if_complete(&mut self) -> Option<Status> {
+        if self.consumed {
+            return None;
+        }
+        let Body::Op(op) = &mut self.body else {
+            return None;
+        };
+        let st = op.take_done_ok()?;
+        self.consumed = true;
+        // A status in ranks of the communicator; only the source changes, so this is `Ok`.
+        self.origin.to_ranks(Ok(st)).ok()
+    }
+
     /// MPI_Test: `Some(status)` if the request completed (with the same state changes as
     /// [`wait`](Self::wait)), `None` if still in progress.
     pub fn test(&mut self) -> Result<Option<Status>> {

@@ -46,6 +46,18 @@ impl NbOp {
         };
         NbOp { run, blocked }
     }
+
+    /// The status of an operation that completed at its start with success, collected; `None`
+    /// (nothing changes) when it is in flight, failed, or was collected.
+    pub(crate) fn take_done_ok(&mut self) -> Option<Status> {
+        match self.run {
+            Run::Done(Ok(st)) if st.error() == ErrorClass::Success => {
+                self.run = Run::Idle;
+                Some(st)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The cancel of a send: MPIX_ERR_ASSERTION under NO_SEND_CANCELS.
