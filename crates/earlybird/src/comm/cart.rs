@@ -152,7 +152,8 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
 }
 
 /// `k` nonincreasing factors of `m` whose largest and smallest differ the least (ties: the
-/// smallest largest factor). An exhaustive search over nonincreasing factorisations drawn
+/// larger factors compared from the smallest up, as MPICH chooses: 5040 in 3-D is 21 x 16 x
+/// 15, not 20 x 18 x 14; 5616 in 4-D is 13 x 9 x 8 x 6, not 13 x 12 x 6 x 6). An exhaustive search over nonincreasing factorisations drawn
 /// from the divisors of `m` (at most 1,536 below 2^31), pruned by the best spread found so
 /// far; grids are small enough that it is instant.
 fn balanced_factors(m: u32, k: usize) -> Vec<u32> {
@@ -166,11 +167,13 @@ fn balanced_factors(m: u32, k: usize) -> Vec<u32> {
             if k == 0 {
                 if m == 1 {
                     let (top, low) = (self.cur[0], self.cur[self.cur.len() - 1]);
-                    if self
-                        .best
-                        .as_ref()
-                        .is_none_or(|(s, b)| (top - low, top) < (*s, b[0]))
-                    {
+                    // Ties in spread: the larger factors from the smallest up.
+                    let better = |(s, b): &(u32, Vec<u32>)| {
+                        (top - low).cmp(s).then_with(|| {
+                            b.iter().rev().cmp(self.cur.iter().rev())
+                        }) == std::cmp::Ordering::Less
+                    };
+                    if self.best.as_ref().is_none_or(better) {
                         self.best = Some((top - low, self.cur.clone()));
                     }
                 }
@@ -562,6 +565,9 @@ mod tests {
             (24, vec![0, 0, 0], vec![4, 3, 2]),
             (100, vec![0, 0, 0], vec![5, 5, 4]),
             (64, vec![0, 0, 0], vec![4, 4, 4]),
+            // Ties in spread go to the larger factors from the smallest up, as MPICH.
+            (5040, vec![0, 0, 0], vec![21, 16, 15]),
+            (5616, vec![0, 0, 0, 0], vec![13, 9, 8, 6]),
             (1, vec![0, 0], vec![1, 1]),
             (12, vec![0], vec![12]),
             (8, vec![2, 0], vec![2, 4]),
