@@ -13,6 +13,8 @@ pub(crate) struct AttrKeyval {
     pub(crate) copy: Option<crate::CopyFunction>,
     pub(crate) delete: Option<crate::DeleteFunction>,
     pub(crate) extra: usize,
+    /// Freed by the program: no attribute is set with it any more (see `free_keyval`).
+    pub(crate) freed: bool,
 }
 
 /// One attribute: keyval, value, and the keyval as it was when the attribute was set (a
@@ -76,19 +78,24 @@ pub(crate) fn set(attrs: &mut Vec<Attr>, a: Attr) -> Option<Attr> {
     }
 }
 
-/// MPI_Type_free_keyval and MPI_Win_free_keyval (`what`): the keyval out of its table
-/// (`take`), and MPI_KEYVAL_INVALID into `*keyval`.
+/// MPI_Type_free_keyval and MPI_Win_free_keyval (`what`): the keyval marked freed in its
+/// table (`free`), and MPI_KEYVAL_INVALID into `*keyval`.
+///
+/// A freed keyval keeps its entry (its handle is never given to another keyval), so that the
+/// attributes set with it are still read and deleted through it, as MPI 4.1 §7.7.2 says the
+/// program deletes them; freeing it again does nothing (as MPICH: a library's delete
+/// function may free the keyval its program frees too).
 pub(crate) fn free_keyval(
     what: &str,
     keyval: *mut c_int,
-    take: fn(c_int) -> earlybird::Result<AttrKeyval>,
+    free: fn(c_int) -> earlybird::Result<()>,
 ) -> c_int {
     if keyval.is_null() {
         let e = Error::new(ErrorClass::Arg, format!("{what}: a null keyval pointer"));
         return crate::self_ok(Err::<(), _>(e));
     }
     // SAFETY: a keyval to read and write (MPI's contract), not null.
-    let r = take(unsafe { keyval.read() });
+    let r = free(unsafe { keyval.read() });
     if r.is_ok() {
         // SAFETY: as above.
         unsafe { keyval.write(abi::KEYVAL_INVALID) };

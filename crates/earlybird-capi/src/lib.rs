@@ -915,7 +915,7 @@ mpi! {
 
     fn MPI_Comm_free_keyval / PMPI_Comm_free_keyval(keyval: *mut c_int) {
         // SAFETY: a keyval to read (MPI's contract).
-        let r = unsafe { read_handle(keyval) }.and_then(state::take_keyval).and_then(|k| k.free());
+        let r = unsafe { read_handle(keyval) }.and_then(state::free_keyval);
         if r.is_ok() {
             // SAFETY: as above, checked for null by `read_handle`.
             unsafe { keyval.write(abi::KEYVAL_INVALID) };

@@ -52,7 +52,19 @@ struct State {
 }
 
 thread_local! {
-    static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
+    static STATE: ThreadState = const { ThreadState(RefCell::new(None)) };
+}
+
+/// A thread's state, left undropped if it is still there when the thread's locals go (the
+/// process exits on a fatal error, or without MPI_Finalize): dropping it would finalize its
+/// rank and run the program's delete callbacks, which call MPI, whose state is this one,
+/// now unreachable. MPI_Finalize takes the state out first, so a finished program drops it.
+struct ThreadState(RefCell<Option<State>>);
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        std::mem::forget(self.0.get_mut().take());
+    }
 }
 
 /// The process's state under MPI_THREAD_SERIALIZED: any thread may call MPI, one at a time,
@@ -79,7 +91,7 @@ static INIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::Once
 /// that drives no endpoint of its own.
 #[inline]
 fn cell<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
-    STATE.with(|tls| {
+    STATE.with(|ThreadState(tls)| {
         if SERIALIZED_MODE.load(Ordering::Relaxed) && tls.try_borrow().is_ok_and(|s| s.is_none()) {
             f(&SERIALIZED.0)
         } else {
@@ -819,15 +831,44 @@ pub(crate) fn add_win_keyval(k: crate::attribute_keys::AttrKeyval) -> Result<c_i
     keep(|st| &mut st.win_keyvals, &WIN_KEYVALS, k)
 }
 
-/// The window keyval `h` names.
+/// The window keyval `h` names, to set an attribute with (not a freed one).
 pub(crate) fn win_keyval_of(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
-    lookup(|st| &st.win_keyvals, &WIN_KEYVALS, h)
+    live_keyval(lookup(|st| &st.win_keyvals, &WIN_KEYVALS, h)?, h)
 }
 
-/// The window keyval `h` names, out of the table (MPI_Win_free_keyval; attributes set with
-/// it keep their delete function).
-pub(crate) fn take_win_keyval(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
-    release(|st| &mut st.win_keyvals, &WIN_KEYVALS, h)
+/// MPI_Win_free_keyval: the window keyval `h` marked freed (see
+/// `attribute_keys::free_keyval`; attributes set with it keep their delete function).
+pub(crate) fn free_win_keyval(h: c_int) -> Result<()> {
+    mark_freed(|st| &mut st.win_keyvals, &WIN_KEYVALS, h)
+}
+
+/// `k`, unless it was freed.
+fn live_keyval(k: crate::attribute_keys::AttrKeyval, h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
+    if k.freed {
+        Err(Error::new(
+            ErrorClass::Keyval,
+            format!("keyval {h:#x} was freed: no attribute is set with it"),
+        ))
+    } else {
+        Ok(k)
+    }
+}
+
+/// Mark the keyval `h` of the table `pick` chooses freed (again: nothing to do).
+fn mark_freed(
+    pick: fn(&mut State) -> &mut Table<crate::attribute_keys::AttrKeyval>,
+    kind: &Kind,
+    h: c_int,
+) -> Result<()> {
+    cell(|s| {
+        let mut s = s.borrow_mut();
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("a call that frees an object"))?;
+        let k = pick(st).get_mut(kind.index(h)).ok_or_else(|| kind.gone(h))?;
+        k.freed = true;
+        Ok(())
+    })
 }
 
 /// Datatype keyvals: this base plus an index (apart from communicator and window keyvals).
@@ -842,14 +883,14 @@ pub(crate) fn add_type_keyval(k: crate::attribute_keys::AttrKeyval) -> Result<c_
     keep(|st| &mut st.type_keyvals, &TYPE_KEYVALS, k)
 }
 
-/// The datatype keyval `h` names.
+/// The datatype keyval `h` names, to set an attribute with (not a freed one).
 pub(crate) fn type_keyval_of(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
-    lookup(|st| &st.type_keyvals, &TYPE_KEYVALS, h)
+    live_keyval(lookup(|st| &st.type_keyvals, &TYPE_KEYVALS, h)?, h)
 }
 
-/// The datatype keyval `h` names, out of the table (MPI_Type_free_keyval).
-pub(crate) fn take_type_keyval(h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
-    release(|st| &mut st.type_keyvals, &TYPE_KEYVALS, h)
+/// MPI_Type_free_keyval: the datatype keyval `h` marked freed.
+pub(crate) fn free_type_keyval(h: c_int) -> Result<()> {
+    mark_freed(|st| &mut st.type_keyvals, &TYPE_KEYVALS, h)
 }
 
 /// The attributes on datatype `dt` (a copy: callbacks run on it with the state free).
@@ -2056,9 +2097,15 @@ pub(crate) fn keyval_of(h: c_int) -> Result<earlybird::Keyval<usize>> {
     lookup(|st| &st.keyvals, &KEYVALS, h)
 }
 
-/// The attribute key `h` names, out of the table (MPI_Comm_free_keyval).
-pub(crate) fn take_keyval(h: c_int) -> Result<earlybird::Keyval<usize>> {
-    release(|st| &mut st.keyvals, &KEYVALS, h)
+/// MPI_Comm_free_keyval: the attribute key `h` freed. Its entry stays, as a window or
+/// datatype keyval's does (see `attribute_keys::free_keyval`): the attributes set with it are
+/// read and deleted through it, and freeing it again does nothing.
+pub(crate) fn free_keyval(h: c_int) -> Result<()> {
+    let k = keyval_of(h)?;
+    if k.is_freed() {
+        return Ok(());
+    }
+    k.free()
 }
 
 /// The error handler a handle names: a predefined one, or one of the table.
@@ -2348,7 +2395,7 @@ fn endpoint_state<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
     if is_init_thread() {
         cell(f)
     } else {
-        STATE.with(f)
+        STATE.with(|ThreadState(tls)| f(tls))
     }
 }
 

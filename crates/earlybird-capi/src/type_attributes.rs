@@ -35,13 +35,13 @@ pub(crate) fn delete_all(dt: Handle) -> earlybird::Result<()> {
 
 mpi! {
     fn MPI_Type_create_keyval / PMPI_Type_create_keyval(copy: Option<crate::CopyFunction>, delete: Option<crate::DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
-        let r = state::add_type_keyval(AttrKeyval { copy, delete, extra: extra as usize });
+        let r = state::add_type_keyval(AttrKeyval { copy, delete, extra: extra as usize, freed: false });
         // SAFETY: an int to write (MPI's contract), checked for null.
         crate::self_ok(r.map(|k| unsafe { write(keyval, k) }))
     }
 
     fn MPI_Type_free_keyval / PMPI_Type_free_keyval(keyval: *mut c_int) {
-        attribute_keys::free_keyval("MPI_Type_free_keyval", keyval, state::take_type_keyval)
+        attribute_keys::free_keyval("MPI_Type_free_keyval", keyval, state::free_type_keyval)
     }
 
     fn MPI_Type_set_attr / PMPI_Type_set_attr(dt: Handle, keyval: c_int, value: *mut c_void) {

@@ -696,13 +696,13 @@ mpi! {
 
     fn MPI_Win_create_keyval / PMPI_Win_create_keyval(copy: Option<crate::CopyFunction>, delete: Option<crate::DeleteFunction>, keyval: *mut c_int, extra: *mut c_void) {
         // Windows are never duplicated: the copy function is kept but never called.
-        let r = state::add_win_keyval(AttrKeyval { copy, delete, extra: extra as usize });
+        let r = state::add_win_keyval(AttrKeyval { copy, delete, extra: extra as usize, freed: false });
         // SAFETY: an int to write (MPI's contract), checked for null.
         crate::self_ok(r.map(|k| unsafe { write(keyval, k) }))
     }
 
     fn MPI_Win_free_keyval / PMPI_Win_free_keyval(keyval: *mut c_int) {
-        attribute_keys::free_keyval("MPI_Win_free_keyval", keyval, state::take_win_keyval)
+        attribute_keys::free_keyval("MPI_Win_free_keyval", keyval, state::free_win_keyval)
     }
 
     fn MPI_Win_set_attr / PMPI_Win_set_attr(win: Handle, keyval: c_int, value: *mut c_void) {

@@ -260,5 +260,9 @@ fn errors_are_fatal_by_default_and_name_the_value() {
         stderr.contains('5'),
         "the message does not name rank 5:\n{stderr}"
     );
+    assert!(
+        !stdout.contains("delete function ran") && !stderr.contains("panicked") && !stderr.contains("signal"),
+        "the exit ran a delete function or crashed:\n{stdout}\n{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

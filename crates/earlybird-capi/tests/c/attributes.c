@@ -110,6 +110,37 @@ int main(int argc, char **argv) {
     MPI_Type_delete_attr(MPI_INT, tk);
     MPI_Type_free_keyval(&tk);
     CHECK(tk == MPI_KEYVAL_INVALID, "freed datatype keyval not invalidated");
+    /* A freed keyval (MPI 4.1 §7.7.2): its attributes stay, to be read and deleted through
+     * the handle the program kept; no attribute is set with it; freeing it again (a delete
+     * function that frees its keyval, then the program) does nothing. Datatype keyvals too. */
+    int fk, kept;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, counting_delete, &fk, &one);
+    kept = fk;
+    MPI_Comm_set_attr(MPI_COMM_WORLD, fk, (void *)(intptr_t)5);
+    MPI_Comm_free_keyval(&fk);
+    CHECK(fk == MPI_KEYVAL_INVALID, "freed keyval not invalidated");
+    MPI_Comm_get_attr(MPI_COMM_WORLD, kept, &v, &flag);
+    CHECK(flag && (intptr_t)v == 5, "a freed keyval's attribute reads %ld (flag %d)", (long)(intptr_t)v, flag);
+    int before = deletes;
+    CHECK(MPI_Comm_delete_attr(MPI_COMM_WORLD, kept) == MPI_SUCCESS && deletes == before + 1,
+          "delete through a freed keyval: %d deletes", deletes - before);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_set_attr(MPI_COMM_WORLD, kept, (void *)(intptr_t)6), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_KEYVAL, "set with a freed keyval: class %d", cls);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    fk = kept;
+    CHECK(MPI_Comm_free_keyval(&fk) == MPI_SUCCESS, "a second free of a keyval");
+    int tk2, tkept;
+    MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &tk2, NULL);
+    tkept = tk2;
+    MPI_Type_free_keyval(&tk2);
+    tk2 = tkept;
+    CHECK(MPI_Type_free_keyval(&tk2) == MPI_SUCCESS, "a second free of a datatype keyval");
+    MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &tk2, NULL);
+    CHECK(tk2 != tkept, "a freed datatype keyval's handle given again");
+    MPI_Type_free_keyval(&tk2);
+
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();

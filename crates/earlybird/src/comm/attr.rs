@@ -199,9 +199,11 @@ impl<T: Clone + 'static> Keyval<T> {
 }
 
 impl<T> Keyval<T> {
-    /// MPI_Comm_free_keyval: this key (through every clone) can no longer be used to set or
-    /// read attributes; the attributes already set under it stay, and their callbacks still
-    /// run on dup and free. Freeing a predefined key or a key already freed is
+    /// MPI_Comm_free_keyval: this key (through every clone) can no longer be used to set
+    /// attributes; the attributes already set under it stay, their callbacks still run on dup
+    /// and free, and they can still be read and deleted through it (MPI 4.1 §7.7.2: the key is
+    /// gone only once the program has deleted its attributes, "via calls to
+    /// MPI_COMM_DELETE_ATTR" among others). Freeing a predefined key or a key already freed is
     /// `MPI_ERR_KEYVAL` (returned: a keyval has no communicator whose error handler applies).
     pub fn free(self) -> Result<()> {
         match &self.key {
@@ -214,6 +216,23 @@ impl<T> Keyval<T> {
                 u.id
             ))),
             Key::User(_) => Ok(()),
+        }
+    }
+
+    /// Whether [`free`](Self::free) was called on this key (through any clone).
+    pub fn is_freed(&self) -> bool {
+        matches!(&self.key, Key::User(u) if u.freed.get())
+    }
+
+    /// The user key behind this handle, freed or not, or `MPI_ERR_KEYVAL` (predefined): what
+    /// reading and deleting an attribute take.
+    fn user_any(&self, what: &str) -> Result<&Rc<KeyInner>> {
+        match &self.key {
+            Key::Predefined(p) => Err(keyval_err(format!(
+                "{what}: {} is a predefined attribute, which cannot be changed",
+                p.name()
+            ))),
+            Key::User(u) => Ok(u),
         }
     }
 
@@ -317,7 +336,7 @@ impl Comm {
         let r = self.check_live().and_then(|()| match &keyval.key {
             Key::Predefined(p) => Ok(typed::<T>(&*self.predefined(*p)).clone().into()),
             Key::User(_) => {
-                let k = keyval.user("comm_get_attr")?;
+                let k = keyval.user_any("comm_get_attr")?;
                 Ok(self.lookup(k).map(|v| typed::<T>(&*v).clone()))
             }
         });
@@ -329,7 +348,7 @@ impl Comm {
     pub fn delete_attr<T: Clone + 'static>(&self, keyval: &Keyval<T>) -> Result<()> {
         let what = "comm_delete_attr";
         let r = self.check_live().and_then(|()| {
-            let k = keyval.user(what)?;
+            let k = keyval.user_any(what)?;
             match self.lookup(k) {
                 Some(v) => self.delete_one(what, k, &v),
                 None => Ok(()),
