@@ -353,7 +353,11 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
                 level >= earlybird::ThreadLevel::Serialized,
                 Ordering::Release,
             );
-            with_state(|s| *s = Some(State::new(Some(uni))));
+            with_state(|s| {
+                let mut st = State::new(Some(uni));
+                st.infos = LOOSE_INFOS.with(|t| std::mem::replace(&mut *t.borrow_mut(), Table::new()));
+                *s = Some(st);
+            });
             INITIALIZED.store(true, Ordering::Release);
             MPI_SUCCESS
         }
@@ -428,8 +432,10 @@ pub(crate) fn finalize() -> c_int {
         comms,
         reqs,
         wins,
+        infos,
         ..
     } = st;
+    LOOSE_INFOS.with(|t| *t.borrow_mut() = infos);
     let uni = uni.expect("the thread that called MPI_Init");
     drop(reqs.drain().collect::<Vec<_>>());
     // Windows the program did not free: dropped as the Rust API drops them (memory given
@@ -987,19 +993,33 @@ pub(crate) fn handle_of(dt: &Datatype) -> Handle {
     })
 }
 
-/// `f` on the info object `h` names (MPI_INFO_ENV included, read only).
+thread_local! {
+    /// Info objects made while this thread has no state (MPI 4.1 §11.2.1: the info calls
+    /// work before MPI_Init and after MPI_Finalize). MPI_Init moves them into the state and
+    /// MPI_Finalize back here, so their handles stay valid across both.
+    static LOOSE_INFOS: RefCell<Table<earlybird::Info>> = RefCell::new(Table::new());
+}
+
+/// `f` on the info table: the state's, or the loose one when there is no state.
+fn on_infos<R>(f: impl FnOnce(&mut Table<earlybird::Info>, Option<&earlybird::Info>) -> R) -> R {
+    cell(|s| match s.borrow_mut().as_mut() {
+        Some(st) => f(&mut st.infos, Some(&st.env)),
+        None => LOOSE_INFOS.with(|t| f(&mut t.borrow_mut(), None)),
+    })
+}
+
+/// `f` on the info object `h` names (MPI_INFO_ENV included, read only: empty, earlybird
+/// keeps nothing of the command line there).
 pub(crate) fn with_info<R>(
     h: Handle,
     f: impl FnOnce(&mut earlybird::Info) -> Result<R>,
 ) -> Result<R> {
-    cell(|s| {
-        let mut s = s.borrow_mut();
-        let st = s.as_mut().ok_or_else(|| not_initialized("an info call"))?;
+    on_infos(|infos, env| {
         if h == abi::INFO_ENV {
-            let mut copy = st.env.dup();
+            let mut copy = env.map_or_else(earlybird::Info::new, earlybird::Info::dup);
             return f(&mut copy);
         }
-        match st.infos.get_mut(INFOS.index(h)) {
+        match infos.get_mut(INFOS.index(h)) {
             Some(info) => f(info),
             None => Err(INFOS.gone(h)),
         }
@@ -1008,12 +1028,12 @@ pub(crate) fn with_info<R>(
 
 /// Keep an info object; its handle.
 pub(crate) fn add_info(info: earlybird::Info) -> Result<Handle> {
-    keep(|st| &mut st.infos, &INFOS, info)
+    Ok(on_infos(|infos, _| INFOS.handle(infos.insert(info))))
 }
 
 /// The info object `h` names, out of the table (MPI_Info_free).
 pub(crate) fn take_info(h: Handle) -> Result<earlybird::Info> {
-    release(|st| &mut st.infos, &INFOS, h)
+    on_infos(|infos, _| infos.take(INFOS.index(h)).ok_or_else(|| INFOS.gone(h)))
 }
 
 /// Keep a user operation; its handle.

@@ -143,6 +143,11 @@ fn requests_completed_at_their_start_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn info_calls_before_init_and_after_finalize() {
+    run_everywhere("info_outside_init", BOTH);
+}
+
+#[test]
 fn derived_datatypes_at_several_sizes_and_alone() {
     run_everywhere("datatypes", BOTH);
 }
