@@ -342,6 +342,21 @@ mpi! {
         self_ok(earlybird::remove_error_string(code))
     }
 
+    fn MPIX_Delete_error_class / PMPIX_Delete_error_class(class: c_int) {
+        // SAFETY: the same call under MPICH 4.0's name.
+        unsafe { PMPI_Remove_error_class(class) }
+    }
+
+    fn MPIX_Delete_error_code / PMPIX_Delete_error_code(code: c_int) {
+        // SAFETY: the same call under MPICH 4.0's name.
+        unsafe { PMPI_Remove_error_code(code) }
+    }
+
+    fn MPIX_Delete_error_string / PMPIX_Delete_error_string(code: c_int) {
+        // SAFETY: the same call under MPICH 4.0's name.
+        unsafe { PMPI_Remove_error_string(code) }
+    }
+
     // ---- info
 
     fn MPI_Info_get_string / PMPI_Info_get_string(info: Handle, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) {

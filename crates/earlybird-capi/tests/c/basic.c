@@ -259,6 +259,29 @@ int main(int argc, char **argv) {
     CHECK(MPI_Aint_diff(a1, a0) == (MPI_Aint)sizeof(to[0]) && MPI_Aint_add(a0, sizeof(to[0])) == a1,
           "MPI_Aint_diff %ld, MPI_Aint_add %ld vs %ld", (long)MPI_Aint_diff(a1, a0), (long)MPI_Aint_add(a0, sizeof(to[0])), (long)a1);
 
+    /* Error classes, codes and strings of the program's, added and removed (MPI 4.1's
+     * MPI_Remove_error_*, and MPICH 4.0's names of them, MPIX_Delete_error_*, which MPICH
+     * 4.0's header, an MPI 4.0 one, has alone). */
+#if MPI_VERSION == 4 && MPI_SUBVERSION == 0
+#define MPI_Remove_error_string MPIX_Delete_error_string
+#define MPI_Remove_error_code MPIX_Delete_error_code
+#define MPI_Remove_error_class MPIX_Delete_error_class
+#endif
+    for (int round = 0; round < 2; round++) {
+        int cls, code, got = -1, len = 0;
+        char text[MPI_MAX_ERROR_STRING];
+        MPI_Add_error_class(&cls);
+        MPI_Add_error_code(cls, &code);
+        MPI_Add_error_string(code, "a code of the program's");
+        MPI_Error_class(code, &got);
+        MPI_Error_string(code, text, &len);
+        CHECK(got == cls && strcmp(text, "a code of the program's") == 0, "added code: class %d, '%s'", got, text);
+        int rs = round ? MPIX_Delete_error_string(code) : MPI_Remove_error_string(code);
+        int rc = round ? MPIX_Delete_error_code(code) : MPI_Remove_error_code(code);
+        int rk = round ? MPIX_Delete_error_class(cls) : MPI_Remove_error_class(cls);
+        CHECK(rs == MPI_SUCCESS && rc == MPI_SUCCESS && rk == MPI_SUCCESS, "removal (round %d): %d %d %d", round, rs, rc, rk);
+    }
+
     free(all);
     free(to);
     free(from);
