@@ -162,6 +162,52 @@ pub(crate) fn basic_type(h: Handle) -> Option<BasicType> {
         c::MPI_OFFSET => Offset,
         c::MPI_COUNT => Count,
         c::MPIX_HANDLE_SYNC => HandleSync,
+        // Fortran's and C++'s predefined types, as the C type that holds each (a C program
+        // passes them for data it shares with Fortran or C++; see `alias_name`).
+        c::MPI_INTEGER | c::MPI_LOGICAL | c::MPI_INTEGER4 => Int,
+        c::MPI_REAL | c::MPI_REAL4 => Float,
+        c::MPI_DOUBLE_PRECISION | c::MPI_REAL8 => Double,
+        c::MPI_CHARACTER => Char,
+        c::MPI_COMPLEX | c::MPI_COMPLEX8 | c::MPI_CXX_FLOAT_COMPLEX => CFloatComplex,
+        c::MPI_DOUBLE_COMPLEX | c::MPI_COMPLEX16 | c::MPI_CXX_DOUBLE_COMPLEX => CDoubleComplex,
+        c::MPI_CXX_LONG_DOUBLE_COMPLEX => CLongDoubleComplex,
+        c::MPI_CXX_BOOL => CBool,
+        c::MPI_2INTEGER => TwoInt,
+        c::MPI_INTEGER1 => Int8,
+        c::MPI_INTEGER2 => Int16,
+        c::MPI_INTEGER8 => Int64,
+        _ => return None,
+    })
+}
+
+/// The name of a predefined datatype whose handle is not its C type's own (`basic_type`
+/// maps it to that type): Fortran's and C++'s; and MPI_C_FLOAT_COMPLEX and MPI_LONG_LONG,
+/// which MPICH names by their synonyms MPI_C_COMPLEX and MPI_LONG_LONG_INT. A datatype made from one of them (a vector of MPI_INTEGER)
+/// is described by decoders with the C type's handle.
+pub(crate) fn alias_name(h: Handle) -> Option<&'static str> {
+    Some(match h {
+        c::MPI_INTEGER => "MPI_INTEGER",
+        c::MPI_LOGICAL => "MPI_LOGICAL",
+        c::MPI_INTEGER4 => "MPI_INTEGER4",
+        c::MPI_REAL => "MPI_REAL",
+        c::MPI_REAL4 => "MPI_REAL4",
+        c::MPI_DOUBLE_PRECISION => "MPI_DOUBLE_PRECISION",
+        c::MPI_REAL8 => "MPI_REAL8",
+        c::MPI_CHARACTER => "MPI_CHARACTER",
+        c::MPI_COMPLEX => "MPI_COMPLEX",
+        c::MPI_COMPLEX8 => "MPI_COMPLEX8",
+        c::MPI_CXX_FLOAT_COMPLEX => "MPI_CXX_FLOAT_COMPLEX",
+        c::MPI_DOUBLE_COMPLEX => "MPI_DOUBLE_COMPLEX",
+        c::MPI_COMPLEX16 => "MPI_COMPLEX16",
+        c::MPI_CXX_DOUBLE_COMPLEX => "MPI_CXX_DOUBLE_COMPLEX",
+        c::MPI_CXX_LONG_DOUBLE_COMPLEX => "MPI_CXX_LONG_DOUBLE_COMPLEX",
+        c::MPI_CXX_BOOL => "MPI_CXX_BOOL",
+        c::MPI_2INTEGER => "MPI_2INTEGER",
+        c::MPI_INTEGER1 => "MPI_INTEGER1",
+        c::MPI_INTEGER2 => "MPI_INTEGER2",
+        c::MPI_INTEGER8 => "MPI_INTEGER8",
+        c::MPI_C_FLOAT_COMPLEX => "MPI_C_COMPLEX",
+        c::MPI_LONG_LONG_INT => "MPI_LONG_LONG_INT",
         _ => return None,
     })
 }

@@ -1032,7 +1032,7 @@ mpi! {
     fn MPI_Type_set_name / PMPI_Type_set_name(dt: Handle, name: *const c_char) {
         // SAFETY: a NUL-terminated name (MPI's contract).
         let n = unsafe { c_str(name) };
-        self_ok(n.and_then(|n| state::type_of(dt).map(|d| d.set_name(&n))))
+        self_ok(n.and_then(|n| state::set_type_name(dt, &n)))
     }
 
     fn MPI_Type_get_name / PMPI_Type_get_name(dt: Handle, name: *mut c_char, len: *mut c_int) {
@@ -1043,7 +1043,7 @@ mpi! {
             return MPI_SUCCESS;
         }
         // SAFETY: room for MPI_MAX_OBJECT_NAME chars, an int.
-        self_ok(state::type_of(dt).map(|d| unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &d.name(), len) }))
+        self_ok(state::type_name(dt).map(|n| unsafe { state::write_str(name, abi::MAX_OBJECT_NAME, &n, len) }))
     }
 
     // ---- topologies and more communicators -------------------------------------------------------

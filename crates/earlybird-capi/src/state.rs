@@ -42,6 +42,9 @@ struct State {
     /// Datatype keyvals, and the attributes on datatypes by handle.
     type_keyvals: Table<crate::attribute_keys::AttrKeyval>,
     type_attrs: std::collections::HashMap<Handle, Vec<crate::attribute_keys::Attr>>,
+    /// Names the program gave predefined datatypes (MPI_Type_set_name), by handle: each use
+    /// of a predefined handle makes its datatype anew.
+    type_names: std::collections::HashMap<Handle, String>,
     /// Window error handlers: the program's functions.
     win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
@@ -131,6 +134,7 @@ impl State {
             win_errhandlers: Table::new(),
             type_keyvals: Table::new(),
             type_attrs: std::collections::HashMap::new(),
+            type_names: std::collections::HashMap::new(),
             attached: None,
             env: earlybird::Info::new(),
         }
@@ -1074,6 +1078,29 @@ fn datatype(st: &Option<State>, dt: Handle) -> Result<Datatype> {
 /// [`datatype`] from the calling thread's state.
 pub(crate) fn type_of(dt: Handle) -> Result<Datatype> {
     cell(|s| datatype(&s.borrow(), dt))
+}
+
+/// MPI_Type_set_name on datatype `dt`: a predefined one's name is kept by handle.
+pub(crate) fn set_type_name(dt: Handle, name: &str) -> Result<()> {
+    if abi::basic_type(dt).is_none() {
+        return type_of(dt).map(|d| d.set_name(name));
+    }
+    with_state(|s| {
+        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Type_set_name"))?;
+        st.type_names.insert(dt, name.to_string());
+        Ok(())
+    })
+}
+
+/// MPI_Type_get_name's answer for `dt`: the name the program gave it, else a predefined
+/// handle's own name (one that shares its C type with another: `abi::alias_name`), else the
+/// datatype's.
+pub(crate) fn type_name(dt: Handle) -> Result<String> {
+    let d = type_of(dt)?;
+    let given = cell(|s| s.borrow().as_ref().and_then(|st| st.type_names.get(&dt).cloned()));
+    Ok(given
+        .or_else(|| abi::alias_name(dt).map(str::to_string))
+        .unwrap_or_else(|| d.name()))
 }
 
 /// Where `count` elements of `dt` at `buf` lie: the datatype, and the bytes they reach as a

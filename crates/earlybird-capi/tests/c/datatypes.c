@@ -1,7 +1,7 @@
 /* Derived datatypes through the C ABI: a matrix column (vector), rows picked by indexed and
  * hindexed types, a struct sent from MPI_BOTTOM with absolute addresses, a resized type
- * used with a count, sizes and extents, MPI_Get_count on a derived type, and a broadcast of
- * a derived type. Prints "datatypes: ok <rank>" and exits 0 only if every value holds. */
+ * used with a count, sizes and extents, MPI_Get_count on a derived type, a broadcast of a
+ * derived type, and Fortran's and C++'s predefined types. Prints "datatypes: ok <rank>" and exits 0 only if every value holds. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -127,6 +127,36 @@ int main(int argc, char **argv) {
     int cls = -1, rc = MPI_Send(m, 1, column, right, 6, MPI_COMM_WORLD);
     MPI_Error_class(rc, &cls);
     CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_TYPE, "send of a freed type: class %d", cls);
+
+    /* Fortran's and C++'s predefined types, as C holds them: sizes, names, a reduction. */
+    struct { MPI_Datatype t; int size; const char *name; } other[] = {
+        {MPI_INTEGER, 4, "MPI_INTEGER"}, {MPI_REAL, 4, "MPI_REAL"},
+        {MPI_DOUBLE_PRECISION, 8, "MPI_DOUBLE_PRECISION"}, {MPI_LOGICAL, 4, "MPI_LOGICAL"},
+        {MPI_CHARACTER, 1, "MPI_CHARACTER"}, {MPI_COMPLEX, 8, "MPI_COMPLEX"},
+        {MPI_DOUBLE_COMPLEX, 16, "MPI_DOUBLE_COMPLEX"}, {MPI_2INTEGER, 8, "MPI_2INTEGER"},
+        {MPI_INTEGER1, 1, "MPI_INTEGER1"}, {MPI_INTEGER2, 2, "MPI_INTEGER2"},
+        {MPI_INTEGER4, 4, "MPI_INTEGER4"}, {MPI_INTEGER8, 8, "MPI_INTEGER8"},
+        {MPI_REAL4, 4, "MPI_REAL4"}, {MPI_REAL8, 8, "MPI_REAL8"},
+        {MPI_COMPLEX8, 8, "MPI_COMPLEX8"}, {MPI_COMPLEX16, 16, "MPI_COMPLEX16"},
+        {MPI_CXX_BOOL, 1, "MPI_CXX_BOOL"}, {MPI_CXX_FLOAT_COMPLEX, 8, "MPI_CXX_FLOAT_COMPLEX"},
+        {MPI_CXX_DOUBLE_COMPLEX, 16, "MPI_CXX_DOUBLE_COMPLEX"},
+    };
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        int sz = -1, nlen = 0;
+        char nm[MPI_MAX_OBJECT_NAME] = "";
+        MPI_Type_size(other[i].t, &sz);
+        MPI_Type_get_name(other[i].t, nm, &nlen);
+        CHECK(sz == other[i].size && strcmp(nm, other[i].name) == 0, "%s: size %d, name '%s'",
+              other[i].name, sz, nm);
+    }
+    char given[MPI_MAX_OBJECT_NAME] = "";
+    int glen = 0;
+    MPI_Type_set_name(MPI_LONG, "my long");
+    MPI_Type_get_name(MPI_LONG, given, &glen);
+    CHECK(strcmp(given, "my long") == 0 && glen == 7, "a predefined type's given name: '%s'", given);
+    int fint = rank + 1, fsum = 0;
+    MPI_Allreduce(&fint, &fsum, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(fsum == size * (size + 1) / 2, "allreduce of MPI_INTEGER: %d", fsum);
 
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
