@@ -119,6 +119,14 @@ pub struct MpiStatus {
     pub error: i32,
 }
 
+impl MpiStatus {
+    /// The byte count: 63 bits, the low 32 in `count_lo` and the rest above the cancelled
+    /// bit (read unsigned: the count's bit 62 is the int's sign).
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.count_lo as u32 as u64) | (((self.count_hi_and_cancelled as u32) >> 1) as u64) << 32
+    }
+}
+
 /// The predefined datatype a handle names, if any.
 pub(crate) fn basic_type(h: Handle) -> Option<BasicType> {
     use BasicType::*;

@@ -106,7 +106,7 @@ unsafe fn status_bytes(what: &str, status: *const MpiStatus) -> earlybird::Resul
     }
     // SAFETY: the function's contract, checked above.
     let s = unsafe { status.read() };
-    Ok((s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32))
+    Ok(s.bytes())
 }
 
 /// The elements of `dt` a status counts (MPI_UNDEFINED when not a whole number of them).

@@ -709,7 +709,7 @@ mpi! {
         };
         // SAFETY: a status to read (MPI's contract), checked for null.
         let s = unsafe { status.read() };
-        let bytes = (s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32);
+        let bytes = s.bytes();
         let size = d.size() as u64;
         let n = if size == 0 {
             0

@@ -215,7 +215,8 @@ mpi! {
             Ok(d) => d.size() as i64,
             Err(e) => return self_ok(Err::<(), _>(e)),
         };
-        let Some(bytes) = count.checked_mul(size).filter(|b| *b >= 0 && (*b as u64) < (1 << 62)) else {
+        // 63 bits of count: every byte count an MPI_Count (non-negative) can say.
+        let Some(bytes) = count.checked_mul(size).filter(|b| *b >= 0) else {
             return self_ok(Err::<(), _>(Error::new(ErrorClass::Count, format!("MPI_Status_set_elements: count {count}"))));
         };
         // SAFETY: a status to change (MPI's contract).
@@ -303,7 +304,7 @@ mpi! {
                     // with a status of ours to fill.
                     let rc = unsafe { query(extra as *mut c_void, &mut s) };
                     callback_result("query", rc)?;
-                    let bytes = (s.count_lo as u32 as u64) | (((s.count_hi_and_cancelled >> 1) as u64) << 32);
+                    let bytes = s.bytes();
                     st.set_source(abi::rank_in(s.source));
                     st.set_tag(s.tag);
                     st.set_elements::<u8>(bytes as usize);

@@ -186,6 +186,20 @@ int main(int argc, char **argv) {
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_COUNT, "a count of 2^40: class %d", cls);
 
+    /* A status holds 63 bits of count (MPICH's layout: the count's bit 62 is the sign bit of
+     * the int it shares with the cancelled flag). */
+    MPI_Count big[] = {60, 0x3654321f71234567LL, 0x7654321ff1234567LL}, again = -1;
+    for (int i = 0; i < 3; i++) {
+        MPI_Status bs;
+        MPI_Status_set_cancelled(&bs, 1);
+        MPI_Status_set_elements_x(&bs, MPI_BYTE, big[i]);
+        int cflag = 0;
+        MPI_Get_elements_x(&bs, MPI_BYTE, &again);
+        MPI_Test_cancelled(&bs, &cflag);
+        CHECK(again == big[i] && cflag == 1, "count %llx came back %llx (cancelled %d)",
+              (long long)big[i], (long long)again, cflag);
+    }
+
     int bad = failures, anybad = 0;
     MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
