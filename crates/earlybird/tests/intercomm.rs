@@ -305,6 +305,35 @@ fn idup_disjoint_windows(u: &Universe) -> Result<()> {
     d.free()
 }
 
+/// Two idups on two communicators, started in opposite orders on even and odd ranks (MPI
+/// allows any order across communicators), then waited for together, three times over: each
+/// endpoint gives its lowest pairs to a different agreement, and the later rounds must still
+/// meet (MPICH's comm/idup_with_info; they ran out of context ids).
+fn idups_in_opposite_orders(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (a, b) = (w.dup()?, w.dup()?);
+    for _ in 0..3 {
+        let made = scope(|s| -> Result<Vec<Comm>> {
+            let (first, second) = if w.rank() % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            let (r1, p1) = first.idup(s)?;
+            let (r2, p2) = second.idup(s)?;
+            let mut reqs = vec![r1, r2];
+            wait_all(&mut reqs)?;
+            // In the order of their parents, the same on every rank.
+            let (c1, c2) = (p1.comm()?, p2.comm()?);
+            Ok(if w.rank() % 2 == 0 { vec![c1, c2] } else { vec![c2, c1] })
+        })?;
+        for (i, c) in made.iter().enumerate() {
+            ring_check(c, 30 + i as i32)?;
+        }
+        for c in made {
+            c.free()?;
+        }
+    }
+    a.free()?;
+    b.free()
+}
+
 /// The two halves of the job (by rank parity) joined by an intercommunicator, with world
 /// leaders 0 and 1.
 fn halves(w: &Comm) -> Result<(Comm, Comm)> {
@@ -762,6 +791,7 @@ scenarios! {
     idup_then_use [1, 2, 3, 4, 8];
     idups_interleaved [1, 2, 3, 4, 8];
     idup_disjoint_windows [2, 3];
+    idups_in_opposite_orders [2, 3, 4];
     intercomm_across [2, 3, 4, 8];
     misuse [1, 2, 3, 4];
 }

@@ -28,11 +28,16 @@
 //!
 //! # Windows that do not meet
 //!
-//! If the windows have no pair in common, there is none below `f`, the lowest window top
-//! (the participant with that top offered every free pair it had below it). If every window
-//! was full, the agreement runs another round over pairs at `f` and above (at most
-//! 4096 / [`WINDOW`] rounds); a window that was not full held all of its owner's free pairs,
-//! so then no pair is free on all participants. Rounds after the first advance when the
+//! The first round offers each participant's lowest free pairs, which meet unless other
+//! agreements hold pairs there. Two nonblocking agreements started in different orders on
+//! different endpoints (MPI allows it for different communicators) take the lowest windows
+//! in opposite orders, and would keep doing so round after round. So a round after the
+//! first offers the free pairs from a point of the pair space that every participant
+//! computes alike from the agreement (its context, call number and round) and that differs
+//! between agreements: concurrent agreements then look in different places, and a round
+//! fails again only if their points fall close (then the next round draws new ones). After
+//! 32 rounds without a common pair the agreement fails (no pair is free on all
+//! participants, or others keep holding them). Rounds after the first advance when the
 //! participants test or wait on their requests.
 #![forbid(unsafe_code)]
 
@@ -285,8 +290,6 @@ pub(crate) struct Agreement {
     seq: u32,
     parts: Vec<u32>,
     me: usize,
-    /// Pairs below this are not offered in this round.
-    floor: u32,
     round: u32,
     /// Pairs this endpoint reserved for the current round.
     offered: Vec<u32>,
@@ -307,7 +310,6 @@ impl Agreement {
             seq,
             parts,
             me,
-            floor: 0,
             round: 0,
             offered: Vec::new(),
             ex: None,
@@ -329,8 +331,12 @@ impl Agreement {
         loop {
             if self.ex.is_none() {
                 let free = context::free_mask(e);
-                let floor = self.floor;
-                self.offered = pairs(&free).filter(|&p| p >= floor).take(WINDOW).collect();
+                let start = self.start();
+                self.offered = pairs(&free)
+                    .filter(|&p| p >= start)
+                    .chain(pairs(&free).filter(|&p| p < start))
+                    .take(WINDOW)
+                    .collect();
                 let mut window = [0u64; CTX_WORDS];
                 for &p in &self.offered {
                     context::claim(e, p);
@@ -367,18 +373,24 @@ impl Agreement {
                 return Some(Ok(p));
             }
             self.release(e);
-            let full = windows
-                .iter()
-                .all(|w| w.iter().map(|x| x.count_ones() as usize).sum::<usize>() == WINDOW);
-            let next = windows.iter().filter_map(|w| pairs(w).last()).min();
-            match next {
-                Some(top) if full && self.round < 31 => {
-                    self.floor = top + 1;
-                    self.round += 1;
-                }
-                _ => return Some(Err(no_pair(self.what, self.parts.len()))),
+            if self.round == 31 {
+                return Some(Err(no_pair(self.what, self.parts.len())));
             }
+            self.round += 1;
         }
+    }
+
+    /// Where this round's window starts: the lowest pair in the first round, then a point
+    /// drawn from the agreement (the same on every participant, apart for concurrent
+    /// agreements; see the module doc).
+    fn start(&self) -> u32 {
+        if self.round == 0 {
+            return 0;
+        }
+        let h = (u64::from(self.ctx).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            ^ (u64::from(self.seq).wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+            ^ (u64::from(self.round).wrapping_mul(0x1656_67B1_9E37_79F9));
+        ((h ^ (h >> 29)) % (CTX_WORDS as u64 * 64)) as u32
     }
 
     /// Withdraw what can be withdrawn and give the reservation back (the job is ending).
