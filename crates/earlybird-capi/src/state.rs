@@ -359,7 +359,8 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
             );
             with_state(|s| {
                 let mut st = State::new(Some(uni));
-                st.infos = LOOSE_INFOS.with(|t| std::mem::replace(&mut *t.borrow_mut(), Table::new()));
+                st.infos =
+                    LOOSE_INFOS.with(|t| std::mem::replace(&mut *t.borrow_mut(), Table::new()));
                 *s = Some(st);
             });
             INITIALIZED.store(true, Ordering::Release);
@@ -853,7 +854,10 @@ pub(crate) fn free_win_keyval(h: c_int) -> Result<()> {
 }
 
 /// `k`, unless it was freed.
-fn live_keyval(k: crate::attribute_keys::AttrKeyval, h: c_int) -> Result<crate::attribute_keys::AttrKeyval> {
+fn live_keyval(
+    k: crate::attribute_keys::AttrKeyval,
+    h: c_int,
+) -> Result<crate::attribute_keys::AttrKeyval> {
     if k.freed {
         Err(Error::new(
             ErrorClass::Keyval,
@@ -875,7 +879,9 @@ fn mark_freed(
         let st = s
             .as_mut()
             .ok_or_else(|| not_initialized("a call that frees an object"))?;
-        let k = pick(st).get_mut(kind.index(h)).ok_or_else(|| kind.gone(h))?;
+        let k = pick(st)
+            .get_mut(kind.index(h))
+            .ok_or_else(|| kind.gone(h))?;
         k.freed = true;
         Ok(())
     })
@@ -1086,7 +1092,9 @@ pub(crate) fn set_type_name(dt: Handle, name: &str) -> Result<()> {
         return type_of(dt).map(|d| d.set_name(name));
     }
     with_state(|s| {
-        let st = s.as_mut().ok_or_else(|| not_initialized("MPI_Type_set_name"))?;
+        let st = s
+            .as_mut()
+            .ok_or_else(|| not_initialized("MPI_Type_set_name"))?;
         st.type_names.insert(dt, name.to_string());
         Ok(())
     })
@@ -1097,7 +1105,11 @@ pub(crate) fn set_type_name(dt: Handle, name: &str) -> Result<()> {
 /// datatype's.
 pub(crate) fn type_name(dt: Handle) -> Result<String> {
     let d = type_of(dt)?;
-    let given = cell(|s| s.borrow().as_ref().and_then(|st| st.type_names.get(&dt).cloned()));
+    let given = cell(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.type_names.get(&dt).cloned())
+    });
     Ok(given
         .or_else(|| abi::alias_name(dt).map(str::to_string))
         .unwrap_or_else(|| d.name()))
@@ -1520,7 +1532,8 @@ impl State {
 /// Whether a send on `c` that completed at its start may be kept as its status alone: not
 /// under NO_SEND_CANCELS, whose broken promise a cancel of it must still report.
 fn light_send(c: &Comm) -> bool {
-    !c.assertions().contains(earlybird::Assertions::NO_SEND_CANCELS)
+    !c.assertions()
+        .contains(earlybird::Assertions::NO_SEND_CANCELS)
 }
 
 /// MPI_Isend / MPI_Issend.
@@ -1831,7 +1844,11 @@ pub(crate) unsafe fn complete(
 /// (MPI_REQUEST_NULL left out); none is taken when one of them names no request.
 /// Completed-at-start requests are left where they are when `done_too` (the caller collects
 /// them), an error otherwise.
-pub(crate) fn take_requests(hs: &[Handle], what: &str, done_too: bool) -> Result<Vec<(usize, Held)>> {
+pub(crate) fn take_requests(
+    hs: &[Handle],
+    what: &str,
+    done_too: bool,
+) -> Result<Vec<(usize, Held)>> {
     with_state(|s| {
         let st = s.as_mut().ok_or_else(|| not_initialized(what))?;
         let mut taken = Vec::new();
@@ -1843,7 +1860,11 @@ pub(crate) fn take_requests(hs: &[Handle], what: &str, done_too: bool) -> Result
                 if done_too && st.done.get(DONE.index(h)).is_some() {
                     continue;
                 }
-                Err(if done_too { DONE.gone(h) } else { not_persistent(h) })
+                Err(if done_too {
+                    DONE.gone(h)
+                } else {
+                    not_persistent(h)
+                })
             } else {
                 st.reqs
                     .check_out(REQUESTS.index(h))

@@ -266,7 +266,9 @@ fn errors_are_fatal_by_default_and_name_the_value() {
         "the message does not name rank 5:\n{stderr}"
     );
     assert!(
-        !stdout.contains("delete function ran") && !stderr.contains("panicked") && !stderr.contains("signal"),
+        !stdout.contains("delete function ran")
+            && !stderr.contains("panicked")
+            && !stderr.contains("signal"),
         "the exit ran a delete function or crashed:\n{stdout}\n{stderr}"
     );
     let _ = std::fs::remove_dir_all(&work);

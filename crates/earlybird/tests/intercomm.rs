@@ -314,14 +314,22 @@ fn idups_in_opposite_orders(u: &Universe) -> Result<()> {
     let (a, b) = (w.dup()?, w.dup()?);
     for _ in 0..3 {
         let made = scope(|s| -> Result<Vec<Comm>> {
-            let (first, second) = if w.rank() % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            let (first, second) = if w.rank() % 2 == 0 {
+                (&a, &b)
+            } else {
+                (&b, &a)
+            };
             let (r1, p1) = first.idup(s)?;
             let (r2, p2) = second.idup(s)?;
             let mut reqs = vec![r1, r2];
             wait_all(&mut reqs)?;
             // In the order of their parents, the same on every rank.
             let (c1, c2) = (p1.comm()?, p2.comm()?);
-            Ok(if w.rank() % 2 == 0 { vec![c1, c2] } else { vec![c2, c1] })
+            Ok(if w.rank() % 2 == 0 {
+                vec![c1, c2]
+            } else {
+                vec![c2, c1]
+            })
         })?;
         for (i, c) in made.iter().enumerate() {
             ring_check(c, 30 + i as i32)?;

@@ -169,9 +169,10 @@ fn balanced_factors(m: u32, k: usize) -> Vec<u32> {
                     let (top, low) = (self.cur[0], self.cur[self.cur.len() - 1]);
                     // Ties in spread: the larger factors from the smallest up.
                     let better = |(s, b): &(u32, Vec<u32>)| {
-                        (top - low).cmp(s).then_with(|| {
-                            b.iter().rev().cmp(self.cur.iter().rev())
-                        }) == std::cmp::Ordering::Less
+                        (top - low)
+                            .cmp(s)
+                            .then_with(|| b.iter().rev().cmp(self.cur.iter().rev()))
+                            == std::cmp::Ordering::Less
                     };
                     if self.best.as_ref().is_none_or(better) {
                         self.best = Some((top - low, self.cur.clone()));
