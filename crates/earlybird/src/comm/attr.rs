@@ -238,16 +238,11 @@ impl<T> Keyval<T> {
 
     /// The user key behind this handle, or `MPI_ERR_KEYVAL` (predefined or freed).
     fn user(&self, what: &str) -> Result<&Rc<KeyInner>> {
-        match &self.key {
-            Key::Predefined(p) => Err(keyval_err(format!(
-                "{what}: {} is a predefined attribute, which cannot be changed",
-                p.name()
-            ))),
-            Key::User(u) if u.freed.get() => {
-                Err(keyval_err(format!("{what}: keyval {} was freed", u.id)))
-            }
-            Key::User(u) => Ok(u),
+        let u = self.user_any(what)?;
+        if u.freed.get() {
+            return Err(keyval_err(format!("{what}: keyval {} was freed", u.id)));
         }
+        Ok(u)
     }
 }
 
