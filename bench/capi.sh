@@ -4,7 +4,7 @@
 # earlybird's libmpi.so.12 (LD_LIBRARY_PATH, EARLYBIRD_BIND=core as MPICH's -bind-to core),
 # interleaved with earlybird-bench latency / msgrate (the same measurements through the Rust
 # API) and with the same binaries on MPICH. ROUNDS (default 5) launches of each; prints the
-# medians of the runs' medians and the C/Rust ratio.
+# medians of the runs' medians and the C/Rust ratio. RAW=FILE keeps each run's figure there.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REF=${REF:-$ROOT/../shared/bench-ref}
@@ -35,3 +35,4 @@ for m in latency msgrate; do
     c=$(med capi $m) r=$(med rust $m) p=$(med mpich $m)
     echo "$m: C ABI $c, Rust API $r, MPICH $p; C ABI / Rust API = $(echo "$c $r" | awk '{printf "%.3f", $1 / $2}')"
 done
+if [ -n "${RAW:-}" ]; then cp "$res" "$RAW"; fi

@@ -2,7 +2,9 @@
 //! handles this library makes, and the conversions every function shares.
 
 use crate::abi::{self, Handle, MpiStatus, MPI_SUCCESS};
-use earlybird::{Comm, Datatype, Error, ErrorClass, Request, Result, Typed, TypedMut, Universe};
+use earlybird::{
+    Begun, Comm, Datatype, Error, ErrorClass, Request, Result, Typed, TypedMut, Universe,
+};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
@@ -1468,6 +1470,7 @@ pub(crate) unsafe fn write_str(out: *mut c_char, max: usize, text: &str, len: *m
 }
 
 /// Send modes of the nonblocking sends.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
     Standard,
     Synchronous,
@@ -1556,8 +1559,24 @@ pub(crate) unsafe fn start_send(
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
-                *slot = Some(pending(send_in_mode!(mode, c, s, b, dest, tag)?, comm, Kept::Slice));
-                return Ok(light_send(c));
+                let light = light_send(c);
+                if light && mode == Mode::Standard {
+                    return Ok(match c.isend_begun(s, b, dest, tag)? {
+                        Begun::Done(st) => Some(st),
+                        Begun::Pending(r) => {
+                            *slot = Some(pending(r, comm, Kept::Slice));
+                            None
+                        }
+                    });
+                }
+                let mut r = send_in_mode!(mode, c, s, b, dest, tag)?;
+                if light {
+                    if let Some(st) = r.take_if_complete() {
+                        return Ok(Some(st));
+                    }
+                }
+                *slot = Some(pending(r, comm, Kept::Slice));
+                return Ok(None);
             }
         });
         // SAFETY: the function's contract.
@@ -1568,7 +1587,7 @@ pub(crate) unsafe fn start_send(
         match send_in_mode!(mode, c, s, view, dest, tag) {
             Ok(req) => {
                 *slot = Some(pending(req, comm, Kept::Send(kept)));
-                Ok(false)
+                Ok(None)
             }
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -1579,21 +1598,21 @@ pub(crate) unsafe fn start_send(
     })
 }
 
-/// A nonblocking call on communicator `comm`: `make` builds its request on the
-/// communicator, in the scope of every nonblocking operation, and the request is kept; its
-/// handle. The state is reached once for the whole call (these calls are the message rate);
-/// `make` runs with it borrowed, so it must not call the program (a user error handler runs
-/// after it, on its error). `make` writes the request into the slot it is given, a box the
-/// table keeps (built there, not moved: a request is some 200 bytes), and says whether the
-/// request may be kept as its status alone if it completed at its start (it holds no view of
-/// ours, and nothing is left to do at its completion).
+/// A nonblocking call on communicator `comm`: `make` starts it on the communicator, in the
+/// scope of every nonblocking operation, and its handle is returned. The state is reached
+/// once for the whole call (these calls are the message rate); `make` runs with it borrowed,
+/// so it must not call the program (a user error handler runs after it, on its error).
+/// `make` either writes the request into the slot it is given, a box the table keeps (built
+/// there, not moved: a request is some 200 bytes), or, for a call that completed at its
+/// start and may be kept as its status alone (it holds no view of ours, and nothing is left
+/// to do at its completion), returns that status: the handle then names the status alone.
 fn make_request(
     comm: Handle,
     make: impl FnOnce(
         &Comm,
         &'static earlybird::Scope<'static, 'static>,
         &mut Option<Pending>,
-    ) -> Result<bool>,
+    ) -> Result<Option<earlybird::Status>>,
 ) -> Result<Handle> {
     USER_HANDLER_RAN.with(|r| r.set(false));
     let r = cell(|s| {
@@ -1603,32 +1622,30 @@ fn make_request(
             .as_mut()
             .and_then(|st| st.spare.pop())
             .unwrap_or_else(|| Box::new(None));
-        let light;
-        {
+        let quick = {
             let g = s.borrow();
             let c = comm_ref(&g, comm)?;
             let scope = g
                 .as_ref()
                 .map(|st| st.scope)
                 .expect("a communicator, so a state");
-            light = make(c, scope, &mut b)?;
-        }
-        // A call that completed at its start keeps only its status (the request is consumed
-        // and dropped here: no engine call, nothing of the program's).
-        let quick = match b.as_mut() {
-            Some(Pending { req: Some(r), .. }) if light => r.take_if_complete(),
-            _ => None,
+            make(c, scope, &mut b)
         };
         let mut g = s.borrow_mut();
         let st = g
             .as_mut()
             .ok_or_else(|| not_initialized("a nonblocking call"))?;
-        if let Some(status) = quick {
-            *b = None;
-            st.spare.push(b);
-            return Ok(DONE.handle(st.done.insert(status)));
+        match quick {
+            Ok(None) => Ok(REQUESTS.handle(st.reqs.insert(Held(b)))),
+            Ok(Some(status)) => {
+                st.spare.push(b);
+                Ok(DONE.handle(st.done.insert(status)))
+            }
+            Err(e) => {
+                st.spare.push(b);
+                Err(e)
+            }
         }
-        Ok(REQUESTS.handle(st.reqs.insert(Held(b))))
     });
     r.or_else(|e| raise_once(comm, e))
 }
@@ -1674,13 +1691,17 @@ pub(crate) unsafe fn start_recv(
         by_elem!(dt, T => {
             // SAFETY: the function's contract.
             if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
-                let req = if persistent {
-                    c.recv_init(s, b, src, tag)?
-                } else {
-                    c.irecv(s, b, src, tag)?
-                };
-                *slot = Some(pending(req, comm, Kept::Slice));
-                return Ok(!persistent);
+                if persistent {
+                    *slot = Some(pending(c.recv_init(s, b, src, tag)?, comm, Kept::Slice));
+                    return Ok(None);
+                }
+                return Ok(match c.irecv_begun(s, b, src, tag)? {
+                    Begun::Done(st) => Some(st),
+                    Begun::Pending(r) => {
+                        *slot = Some(pending(r, comm, Kept::Slice));
+                        None
+                    }
+                });
             }
         });
         // SAFETY: the function's contract.
@@ -1697,7 +1718,7 @@ pub(crate) unsafe fn start_recv(
         match r {
             Ok(req) => {
                 *slot = Some(pending(req, comm, Kept::Recv(kept)));
-                Ok(false)
+                Ok(None)
             }
             Err(e) => {
                 // SAFETY: no request holds it.
@@ -1851,7 +1872,8 @@ pub(crate) fn take_requests(
 ) -> Result<Vec<(usize, Held)>> {
     with_state(|s| {
         let st = s.as_mut().ok_or_else(|| not_initialized(what))?;
-        let mut taken = Vec::new();
+        // Room for them all at once (grown one by one, a window of 64 costs five copies).
+        let mut taken = Vec::with_capacity(hs.len());
         for (i, &h) in hs.iter().enumerate() {
             if h == abi::REQUEST_NULL {
                 continue;

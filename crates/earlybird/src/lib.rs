@@ -85,7 +85,7 @@ pub use info::Info;
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, ROOT, TAG_UB};
 pub use request::{
     endless_scope, scope, start_all, test_all, test_any, test_some, test_some_into, wait_all,
-    wait_all_into, wait_any, wait_some, wait_some_into, Bundle, Request, Scope, Tested,
+    wait_all_into, wait_any, wait_some, wait_some_into, Begun, Bundle, Request, Scope, Tested,
 };
 pub use rma::{
     AccessEpoch, At, Attached, ExposureEpoch, Flavor, LocalView, Lock, LockAll, LockType, Model,

@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use earlybird::launch::BlockedIn;
 use earlybird::{
-    scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, Request,
+    scope, start_all, test_all, test_any, test_some, wait_all, wait_any, wait_some, Begun, Request,
     Result, Status, Tested, Universe, ANY_SOURCE, ANY_TAG, PROC_NULL,
 };
 use std::time::Duration;
@@ -715,7 +715,90 @@ fn some_into_keeps_completed_on_error(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// `isend_begun` / `irecv_begun` (lightweight completion): a receive that matches a message
+/// already there, or from PROC_NULL, is done at its start with the status a wait would give
+/// (source in the communicator's ranks: here one whose ranks run backwards); a small send
+/// into an empty queue is done at its start; a receive posted before its message, a send
+/// above the eager limit and a receive that truncates keep their request, which completes
+/// as any other.
+fn begun(u: &Universe) -> Result<()> {
+    let Some((peer, even)) = pair(u) else {
+        return Ok(());
+    };
+    let w = u.world();
+    w.set_errhandler(earlybird::ErrHandler::Return);
+    let rev = w.split(0, -w.rank())?.expect("every rank has color 0");
+    let n = w.size();
+    let rpeer = n - 1 - peer;
+    let e = u.eager_limit_bytes();
+    let small = pattern(7, 24);
+    let big = pattern(8, e + 1);
+    let (mut g1, mut g3, mut g4, mut gn) = (vec![0u8; 24], vec![0u8; 24], [0u8; 4], [1u8; 2]);
+    scope(|s| -> Result<()> {
+        if even {
+            // A small message into an empty queue goes out at once.
+            if let Begun::Pending(_) = rev.isend_begun(s, &small, rpeer, 1)? {
+                panic!("a 24-byte send into an empty queue was not done");
+            }
+            // Above the eager limit: a request, complete once the peer receives.
+            match rev.isend_begun(s, &big, rpeer, 2)? {
+                Begun::Pending(mut r) => r.wait()?,
+                Begun::Done(_) => panic!("a send of {} bytes completed at its start", e + 1),
+            };
+            // The peer posts tag 3 first, then says so.
+            w.recv(&mut [0u8; 0], peer, GO)?;
+            w.send(&small, peer, 3)?;
+            // A message to truncate.
+            w.send(&small, peer, 4)?;
+        } else {
+            // Wait for tag 1 to arrive; the receive then matches it at its start.
+            rev.probe(rpeer, 1)?;
+            match rev.irecv_begun(s, &mut g1, rpeer, 1)? {
+                Begun::Done(st) => {
+                    assert_eq!((st.source(), st.tag(), st.bytes()), (rpeer, 1, 24));
+                }
+                Begun::Pending(_) => panic!("a receive of a message already there is pending"),
+            }
+            let mut gb = vec![0u8; e + 1];
+            let st = rev.recv(&mut gb, rpeer, 2)?;
+            assert_eq!(st.bytes(), e + 1);
+            check_eq("isend_begun above the eager limit", &gb, &big);
+            // Posted before its message: pending.
+            let mut r = match w.irecv_begun(s, &mut g3, peer, 3)? {
+                Begun::Pending(r) => r,
+                Begun::Done(st) => panic!("a receive posted before its message is done: {st:?}"),
+            };
+            w.send(&[0u8; 0], peer, GO)?;
+            let st = r.wait()?;
+            assert_eq!((st.source(), st.tag(), st.bytes()), (peer, 3, 24));
+            // Truncation keeps the request, whose wait reports it.
+            w.probe(peer, 4)?;
+            match w.irecv_begun(s, &mut g4, peer, 4)? {
+                Begun::Pending(mut r) => {
+                    let err = r.wait().expect_err("a 24-byte message into 4 bytes");
+                    assert_eq!(err.class(), earlybird::ErrorClass::Truncate, "{err}");
+                }
+                Begun::Done(st) => panic!("a truncating receive is done: {st:?}"),
+            }
+        }
+        // From PROC_NULL: done, with the PROC_NULL status, the buffer untouched.
+        match w.irecv_begun(s, &mut gn, PROC_NULL, 0)? {
+            Begun::Done(st) => assert_eq!((st.source(), st.bytes()), (PROC_NULL, 0)),
+            Begun::Pending(_) => panic!("a receive from PROC_NULL is pending"),
+        }
+        Ok(())
+    })?;
+    if !even {
+        check_eq("irecv_begun of an arrived message", &g1, &small);
+        check_eq("irecv_begun posted first", &g3, &small);
+        check_eq("a truncated receive's first bytes", &g4, &small[..4]);
+    }
+    assert_eq!(gn, [1, 1]);
+    Ok(())
+}
+
 scenarios! {
+    begun [2, 4];
     some_into_keeps_completed_on_error;
     wait_all_into_fills_statuses_on_error;
     forgotten_requests_are_settled_by_scope;

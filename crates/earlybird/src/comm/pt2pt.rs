@@ -15,11 +15,12 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::BlockedIn;
 use crate::p2p::engine::{SendMode, Started};
 use crate::p2p::matching::{Envelope, Pattern};
+use crate::p2p::ops::OpId;
 use crate::p2p::ranks::to_comm_ranks;
 use crate::p2p::wait::Blocked;
 use crate::p2p::{Matched, Status, ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB};
 use crate::request::pt2pt::{Persistent, Plan};
-use crate::request::{Request, Scope};
+use crate::request::{Begun, Request, Scope};
 use crate::sys::lend::{lending, Loan, ScratchBuffer, View};
 
 /// What a send-receive-replace sends: the message `buf` holds now, packed into a loan of
@@ -222,6 +223,31 @@ impl Comm {
         self.ret(what, r)
     }
 
+    /// The start of every nonblocking send: done at its start (an eager message that went
+    /// straight into the receiver's queue) or in flight and registered with the scope; and
+    /// what a wait on it blocks in.
+    #[inline(always)]
+    fn send_begin<'s, B: Buffer + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s B,
+        dest: i32,
+        tag: i32,
+        mode: SendMode,
+    ) -> Result<(std::result::Result<OpId, Status>, Blocked)> {
+        let loan = lend(buf, s)?;
+        let (peer, ctx, tag) = self.send_target(dest, tag)?;
+        let mut e = self.eng.borrow_mut();
+        let started = match e.send_start(peer, ctx, tag, &loan, mode)? {
+            Started::Done => Err(Status::empty()),
+            Started::Op(op) => {
+                s.inner().register(&self.eng, &mut e, op);
+                Ok(op)
+            }
+        };
+        Ok((started, Blocked::send(peer, tag, ctx)))
+    }
+
     /// The core of every nonblocking send.
     #[inline(always)]
     fn nonblocking_send<'s, B: Buffer + ?Sized>(
@@ -233,26 +259,38 @@ impl Comm {
         tag: i32,
         mode: SendMode,
     ) -> Result<Request<'s>> {
-        let r = (|| {
-            let loan = lend(buf, s)?;
-            let (peer, ctx, tag) = self.send_target(dest, tag)?;
-            let mut e = self.eng.borrow_mut();
-            let started = match e.send_start(peer, ctx, tag, &loan, mode)? {
-                Started::Done => Err(Ok(Status::empty())),
-                Started::Op(op) => {
-                    s.inner().register(&self.eng, &mut e, op);
-                    Ok(op)
-                }
-            };
-            drop(e);
-            Ok(Request::nonblocking(
-                &self.eng,
-                self.origin(),
-                started,
-                Blocked::send(peer, tag, ctx),
-            ))
-        })();
+        let r = self
+            .send_begin(s, buf, dest, tag, mode)
+            .map(|(started, blocked)| {
+                Request::nonblocking(&self.eng, self.origin(), started.map_err(Ok), blocked)
+            });
         self.ret(what, r)
+    }
+
+    /// MPI_Isend for a caller that keeps no request for a send that completed at its start
+    /// (what MPICH calls lightweight completion; the C ABI keeps only the status then):
+    /// [`Begun::Done`] when the message went out at once (an eager message with room in the
+    /// receiver's queue), [`Begun::Pending`] with its request otherwise. Errors as
+    /// [`isend`](Self::isend)'s.
+    pub fn isend_begun<'s, B: Buffer + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s B,
+        dest: i32,
+        tag: i32,
+    ) -> Result<Begun<'s>> {
+        let r = self
+            .send_begin(s, buf, dest, tag, SendMode::Standard)
+            .map(|(started, blocked)| match started {
+                Err(st) => Begun::Done(st),
+                Ok(op) => Begun::Pending(Request::nonblocking(
+                    &self.eng,
+                    self.origin(),
+                    Ok(op),
+                    blocked,
+                )),
+            });
+        self.ret("isend", r)
     }
 
     /// The core of every persistent send.
@@ -340,37 +378,91 @@ impl Comm {
         persistent: bool,
     ) -> Result<Request<'s>> {
         let r = loan.and_then(|loan| {
-            let pat = self.pattern(what, src, tag)?;
             if persistent {
+                let pat = self.pattern(what, src, tag)?;
                 return Ok(self.persistent(s, Plan::Recv { pat }, loan.exclusive()));
             }
-            let blocked = Blocked::recv(src, tag, self.ctx.raw());
-            let Some(pat) = pat else {
-                return Ok(Request::nonblocking(
-                    &self.eng,
-                    self.origin(),
-                    Err(Ok(Status::proc_null())),
-                    blocked,
-                ));
-            };
-            let mut e = self.eng.borrow_mut();
-            let op = e.recv_start(pat, loan);
-            let started = if e.is_done(op) {
-                // Matched a message that had already arrived: nothing left in flight.
-                Err(e.take(op))
-            } else {
-                s.inner().register(&self.eng, &mut e, op);
-                Ok(op)
-            };
-            drop(e);
-            Ok(Request::nonblocking(
-                &self.eng,
-                self.origin(),
-                started,
-                blocked,
-            ))
+            self.recv_nonblocking(s, what, loan, src, tag)
         });
         self.ret(what, r)
+    }
+
+    /// A nonblocking receive on `loan`, without the error handler (the caller's call
+    /// applies it).
+    fn recv_nonblocking<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        loan: Loan,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let (started, blocked) = self.recv_begin(s, what, loan, src, tag)?;
+        Ok(Request::nonblocking(
+            &self.eng,
+            self.origin(),
+            started,
+            blocked,
+        ))
+    }
+
+    /// The start of a nonblocking receive: done at its start (from MPI_PROC_NULL, or matched
+    /// to a message that had already arrived: its status in ranks of the job) or posted and
+    /// registered with the scope; and what a wait on it blocks in.
+    #[inline(always)]
+    fn recv_begin<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        loan: Loan,
+        src: i32,
+        tag: i32,
+    ) -> Result<(std::result::Result<OpId, Result<Status>>, Blocked)> {
+        let pat = self.pattern(what, src, tag)?;
+        let blocked = Blocked::recv(src, tag, self.ctx.raw());
+        let Some(pat) = pat else {
+            return Ok((Err(Ok(Status::proc_null())), blocked));
+        };
+        let mut e = self.eng.borrow_mut();
+        let op = e.recv_start(pat, loan);
+        let started = if e.is_done(op) {
+            // Matched a message that had already arrived: nothing left in flight.
+            Err(e.take(op))
+        } else {
+            s.inner().register(&self.eng, &mut e, op);
+            Ok(op)
+        };
+        Ok((started, blocked))
+    }
+
+    /// MPI_Irecv for a caller that keeps no request for a receive that completed at its
+    /// start (see [`isend_begun`](Self::isend_begun)): [`Begun::Done`] with the status when
+    /// it matched a message that had already arrived, or its source is [`PROC_NULL`];
+    /// [`Begun::Pending`] with its request otherwise (a receive that completed with an error,
+    /// truncation for one, keeps its request, which reports it). Errors as
+    /// [`irecv`](Self::irecv)'s.
+    pub fn irecv_begun<'s, B: BufferMut + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut B,
+        src: i32,
+        tag: i32,
+    ) -> Result<Begun<'s>> {
+        let r = lend_mut(buf, s).and_then(|loan| {
+            let (started, blocked) = self.recv_begin(s, "irecv", loan, src, tag)?;
+            Ok(match started {
+                Err(Ok(st)) if st.error() == ErrorClass::Success => {
+                    Begun::Done(to_comm_ranks(&self.map, Ok(st))?)
+                }
+                started => Begun::Pending(Request::nonblocking(
+                    &self.eng,
+                    self.origin(),
+                    started,
+                    blocked,
+                )),
+            })
+        });
+        self.ret("irecv", r)
     }
 
     /// MPI_Irecv.
@@ -438,7 +530,7 @@ impl Comm {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let mut rr = self.recv_request_unchecked(s, recv, src, rtag)?;
+        let mut rr = self.recv_nonblocking(s, "sendrecv", recv, src, rtag)?;
         let (peer, ctx, tag) = self.send_target(dest, stag)?;
         let mode = SendMode::Standard;
         let started = {
@@ -461,37 +553,6 @@ impl Comm {
             sr.wait()?;
         }
         rr.wait()
-    }
-
-    /// [`recv_request`](Self::recv_request) without its own error handler (a part of a
-    /// larger call).
-    fn recv_request_unchecked<'s>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        loan: Loan,
-        src: i32,
-        tag: i32,
-    ) -> Result<Request<'s>> {
-        let pat = self.pattern("sendrecv", src, tag)?;
-        let blocked = Blocked::recv(src, tag, self.ctx.raw());
-        let Some(pat) = pat else {
-            return Ok(Request::nonblocking(
-                &self.eng,
-                self.origin(),
-                Err(Ok(Status::proc_null())),
-                blocked,
-            ));
-        };
-        let mut e = self.eng.borrow_mut();
-        let op = e.recv_start(pat, loan);
-        s.inner().register(&self.eng, &mut e, op);
-        drop(e);
-        Ok(Request::nonblocking(
-            &self.eng,
-            self.origin(),
-            Ok(op),
-            blocked,
-        ))
     }
 
     /// MPI_Sendrecv_replace: send `buf`, then receive into it (the outgoing message is packed

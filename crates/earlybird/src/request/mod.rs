@@ -79,6 +79,19 @@ macro_rules! with_completion {
     };
 }
 
+/// A nonblocking send or receive started by [`Comm::isend_begun`](crate::Comm::isend_begun)
+/// or [`Comm::irecv_begun`](crate::Comm::irecv_begun): complete at its start, with no request
+/// made, or in flight.
+#[derive(Debug)]
+#[must_use = "a pending request must be waited on or tested to completion"]
+pub enum Begun<'s> {
+    /// It completed at its start: its status (what a wait on its request would have
+    /// returned).
+    Done(Status),
+    /// It is in flight: its request.
+    Pending(Request<'s>),
+}
+
 /// A communication request (MPI_Request): nonblocking or persistent, of any kind.
 ///
 /// `'s` is the [`Scope`] its buffers are borrowed for.
