@@ -215,18 +215,22 @@ impl Drop for Kept {
 
 /// A nonblocking operation: its request, the communicator it reports errors on, and the view
 /// of the caller's buffer it was made from (freed after the request).
+///
+/// Its fields drop in the order they are declared: a bind in progress first (it holds the
+/// request's buffer), then the request, both of which may still use the view, dropped after
+/// them. (In place: a `Drop` that took them out would move the request to drop it.)
 pub(crate) struct Pending {
-    req: Option<Request<'static>>,
-    /// The communicator's handle: its error handler takes the request's errors (MPI_COMM_WORLD's
-    /// if it was freed meanwhile).
-    comm: Handle,
-    kept: Kept,
-    /// What the call that made the request leaves to its completion (MPI_Comm_idup writes
-    /// the new communicator's handle then).
-    then: Option<Box<dyn FnOnce()>>,
     /// A bind of this persistent request in progress (MPIX_Ibind_channel and the rest): the
     /// request's completion is the bind's (see `crate::channels`).
     pub(crate) bind: Option<Box<crate::channels::PendingBind>>,
+    req: Option<Request<'static>>,
+    kept: Kept,
+    /// The communicator's handle: its error handler takes the request's errors (MPI_COMM_WORLD's
+    /// if it was freed meanwhile).
+    comm: Handle,
+    /// What the call that made the request leaves to its completion (MPI_Comm_idup writes
+    /// the new communicator's handle then).
+    then: Option<Box<dyn FnOnce()>>,
 }
 
 impl Pending {
@@ -301,16 +305,6 @@ pub(crate) fn retire(h: Handle, mut p: Held) {
             st.spare.push(p.0);
         }
     })
-}
-
-impl Drop for Pending {
-    #[inline]
-    fn drop(&mut self) {
-        // A bind in progress first (it holds the request's buffer), then the request: both
-        // may still use the view, dropped after them.
-        drop(self.bind.take());
-        drop(self.req.take());
-    }
 }
 
 fn with_state<R>(f: impl FnOnce(&mut Option<State>) -> R) -> R {
