@@ -18,6 +18,7 @@ scenarios! {
     reductions_are_reproducible [2, 3, 4, 8];
     persistent_started_a_thousand_times [1, 2, 3, 4, 8];
     nonblocking_and_persistent_interleave [2, 3, 4, 8];
+    nonblocking_repeats_reuse_their_run [1, 2, 3, 4];
     bad_arguments_are_errors [1, 2, 3];
     one_rank_in_error_hangs_nobody [2, 3, 4];
     init_effort_tune_picks_one_algorithm_everywhere [1, 2, 3, 4, 8];
@@ -460,4 +461,62 @@ fn init_effort_tune_picks_one_algorithm_everywhere(u: &Universe) -> Result<()> {
     c.allreduce(IN_PLACE, &mut hi, &Op::MAX)?;
     assert_eq!(lo, hi, "ranks kept different algorithms");
     c.free()
+}
+
+/// Nonblocking collectives that repeat (same buffers, counts, root and operation) start the
+/// kept run of the previous one: each round, in a scope of its own, gives that round's
+/// results; two outstanding calls with the same arguments (barriers) each get a run; a call
+/// whose root changes, or whose operation does, gets the right result too; and every
+/// algorithm, forced, repeats correctly.
+fn nonblocking_repeats_reuse_their_run(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    for alg in [None, Some("recursive_doubling"), Some("reduce_bcast")] {
+        let c = w.dup()?;
+        if let Some(a) = alg {
+            let mut info = earlybird::Info::new();
+            info.set("earlybird_coll_allreduce", a)?;
+            c.set_info(&info)?;
+        }
+        let mut send = [0i64; 5];
+        let mut got = [0i64; 5];
+        for round in 0..40usize {
+            for (i, x) in send.iter_mut().enumerate() {
+                *x = value(me, i, round);
+            }
+            let op = if round % 10 == 9 { &Op::MAX } else { &Op::SUM };
+            scope(|s| -> Result<()> {
+                let mut r = c.iallreduce(s, &send, &mut got, op)?;
+                r.wait()?;
+                Ok(())
+            })?;
+            for (i, g) in got.iter().enumerate() {
+                let want = if round % 10 == 9 {
+                    value(n - 1, i, round)
+                } else {
+                    (0..n).map(|r| value(r, i, round)).sum()
+                };
+                assert_eq!(*g, want, "iallreduce round {round} element {i} ({alg:?})");
+            }
+        }
+    }
+    let mut b = [0u32; 3];
+    for round in 0..30u32 {
+        let root = (round / 10) as i32 % n;
+        if me == root {
+            b = [round, round * 2, round * 3];
+        }
+        scope(|s| -> Result<()> { w.ibcast(s, &mut b, root)?.wait().map(drop) })?;
+        assert_eq!(b, [round, round * 2, round * 3], "ibcast round {round}");
+    }
+    for _ in 0..5 {
+        scope(|s| -> Result<()> {
+            let mut a = w.ibarrier(s)?;
+            let mut b = w.ibarrier(s)?;
+            b.wait()?;
+            a.wait()?;
+            Ok(())
+        })?;
+    }
+    Ok(())
 }

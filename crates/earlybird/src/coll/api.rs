@@ -12,7 +12,7 @@ use crate::comm::agree::coll_tag;
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::error::{Error, ErrorClass};
-use crate::request::steps::Steps;
+use crate::request::steps::{Run, SharedRun, Steps};
 use crate::request::{Request, Scope};
 use crate::sys::lend::{lending, Lending, Loan, Settle, View};
 use std::rc::Rc;
@@ -270,11 +270,13 @@ impl Repeat {
 }
 
 /// Per collective kind on a communicator: the last blocking call seen, and the steps kept
-/// for the one that repeated.
-#[derive(Debug, Default)]
+/// for the one that repeated; and the run of the last nonblocking call (see
+/// `Comm::started_repeat`).
+#[derive(Default)]
 pub(crate) struct RepeatSlot {
     seen: Option<Repeat>,
     kept: Option<(Repeat, &'static str, Box<Schedule>)>,
+    started: Option<(Repeat, &'static str, SharedRun<Schedule>)>,
 }
 
 /// The communicator info key of how hard persistent collectives work at init.
@@ -515,10 +517,23 @@ impl Comm {
 
     /// A nonblocking collective: its buffers lent for the scope, its steps recorded and
     /// advanced by test and wait.
-    pub(super) fn started<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+    pub(super) fn started<'s>(
+        &self,
+        mut call: Call<'s>,
+        s: &'s Scope<'s, '_>,
+    ) -> Result<Request<'s>> {
         let what = call.what;
+        if let Ok(a) = &mut call.args {
+            a.unordered = self.unordered();
+        }
         let r = (|| {
             let wire = self.begin(what, call.reducer, call.intra_only)?;
+            if let Ok(a) = &call.args {
+                if Repeat::may_cache(a) {
+                    let (send, recv) = call.bufs.lend(s);
+                    return self.started_repeat(a, wire, send, recv, s);
+                }
+            }
             let (args, alg) = self.chosen(call.args, &wire)?;
             let mut rec = Record::new(wire);
             super::algo::run(alg, &args, &mut rec);
@@ -529,6 +544,67 @@ impl Comm {
             Ok(Request::steps(&self.eng, self.origin(), sched))
         })();
         self.ret(what, r)
+    }
+
+    /// A nonblocking collective that may repeat an earlier one of its kind on this
+    /// communicator (same buffers, counts, root, operation and element type): the run of
+    /// the last such call is kept, and once its request is gone (completed and dropped) the
+    /// next call with the same arguments starts it again, under its own tags and in its own
+    /// scope, instead of choosing an algorithm and recording its steps anew (nor allocating
+    /// them). A call that finds the kept run still in use, or different arguments, records
+    /// its own, which is kept in turn.
+    fn started_repeat<'s>(
+        &self,
+        args: &Args,
+        wire: Wire,
+        send: Option<Loan>,
+        recv: Option<Loan>,
+        s: &'s Scope<'s, '_>,
+    ) -> Result<Request<'s>> {
+        let key = Repeat::key(args, &wire, &send, &recv);
+        let mut cache = self.shared.coll_repeat.borrow_mut();
+        let slot = &mut cache[args.coll.index()].started;
+        let idle = match slot {
+            Some((k, name, run))
+                if *k == key && Rc::strong_count(run) == 1 && run.borrow().steps().at_rest() =>
+            {
+                registry::note_last(name);
+                Some(run.clone())
+            }
+            _ => None,
+        };
+        let run = match idle {
+            Some(run) => {
+                let mut r = run.borrow_mut();
+                let sched = r.steps_mut();
+                sched.reuse_for(&wire);
+                sched.set_scope(s.inner().id());
+                sched.lend(send, recv);
+                drop(r);
+                run
+            }
+            None => {
+                let alg = match registry::choose(args, &self.forced()) {
+                    Ok(a) => a,
+                    Err(err) => {
+                        drop(cache);
+                        notify_error(&mut self.eng.borrow_mut(), &wire, &err);
+                        return Err(err);
+                    }
+                };
+                registry::note_last(alg.name);
+                let mut rec = Record::new(wire);
+                super::algo::run(alg, args, &mut rec);
+                let mut sched = rec.finish(s.inner().id());
+                sched.lend(send, recv);
+                let run = Run::new(sched);
+                *slot = Some((key, alg.name, run.clone()));
+                run
+            }
+        };
+        drop(cache);
+        s.inner().note_engine(&self.eng);
+        Ok(Request::steps_run(&self.eng, self.origin(), run))
     }
 
     /// A persistent collective: its buffers lent to the request for the scope, its algorithm

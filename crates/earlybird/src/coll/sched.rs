@@ -625,6 +625,12 @@ impl Schedule {
         self.rewind();
     }
 
+    /// Tag the operations of the next run with request-layer scope `scope` (a nonblocking
+    /// call's run started again in another scope).
+    pub(crate) fn set_scope(&mut self, scope: u32) {
+        self.scope = scope;
+    }
+
     /// Go back to the first step, for the next start of a persistent collective (the
     /// previous run has completed).
     pub(crate) fn rewind(&mut self) {

@@ -206,7 +206,16 @@ impl<'s> Request<'s> {
     /// A nonblocking request carried out as `steps`, advanced once here so that its first
     /// messages leave at once.
     pub(crate) fn steps<S: Steps>(eng: &EngineRef, origin: Origin, steps: S) -> Request<'s> {
-        let run = Run::new(steps);
+        Request::steps_run(eng, origin, Run::new(steps))
+    }
+
+    /// [`steps`](Self::steps) on a run made earlier, inactive and set up for this one (a
+    /// run kept to be started again).
+    pub(crate) fn steps_run<S: Steps>(
+        eng: &EngineRef,
+        origin: Origin,
+        run: SharedRun<S>,
+    ) -> Request<'s> {
         Run::begin(&run, &mut eng.borrow_mut());
         Request::ext(eng, origin, Box::new(Stepped(run)))
     }
