@@ -35,6 +35,7 @@ static PENDING: Mutex<Vec<(Handle, Endpoint)>> = Mutex::new(Vec::new());
 static NEXT: AtomicI32 = AtomicI32::new(0);
 
 /// Whether `h` is an endpoint's handle.
+#[inline]
 pub(crate) fn is_endpoint_handle(h: Handle) -> bool {
     (h.wrapping_sub(ENDPOINT_BASE) as u32) < ENDPOINT_SPAN
 }
@@ -49,8 +50,18 @@ pub(crate) fn driven_elsewhere(h: Handle) -> Error {
 
 /// If `h` is an endpoint no thread drives yet, this thread takes it (not from inside
 /// another call's use of this thread's state: a call on two communicators takes both first).
+#[inline]
 pub(crate) fn attach_pending(h: Handle) {
-    if !is_endpoint_handle(h) || state::state_in_use() {
+    if is_endpoint_handle(h) {
+        attach_endpoint(h);
+    }
+}
+
+/// [`attach_pending`] of an endpoint handle (out of line: every call on a communicator
+/// makes the check, few name an endpoint).
+#[cold]
+fn attach_endpoint(h: Handle) {
+    if state::state_in_use() {
         return;
     }
     let ep = {
