@@ -190,8 +190,9 @@ pub(crate) fn basic_type(h: Handle) -> Option<BasicType> {
 
 /// The name of a predefined datatype whose handle is not its C type's own (`basic_type`
 /// maps it to that type): Fortran's and C++'s; and MPI_C_FLOAT_COMPLEX and MPI_LONG_LONG,
-/// which MPICH names by their synonyms MPI_C_COMPLEX and MPI_LONG_LONG_INT. A datatype made from one of them (a vector of MPI_INTEGER)
-/// is described by decoders with the C type's handle.
+/// which MPICH names by their synonyms MPI_C_COMPLEX and MPI_LONG_LONG_INT. A datatype made
+/// from one of them (a vector of MPI_INTEGER) is described by decoders with the C type's
+/// handle.
 pub(crate) fn alias_name(h: Handle) -> Option<&'static str> {
     Some(match h {
         c::MPI_INTEGER => "MPI_INTEGER",

@@ -1596,8 +1596,8 @@ pub(crate) unsafe fn start_send(
 /// scope of every nonblocking operation, and its handle is returned. The state is reached
 /// once for the whole call (these calls are the message rate); `make` runs with it borrowed,
 /// so it must not call the program (a user error handler runs after it, on its error).
-/// `make` either writes the request into the slot it is given, a box the table keeps (built
-/// there, not moved: a request is some 200 bytes), or, for a call that completed at its
+/// `make` either writes the request into the slot it is given, a box of the spare ones that
+/// the table then keeps (no allocation per request), or, for a call that completed at its
 /// start and may be kept as its status alone (it holds no view of ours, and nothing is left
 /// to do at its completion), returns that status: the handle then names the status alone.
 fn make_request(

@@ -281,6 +281,9 @@ pub(crate) fn offers(
         .collect())
 }
 
+/// Rounds an agreement makes before it fails (see the module doc).
+const ROUNDS: u32 = 32;
+
 /// A nonblocking agreement over windows of reserved pairs (see the module doc). Poll it
 /// with the endpoint until it yields the pair, which it leaves claimed.
 #[derive(Debug)]
@@ -373,7 +376,7 @@ impl Agreement {
                 return Some(Ok(p));
             }
             self.release(e);
-            if self.round == 31 {
+            if self.round + 1 == ROUNDS {
                 return Some(Err(no_pair(self.what, self.parts.len())));
             }
             self.round += 1;

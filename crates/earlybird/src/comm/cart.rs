@@ -152,10 +152,11 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> Result<()> {
 }
 
 /// `k` nonincreasing factors of `m` whose largest and smallest differ the least (ties: the
-/// larger factors compared from the smallest up, as MPICH chooses: 5040 in 3-D is 21 x 16 x
-/// 15, not 20 x 18 x 14; 5616 in 4-D is 13 x 9 x 8 x 6, not 13 x 12 x 6 x 6). An exhaustive search over nonincreasing factorisations drawn
-/// from the divisors of `m` (at most 1,536 below 2^31), pruned by the best spread found so
-/// far; grids are small enough that it is instant.
+/// larger factors compared from the smallest up, as MPICH chooses: 5040 in 3-D is
+/// 21 x 16 x 15, not 20 x 18 x 14; 5616 in 4-D is 13 x 9 x 8 x 6, not 13 x 12 x 6 x 6). An
+/// exhaustive search over nonincreasing factorisations drawn from the divisors of `m` (at
+/// most 1,536 below 2^31), pruned by the best spread found so far; grids are small enough
+/// that it is instant.
 fn balanced_factors(m: u32, k: usize) -> Vec<u32> {
     struct Search {
         divisors: Vec<u32>, // descending

@@ -118,6 +118,17 @@ impl Comm {
         }
     }
 
+    /// A nonblocking point-to-point request of this communicator: in flight (`Ok`), or done
+    /// at its start with its result; `blocked` is what a long wait on it reports.
+    #[inline(always)]
+    fn nonblocking_request<'s>(
+        &self,
+        started: std::result::Result<OpId, Result<Status>>,
+        blocked: Blocked,
+    ) -> Request<'s> {
+        Request::nonblocking(&self.eng, self.origin(), started, blocked)
+    }
+
     #[cold]
     fn bad_rank(&self, what: &str, r: i32) -> Error {
         let of = if self.is_inter() {
@@ -223,9 +234,9 @@ impl Comm {
         self.ret(what, r)
     }
 
-    /// The start of every nonblocking send: done at its start (an eager message that went
-    /// straight into the receiver's queue) or in flight and registered with the scope; and
-    /// what a wait on it blocks in.
+    /// The start of every nonblocking send: its operation in flight, registered with the
+    /// scope, or none when it was done at its start (an eager message that went straight into
+    /// the receiver's queue); and what a wait on it blocks in.
     #[inline(always)]
     fn send_begin<'s, B: Buffer + ?Sized>(
         &self,
@@ -234,15 +245,15 @@ impl Comm {
         dest: i32,
         tag: i32,
         mode: SendMode,
-    ) -> Result<(std::result::Result<OpId, Status>, Blocked)> {
+    ) -> Result<(Option<OpId>, Blocked)> {
         let loan = lend(buf, s)?;
         let (peer, ctx, tag) = self.send_target(dest, tag)?;
         let mut e = self.eng.borrow_mut();
         let started = match e.send_start(peer, ctx, tag, &loan, mode)? {
-            Started::Done => Err(Status::empty()),
+            Started::Done => None,
             Started::Op(op) => {
                 s.inner().register(&self.eng, &mut e, op);
-                Ok(op)
+                Some(op)
             }
         };
         Ok((started, Blocked::send(peer, tag, ctx)))
@@ -262,7 +273,7 @@ impl Comm {
         let r = self
             .send_begin(s, buf, dest, tag, mode)
             .map(|(started, blocked)| {
-                Request::nonblocking(&self.eng, self.origin(), started.map_err(Ok), blocked)
+                self.nonblocking_request(started.ok_or(Ok(Status::empty())), blocked)
             });
         self.ret(what, r)
     }
@@ -282,13 +293,8 @@ impl Comm {
         let r = self
             .send_begin(s, buf, dest, tag, SendMode::Standard)
             .map(|(started, blocked)| match started {
-                Err(st) => Begun::Done(st),
-                Ok(op) => Begun::Pending(Request::nonblocking(
-                    &self.eng,
-                    self.origin(),
-                    Ok(op),
-                    blocked,
-                )),
+                None => Begun::Done(Status::empty()),
+                Some(op) => Begun::Pending(self.nonblocking_request(Ok(op), blocked)),
             });
         self.ret("isend", r)
     }
@@ -398,12 +404,7 @@ impl Comm {
         tag: i32,
     ) -> Result<Request<'s>> {
         let (started, blocked) = self.recv_begin(s, what, loan, src, tag)?;
-        Ok(Request::nonblocking(
-            &self.eng,
-            self.origin(),
-            started,
-            blocked,
-        ))
+        Ok(self.nonblocking_request(started, blocked))
     }
 
     /// The start of a nonblocking receive: done at its start (from MPI_PROC_NULL, or matched
@@ -454,12 +455,7 @@ impl Comm {
                 Err(Ok(st)) if st.error() == ErrorClass::Success => {
                     Begun::Done(to_comm_ranks(&self.map, Ok(st))?)
                 }
-                started => Begun::Pending(Request::nonblocking(
-                    &self.eng,
-                    self.origin(),
-                    started,
-                    blocked,
-                )),
+                started => Begun::Pending(self.nonblocking_request(started, blocked)),
             })
         });
         self.ret("irecv", r)
@@ -544,12 +540,7 @@ impl Comm {
             }
         };
         if let Some(op) = started {
-            let mut sr = Request::nonblocking(
-                &self.eng,
-                self.origin(),
-                Ok(op),
-                Blocked::send(peer, tag, ctx),
-            );
+            let mut sr = self.nonblocking_request(Ok(op), Blocked::send(peer, tag, ctx));
             sr.wait()?;
         }
         rr.wait()
@@ -697,9 +688,7 @@ impl Message {
             Err(e) => return comm.ret("imrecv", Err(e)),
         };
         match self.m.take() {
-            None => Ok(Request::nonblocking(
-                &comm.eng,
-                comm.origin(),
+            None => Ok(comm.nonblocking_request(
                 Err(Ok(Status::proc_null())),
                 Blocked::recv(PROC_NULL, ANY_TAG, comm.ctx.raw()),
             )),
@@ -709,12 +698,8 @@ impl Message {
                 let op = e.mrecv_start(m, loan);
                 s.inner().register(&comm.eng, &mut e, op);
                 drop(e);
-                Ok(Request::nonblocking(
-                    &comm.eng,
-                    comm.origin(),
-                    Ok(op),
-                    Blocked::recv(env.src as i32, env.tag, env.ctx),
-                ))
+                Ok(comm
+                    .nonblocking_request(Ok(op), Blocked::recv(env.src as i32, env.tag, env.ctx)))
             }
         }
     }
