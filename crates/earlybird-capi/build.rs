@@ -115,6 +115,15 @@ fn narrowing(
         );
         let (mut args, mut pre, mut call, mut post, mut ftypes) =
             (vec![], vec![], vec![], vec![], vec![]);
+        // The buffer counts: an `MPI_Count` that the call without `_c` takes as an `int`,
+        // followed by the buffer's datatype.
+        let typed: Vec<usize> = (0..params.len().saturating_sub(1))
+            .filter(|&i| {
+                param_type(&params[i]).replace(' ', "") == "MPI_Count"
+                    && param_type(&params[i + 1]).replace(' ', "") == "MPI_Datatype"
+            })
+            .collect();
+        let mut widened_dt = None;
         for (i, (p, b)) in params.iter().zip(bparams).enumerate() {
             let (t, bt) = (
                 param_type(p).replace(' ', ""),
@@ -143,7 +152,19 @@ fn narrowing(
                             ]
                             .contains(&bt.as_str())))
             {
-                call.push(arg);
+                if widened_dt == Some(i) {
+                    // The datatype of a widened count: the one made for it.
+                    call.push(format!("w{}.dt", i - 1));
+                } else {
+                    call.push(arg);
+                }
+            } else if t == "MPI_Count" && bt == "int" && typed.contains(&i) {
+                // A buffer's count, its datatype next: beyond INT_MAX, one element of a
+                // contiguous datatype of that many (see `large_count::widened`).
+                let d = format!("a{}", i + 1);
+                pre.push(format!("let w{i} = match widened(\"{name}\", {arg}, {d}) {{ Ok(w) => w, Err(rc) => return rc }};"));
+                call.push(format!("w{i}.count"));
+                widened_dt = Some(i + 1);
             } else if t == "MPI_Count" && bt == "int" {
                 pre.push(format!("let {arg} = match c_int::try_from({arg}) {{ Ok(v) => v, Err(_) => return large_count(\"{name}\", {arg}) }};"));
                 call.push(arg);

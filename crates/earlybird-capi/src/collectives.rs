@@ -10,6 +10,7 @@
 use crate::abi::{self, Handle};
 use crate::array;
 use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm};
+use crate::type_constructors::Width;
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
 
@@ -123,30 +124,9 @@ fn blocks(n: c_int, count: c_int) -> R<c_int> {
         .ok_or_else(|| Error::new(ErrorClass::Count, format!("{count} blocks of {n} elements")))
 }
 
-/// An integer of the C interface: `int`, or the 64-bit `MPI_Count` and `MPI_Aint` of the
-/// large-count (`_c`) forms, which share the conversions below.
-pub(crate) trait CInt: Copy {
-    fn wide(self) -> i64;
-}
-impl CInt for c_int {
-    fn wide(self) -> i64 {
-        i64::from(self)
-    }
-}
-impl CInt for i64 {
-    fn wide(self) -> i64 {
-        self
-    }
-}
-impl CInt for isize {
-    fn wide(self) -> i64 {
-        self as i64
-    }
-}
-
 /// A count as the `int` the buffer conversions take: MPI_ERR_COUNT past `INT_MAX` (the most
 /// earlybird's C interface moves per buffer argument for now).
-fn count<N: CInt>(n: N) -> R<c_int> {
+fn count<N: Width>(n: N) -> R<c_int> {
     let n = n.wide();
     c_int::try_from(n).map_err(|_| {
         Error::new(
@@ -160,7 +140,7 @@ fn count<N: CInt>(n: N) -> R<c_int> {
 ///
 /// # Safety
 /// `p` points to `n` entries (or `n` is 0).
-unsafe fn lengths<N: CInt>(p: *const N, n: c_int) -> R<Vec<usize>> {
+unsafe fn lengths<N: Width>(p: *const N, n: c_int) -> R<Vec<usize>> {
     // SAFETY: the function's contract.
     let v = unsafe { array(p, n) }?;
     v.iter()
@@ -177,7 +157,7 @@ unsafe fn lengths<N: CInt>(p: *const N, n: c_int) -> R<Vec<usize>> {
 ///
 /// # Safety
 /// `counts` and `displs` each point to `n` entries.
-unsafe fn vspec<N: CInt, D: CInt>(
+unsafe fn vspec<N: Width, D: Width>(
     n: c_int,
     counts: *const N,
     displs: *const D,
@@ -218,7 +198,7 @@ fn reach(counts: &[usize], displs: &[usize]) -> R<c_int> {
 ///
 /// # Safety
 /// The three arrays each hold `n` entries.
-unsafe fn wspec<N: CInt, D: CInt>(
+unsafe fn wspec<N: Width, D: Width>(
     n: c_int,
     counts: *const N,
     displs: *const D,
@@ -463,7 +443,7 @@ unsafe fn gather_args(
 /// # Safety
 /// MPI_Gatherv's buffers and arrays.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn gatherv_args<S: CInt, N: CInt, D: CInt>(
+unsafe fn gatherv_args<S: Width, N: Width, D: Width>(
     c: &Comm,
     sbuf: *const c_void,
     scount: S,
@@ -529,7 +509,7 @@ unsafe fn scatter_args(
 /// # Safety
 /// MPI_Scatterv's buffers and arrays.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn scatterv_args<S: CInt, N: CInt, D: CInt>(
+unsafe fn scatterv_args<S: Width, N: Width, D: Width>(
     c: &Comm,
     sbuf: *const c_void,
     scounts: *const N,
@@ -595,7 +575,7 @@ unsafe fn all_args(
 /// # Safety
 /// The buffers and arrays as MPI's contract says.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn allgatherv_args<S: CInt, N: CInt, D: CInt>(
+unsafe fn allgatherv_args<S: Width, N: Width, D: Width>(
     c: &Comm,
     sbuf: *const c_void,
     scount: S,
@@ -622,7 +602,7 @@ unsafe fn allgatherv_args<S: CInt, N: CInt, D: CInt>(
 /// The buffers and arrays as MPI's contract says (the send arrays are ignored with
 /// MPI_IN_PLACE).
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn alltoallv_args<N: CInt, D: CInt>(
+unsafe fn alltoallv_args<N: Width, D: Width>(
     c: &Comm,
     sbuf: *const c_void,
     scounts: *const N,
@@ -670,7 +650,7 @@ fn wspecs(v: &Specs) -> Vec<earlybird::WSpec<'_>> {
 /// # Safety
 /// The buffers and arrays as MPI's contract says.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-unsafe fn alltoallw_args<N: CInt, D: CInt>(
+unsafe fn alltoallw_args<N: Width, D: Width>(
     c: &Comm,
     sbuf: *const c_void,
     scounts: *const N,
@@ -731,7 +711,7 @@ unsafe fn reduce_scatter_block_args(
 ///
 /// # Safety
 /// The buffers and the counts as MPI's contract says.
-unsafe fn reduce_scatter_args<N: CInt>(
+unsafe fn reduce_scatter_args<N: Width>(
     c: &Comm,
     sbuf: *const c_void,
     rbuf: *mut c_void,

@@ -3,14 +3,14 @@
 //! element counts, the `_x` queries, MPI_Type_match_size, and the external32 packing calls.
 
 use crate::abi::{self, c, Handle, MpiStatus, MPI_SUCCESS};
+use crate::f90_types;
 use crate::state::{self, write};
-use crate::{array, c_str, len, made, read_handle, self_ok};
-use earlybird::{
-    Combiner, CombinerKind, Contents, Datatype, Distribution, Error, ErrorClass, Order,
-};
+use crate::type_constructors::count as count_of;
+use crate::{c_str, len, self_ok};
+use earlybird::{Combiner, CombinerKind, Contents, Distribution, Error, ErrorClass, Order};
 use std::ffi::{c_char, c_int, c_void};
 
-fn order(o: c_int) -> earlybird::Result<Order> {
+pub(crate) fn order(o: c_int) -> earlybird::Result<Order> {
     match o {
         c::MPI_ORDER_C => Ok(Order::C),
         c::MPI_ORDER_FORTRAN => Ok(Order::Fortran),
@@ -21,7 +21,7 @@ fn order(o: c_int) -> earlybird::Result<Order> {
     }
 }
 
-fn distribution(d: c_int, darg: c_int) -> earlybird::Result<Distribution> {
+pub(crate) fn distribution(d: c_int, darg: c_int) -> earlybird::Result<Distribution> {
     let arg = if darg == c::MPI_DISTRIBUTE_DFLT_DARG {
         None
     } else {
@@ -121,41 +121,59 @@ unsafe fn elements(what: &str, status: *const MpiStatus, dt: Handle) -> earlybir
         .map_or(i64::from(abi::UNDEFINED), |n| n as i64))
 }
 
+/// The whole elements of `dt` a status counts (MPI_UNDEFINED when not a whole number of
+/// them; 0 for a datatype of size 0), as MPI_Get_count gives them.
+///
+/// # Safety
+/// As [`status_bytes`].
+pub(crate) unsafe fn whole_count(
+    what: &str,
+    status: *const MpiStatus,
+    dt: Handle,
+) -> earlybird::Result<i64> {
+    // SAFETY: the function's contract.
+    let bytes = unsafe { status_bytes(what, status) }?;
+    let size = state::type_of(dt)?.size() as u64;
+    Ok(match size {
+        0 => 0,
+        s if !bytes.is_multiple_of(s) => i64::from(abi::UNDEFINED),
+        s => (bytes / s) as i64,
+    })
+}
+
+/// A count for an `int` out-parameter: MPI_UNDEFINED when it is beyond INT_MAX, as MPI 4.1
+/// §5.1.8 says for the queries without `_c`.
+pub(crate) fn int_or_undefined(n: i64) -> c_int {
+    c_int::try_from(n).unwrap_or(abi::UNDEFINED)
+}
+
 mpi! {
-    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(count: c_int, blocklen: c_int, disps: *const isize, old: Handle, new: *mut Handle) {
-        // SAFETY: `count` displacements (MPI's contract).
-        let r = unsafe { array(disps, count) }.and_then(|d| Datatype::hindexed_block(len(blocklen)?, d, &state::type_of(old)?));
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+    fn MPI_Type_create_f90_real / PMPI_Type_create_f90_real(p: c_int, r: c_int, new: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        self_ok(f90_types::real(p, r).map(|h| unsafe { write(new, h) }))
     }
 
-    fn MPI_Type_create_subarray / PMPI_Type_create_subarray(ndims: c_int, sizes: *const c_int, subsizes: *const c_int, starts: *const c_int, ord: c_int, old: Handle, new: *mut Handle) {
-        let r = (|| {
-            // SAFETY: `ndims` ints in each array (MPI's contract).
-            let (a, b, s) = unsafe { (array(sizes, ndims)?, array(subsizes, ndims)?, array(starts, ndims)?) };
-            let lens = |v: &[c_int]| v.iter().map(|&x| len(x)).collect::<earlybird::Result<Vec<_>>>();
-            Datatype::create_subarray(&lens(a)?, &lens(b)?, &lens(s)?, order(ord)?, &state::type_of(old)?)
-        })();
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+    fn MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(p: c_int, r: c_int, new: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        self_ok(f90_types::complex(p, r).map(|h| unsafe { write(new, h) }))
     }
 
-    fn MPI_Type_create_darray / PMPI_Type_create_darray(
-        size: c_int, rank: c_int, ndims: c_int, gsizes: *const c_int, distribs: *const c_int,
-        dargs: *const c_int, psizes: *const c_int, ord: c_int, old: Handle, new: *mut Handle,
-    ) {
-        let r = (|| {
-            // SAFETY: `ndims` ints in each array (MPI's contract).
-            let (g, d, a, p) = unsafe { (array(gsizes, ndims)?, array(distribs, ndims)?, array(dargs, ndims)?, array(psizes, ndims)?) };
-            let lens = |v: &[c_int]| v.iter().map(|&x| len(x)).collect::<earlybird::Result<Vec<_>>>();
-            let ds = d.iter().zip(a).map(|(&d, &a)| distribution(d, a)).collect::<earlybird::Result<Vec<_>>>()?;
-            Datatype::create_darray(len(size)?, len(rank)?, &lens(g)?, &ds, &lens(p)?, order(ord)?, &state::type_of(old)?)
-        })();
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+    fn MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(r: c_int, new: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        self_ok(f90_types::integer(r).map(|h| unsafe { write(new, h) }))
     }
 
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(dt: Handle, ni: *mut c_int, na: *mut c_int, nd: *mut c_int, comb: *mut c_int) {
+        if let Some((k, ints)) = f90_types::envelope(dt) {
+            // SAFETY: ints to write, checked for null.
+            unsafe {
+                write(ni, ints.len() as c_int);
+                write(na, 0);
+                write(nd, 0);
+                write(comb, k);
+            }
+            return MPI_SUCCESS;
+        }
         self_ok(state::type_of(dt).map(|d| {
             let e = d.envelope();
             // SAFETY: ints to write, checked for null.
@@ -169,6 +187,18 @@ mpi! {
     }
 
     fn MPI_Type_get_contents / PMPI_Type_get_contents(dt: Handle, maxi: c_int, maxa: c_int, maxd: c_int, ints: *mut c_int, addrs: *mut isize, types: *mut Handle) {
+        if let Some((_, v)) = f90_types::envelope(dt) {
+            let r = if v.len() > len(maxi).unwrap_or(0) {
+                Err(Error::new(ErrorClass::Arg, format!("MPI_Type_get_contents: the type has {} integers; room was given for {maxi}", v.len())))
+            } else {
+                for (i, x) in v.iter().enumerate() {
+                    // SAFETY: room for `maxi` ints (MPI's contract), no more written.
+                    unsafe { write(ints.wrapping_add(i), *x) };
+                }
+                Ok(())
+            };
+            return self_ok(r);
+        }
         self_ok((|| {
             let d = state::type_of(dt)?;
             let comb = d.contents()?;
@@ -205,7 +235,7 @@ mpi! {
         // SAFETY: a status to read (MPI's contract).
         let r = unsafe { elements("MPI_Get_elements", status, dt) };
         // SAFETY: an int to write, checked for null.
-        self_ok(r.map(|n| unsafe { write(count, c_int::try_from(n).unwrap_or(abi::UNDEFINED)) }))
+        self_ok(r.map(|n| unsafe { write(count, int_or_undefined(n)) }))
     }
 
     fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const MpiStatus, dt: Handle, count: *mut i64) {
@@ -242,6 +272,39 @@ mpi! {
         }))
     }
 
+    fn MPI_Get_count_c / PMPI_Get_count_c(status: *const MpiStatus, dt: Handle, count: *mut i64) {
+        // SAFETY: a status to read (MPI's contract).
+        let r = unsafe { whole_count("MPI_Get_count_c", status, dt) };
+        // SAFETY: an MPI_Count to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(count, n) }))
+    }
+
+    fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const MpiStatus, dt: Handle, count: *mut i64) {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Get_elements_x(status, dt, count) }
+    }
+
+    fn MPI_Type_size_c / PMPI_Type_size_c(dt: Handle, size: *mut i64) {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Type_size_x(dt, size) }
+    }
+
+    fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c(dt: Handle, lb: *mut i64, extent: *mut i64) {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Type_get_extent_x(dt, lb, extent) }
+    }
+
+    fn MPI_Type_get_true_extent_c / PMPI_Type_get_true_extent_c(dt: Handle, lb: *mut i64, extent: *mut i64) {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Type_get_true_extent_x(dt, lb, extent) }
+    }
+
+    fn MPI_Pack_size_c / PMPI_Pack_size_c(count: i64, dt: Handle, _comm: Handle, size: *mut i64) {
+        let r = crate::type_constructors::count(count).and_then(|n| state::type_of(dt)?.pack_size(n));
+        // SAFETY: an MPI_Count to write, checked for null.
+        self_ok(r.map(|n| unsafe { write(size, n as i64) }))
+    }
+
     fn MPI_Type_match_size / PMPI_Type_match_size(class: c_int, size: c_int, dt: *mut Handle) {
         let h = match (class, size) {
             (c::MPI_TYPECLASS_REAL, 4) => Some(c::MPI_FLOAT),
@@ -276,16 +339,13 @@ mpi! {
         self_ok((|| {
             // SAFETY: a NUL-terminated string.
             let rep = unsafe { c_str(datarep) }?;
-            let (d, n, bytes) = state::plain_span(count, dt)?;
-            let outsize = c_int::try_from(outsize).map_err(|_| Error::new(ErrorClass::Count, format!("outsize {outsize}")))?;
-            // SAFETY: `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` an
-            // MPI_Aint (MPI's contract).
-            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, crate::array_mut(outbuf.cast::<u8>(), outsize)?, read_handle(position.cast::<c_int>()).map(|_| position.read())?) };
-            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            let (d, n, from, bytes) = state::pack_span(inbuf, count.into(), dt)?;
+            // SAFETY: `inbuf` holds the elements, whose bytes `pack_span` located; `outbuf`
+            // `outsize` bytes, `position` an MPI_Aint (MPI's contract).
+            let (src, dst, mut at) = unsafe { (crate::bytes_at(from, bytes)?, crate::bytes_at_mut(outbuf.cast(), count_of(outsize)?)?, crate::read_position(position)?) };
             d.pack_external(&rep, src, n, dst, &mut at)?;
             // SAFETY: as above.
-            unsafe { position.write(at as isize) };
-            Ok(())
+            unsafe { crate::write_position(position, at) }
         })())
     }
 
@@ -293,16 +353,13 @@ mpi! {
         self_ok((|| {
             // SAFETY: a NUL-terminated string.
             let rep = unsafe { c_str(datarep) }?;
-            let (d, n, bytes) = state::plain_span(count, dt)?;
-            let insize = c_int::try_from(insize).map_err(|_| Error::new(ErrorClass::Count, format!("insize {insize}")))?;
-            // SAFETY: `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position`
-            // an MPI_Aint (MPI's contract).
-            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), insize)?, crate::array_mut(outbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, read_handle(position.cast::<c_int>()).map(|_| position.read())?) };
-            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
+            let (d, n, to, bytes) = state::pack_span(outbuf, count.into(), dt)?;
+            // SAFETY: `inbuf` holds `insize` bytes, `outbuf` room for the elements, whose
+            // bytes `pack_span` located, `position` an MPI_Aint (MPI's contract).
+            let (src, dst, mut at) = unsafe { (crate::bytes_at(inbuf.cast(), count_of(insize)?)?, crate::bytes_at_mut(to.cast_mut(), bytes)?, crate::read_position(position)?) };
             d.unpack_external(&rep, src, &mut at, dst, n)?;
             // SAFETY: as above.
-            unsafe { position.write(at as isize) };
-            Ok(())
+            unsafe { crate::write_position(position, at) }
         })())
     }
 }

@@ -1,11 +1,16 @@
 //! The MPI 4 large-count calls (`MPI_X_c`) that differ from `MPI_X` only in taking
 //! `MPI_Count` where `MPI_X` takes an `int` (or an `MPI_Aint`, the same width here), or in
 //! giving one back through an `MPI_Count *`. build.rs writes them from `api/mpi.api`, where
-//! they are marked `narrow`: each converts its counts and calls `PMPI_X`. A count beyond
-//! `INT_MAX` is MPI_ERR_COUNT naming the call and the value: earlybird's C interface moves at
-//! most `INT_MAX` elements per buffer argument for now. The `_c` calls whose arrays are of
-//! `MPI_Count` (the v- and w-collectives, the indexed and struct constructors) are not among
-//! them yet; `api/mpi.api` marks them `later`.
+//! they are marked `narrow`: each converts its counts and calls `PMPI_X`.
+//!
+//! A buffer's count beyond `INT_MAX` (an `MPI_Count` followed by the buffer's datatype)
+//! becomes one element of a contiguous datatype of that many elements, made for the call
+//! ([`widened`]): the same bytes in the same order, and a status counts bytes, so
+//! MPI_Get_count with the caller's datatype gives the caller's count. Any other count
+//! beyond `INT_MAX` (an attached buffer's size, a pack buffer's) is MPI_ERR_COUNT naming the
+//! call and the value. The datatype constructors and queries take and give `MPI_Count` in
+//! full (`type_constructors.rs`, `datatypes.rs`), as do the v- and w-collectives, whose
+//! count arrays are of `MPI_Count` (`collectives.rs`).
 
 // The wrappers are generated alike, a `let` of the result included where nothing follows it.
 #![allow(clippy::let_and_return)]
@@ -16,121 +21,72 @@ use crate::*;
 use crate::{collectives::*, datatypes::*, pt2pt::*, windows::*};
 use std::ffi::{c_int, c_void};
 
-/// MPI_ERR_COUNT for a count of `n` elements passed to `name` (raised on MPI_COMM_SELF, as
-/// for errors this layer finds before it knows a communicator).
+/// MPI_ERR_COUNT for a count `n` passed to `name` that the call cannot take (raised on
+/// MPI_COMM_SELF, as for errors this layer finds before it knows a communicator).
 fn large_count(name: &str, n: i64) -> c_int {
+    let why = if n < 0 {
+        "negative"
+    } else {
+        "beyond INT_MAX, the most earlybird's C interface takes here"
+    };
     self_ok(Err::<(), _>(Error::new(
         ErrorClass::Count,
-        format!("{name}: count {n} is beyond INT_MAX, the most earlybird's C interface moves per buffer argument"),
+        format!("{name}: count {n} is {why}"),
     )))
 }
 
 include!(concat!(env!("OUT_DIR"), "/narrow.rs"));
 
-/// `n` counts at `p` as `int`s (MPI_ERR_COUNT for one beyond INT_MAX). Null stays empty (the
-/// call without `_c` reports a null array that should hold entries).
-///
-/// # Safety
-/// `p` is null or points to `n` `MPI_Count`s.
-unsafe fn narrow_all(what: &str, p: *const i64, n: c_int) -> earlybird::Result<Vec<c_int>> {
-    if p.is_null() || n <= 0 {
-        return Ok(Vec::new());
+/// A buffer's count and datatype as the call without `_c` takes them.
+pub(crate) struct Widened {
+    pub(crate) count: c_int,
+    pub(crate) dt: Handle,
+    /// Whether `dt` was made for the call (and is freed when it returns; an operation the
+    /// call started keeps what it needs of it, as after MPI_Type_free).
+    made: bool,
+}
+
+impl Drop for Widened {
+    fn drop(&mut self) {
+        if self.made {
+            let _ = state::take_type(self.dt).and_then(|d| d.free());
+        }
     }
-    // SAFETY: the function's contract.
-    let v = unsafe { std::slice::from_raw_parts(p, n as usize) };
-    v.iter()
-        .map(|&x| {
-            c_int::try_from(x).map_err(|_| {
-                Error::new(ErrorClass::Count, format!("{what}: count {x} is beyond INT_MAX, the most earlybird's C interface takes"))
-            })
-        })
-        .collect()
 }
 
-/// A scalar count as an `int`, for `what`.
-fn narrow(what: &str, n: i64) -> earlybird::Result<c_int> {
-    c_int::try_from(n).map_err(|_| {
-        Error::new(
-            ErrorClass::Count,
-            format!("{what}: count {n} is beyond INT_MAX, the most earlybird's C interface takes"),
-        )
-    })
-}
-
-/// The pointer to hand on for converted entries: the caller's null if it gave null.
-fn ptr_of(orig: *const i64, v: &[c_int]) -> *const c_int {
-    if orig.is_null() {
-        std::ptr::null()
-    } else {
-        v.as_ptr()
+/// `count` elements of `dt` for `name`'s call without `_c`: as they are when the count fits
+/// an `int`, else one element of a contiguous datatype of `count` elements of `dt`. Err is
+/// the call's return code (MPI_ERR_COUNT for a negative count, or the datatype's error).
+pub(crate) fn widened(name: &str, count: i64, dt: Handle) -> Result<Widened, c_int> {
+    if let Ok(n) = c_int::try_from(count) {
+        return Ok(Widened {
+            count: n,
+            dt,
+            made: false,
+        });
+    }
+    if count < 0 {
+        return Err(large_count(name, count));
+    }
+    let made = (|| {
+        let d = earlybird::Datatype::contiguous(count as usize, &state::type_of(dt)?)?;
+        d.commit()?;
+        state::add_type(d)
+    })();
+    match made {
+        Ok(h) => Ok(Widened {
+            count: 1,
+            dt: h,
+            made: true,
+        }),
+        Err(e) => Err(self_ok(Err::<(), _>(Error::new(
+            e.class(),
+            format!("{name}: {e}"),
+        )))),
     }
 }
 
 mpi! {
-    fn MPI_Type_indexed_c / PMPI_Type_indexed_c(count: i64, blocklens: *const i64, disps: *const i64, old: Handle, new: *mut Handle) {
-        let what = "MPI_Type_indexed_c";
-        // SAFETY: `count` entries in each array (MPI's contract).
-        let r = narrow(what, count).and_then(|n| Ok((n, unsafe { narrow_all(what, blocklens, n) }?, unsafe { narrow_all(what, disps, n) }?)));
-        match r {
-            // SAFETY: the converted arrays, and the caller's handles.
-            Ok((n, b, d)) => unsafe { PMPI_Type_indexed(n, ptr_of(blocklens, &b), ptr_of(disps, &d), old, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
-    fn MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: i64, blocklens: *const i64, disps: *const i64, old: Handle, new: *mut Handle) {
-        let what = "MPI_Type_create_hindexed_c";
-        // SAFETY: `count` block lengths (MPI's contract).
-        let r = narrow(what, count).and_then(|n| Ok((n, unsafe { narrow_all(what, blocklens, n) }?)));
-        match r {
-            // SAFETY: the converted lengths; the byte displacements are MPI_Aints already.
-            Ok((n, b)) => unsafe { PMPI_Type_create_hindexed(n, ptr_of(blocklens, &b), disps.cast(), old, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
-    fn MPI_Type_create_struct_c / PMPI_Type_create_struct_c(count: i64, blocklens: *const i64, disps: *const i64, types: *const Handle, new: *mut Handle) {
-        let what = "MPI_Type_create_struct_c";
-        // SAFETY: `count` block lengths (MPI's contract).
-        let r = narrow(what, count).and_then(|n| Ok((n, unsafe { narrow_all(what, blocklens, n) }?)));
-        match r {
-            // SAFETY: as for MPI_Type_create_hindexed_c.
-            Ok((n, b)) => unsafe { PMPI_Type_create_struct(n, ptr_of(blocklens, &b), disps.cast(), types, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
-    fn MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(count: i64, blocklen: i64, disps: *const i64, old: Handle, new: *mut Handle) {
-        let what = "MPI_Type_create_indexed_block_c";
-        // SAFETY: `count` displacements (MPI's contract).
-        let r = narrow(what, count).and_then(|n| Ok((n, narrow(what, blocklen)?, unsafe { narrow_all(what, disps, n) }?)));
-        match r {
-            // SAFETY: the converted displacements.
-            Ok((n, b, d)) => unsafe { PMPI_Type_create_indexed_block(n, b, ptr_of(disps, &d), old, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
-    fn MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(ndims: c_int, sizes: *const i64, subsizes: *const i64, starts: *const i64, order: c_int, old: Handle, new: *mut Handle) {
-        let what = "MPI_Type_create_subarray_c";
-        // SAFETY: `ndims` entries in each array (MPI's contract).
-        let r = unsafe { (|| Ok((narrow_all(what, sizes, ndims)?, narrow_all(what, subsizes, ndims)?, narrow_all(what, starts, ndims)?)))() };
-        match r {
-            // SAFETY: the converted arrays.
-            Ok((a, b, s)) => unsafe { crate::datatypes::PMPI_Type_create_subarray(ndims, ptr_of(sizes, &a), ptr_of(subsizes, &b), ptr_of(starts, &s), order, old, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
-    fn MPI_Type_create_darray_c / PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, gsizes: *const i64, distribs: *const c_int, dargs: *const c_int, psizes: *const c_int, order: c_int, old: Handle, new: *mut Handle) {
-        // SAFETY: `ndims` global sizes (MPI's contract).
-        match unsafe { narrow_all("MPI_Type_create_darray_c", gsizes, ndims) } {
-            // SAFETY: the converted sizes, and the caller's arrays.
-            Ok(g) => unsafe { crate::datatypes::PMPI_Type_create_darray(size, rank, ndims, ptr_of(gsizes, &g), distribs, dargs, psizes, order, old, new) },
-            Err(e) => self_ok(Err::<(), _>(e)),
-        }
-    }
-
     fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(dt: Handle, ni: *mut i64, na: *mut i64, nc: *mut i64, nd: *mut i64, comb: *mut c_int) {
         let (mut i, mut a, mut d) = (0, 0, 0);
         // SAFETY: ints of ours, and the caller's combiner to write.

@@ -110,11 +110,13 @@ pub mod collectives;
 pub mod comms;
 pub mod datatypes;
 pub mod endpoints;
+mod f90_types;
 pub mod large_count;
 pub mod pmem;
 pub mod pt2pt;
 pub mod sync_counters;
 pub mod type_attributes;
+pub mod type_constructors;
 pub mod windows;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
@@ -437,37 +439,31 @@ mpi! {
     }
 
     fn MPI_Pack_size / PMPI_Pack_size(count: c_int, dt: Handle, _comm: Handle, size: *mut c_int) {
-        let r = len(count).and_then(|n| state::type_of(dt)?.pack_size(n));
+        let r = len(count).and_then(|n| state::type_of(dt)?.pack_size(n)).and_then(|n| {
+            c_int::try_from(n).map_err(|_| Error::new(ErrorClass::ValueTooLarge, format!("MPI_Pack_size: {n} bytes, beyond INT_MAX (MPI_Pack_size_c gives it)")))
+        });
         // SAFETY: an int to write, checked for null.
-        self_ok(r.map(|n| unsafe { write(size, c_int::try_from(n).unwrap_or(c_int::MAX)) }))
+        self_ok(r.map(|n| unsafe { write(size, n) }))
     }
 
     fn MPI_Pack / PMPI_Pack(inbuf: *const c_void, count: c_int, dt: Handle, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, _comm: Handle) {
-        self_ok((|| {
-            let (d, n, bytes) = state::plain_span(count, dt)?;
-            // SAFETY: `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` an int
-            // (MPI's contract); checked for null where a length is not 0.
-            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, array_mut(outbuf.cast::<u8>(), outsize)?, read_handle(position)?) };
-            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
-            d.pack(src, n, dst, &mut at)?;
-            // SAFETY: as above.
-            unsafe { position.write(at as c_int) };
-            Ok(())
-        })())
+        // SAFETY: the caller's contract.
+        self_ok(unsafe { pack(inbuf, count, dt, outbuf, outsize, position) })
+    }
+
+    fn MPI_Pack_c / PMPI_Pack_c(inbuf: *const c_void, count: i64, dt: Handle, outbuf: *mut c_void, outsize: i64, position: *mut i64, _comm: Handle) {
+        // SAFETY: the caller's contract.
+        self_ok(unsafe { pack(inbuf, count, dt, outbuf, outsize, position) })
     }
 
     fn MPI_Unpack / PMPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, count: c_int, dt: Handle, _comm: Handle) {
-        self_ok((|| {
-            let (d, n, bytes) = state::plain_span(count, dt)?;
-            // SAFETY: `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position`
-            // an int (MPI's contract).
-            let (src, dst, pos) = unsafe { (array(inbuf.cast::<u8>(), insize)?, array_mut(outbuf.cast::<u8>(), c_int::try_from(bytes).unwrap_or(c_int::MAX))?, read_handle(position)?) };
-            let mut at = usize::try_from(pos).map_err(|_| Error::new(ErrorClass::Arg, format!("position {pos}")))?;
-            d.unpack(src, &mut at, dst, n)?;
-            // SAFETY: as above.
-            unsafe { position.write(at as c_int) };
-            Ok(())
-        })())
+        // SAFETY: the caller's contract.
+        self_ok(unsafe { unpack(inbuf, insize, position, outbuf, count, dt) })
+    }
+
+    fn MPI_Unpack_c / PMPI_Unpack_c(inbuf: *const c_void, insize: i64, position: *mut i64, outbuf: *mut c_void, count: i64, dt: Handle, _comm: Handle) {
+        // SAFETY: the caller's contract.
+        self_ok(unsafe { unpack(inbuf, insize, position, outbuf, count, dt) })
     }
 
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
@@ -700,27 +696,10 @@ mpi! {
     }
 
     fn MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, dt: Handle, count: *mut c_int) {
-        if status.is_null() {
-            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Get_count: a null status")));
-        }
-        let d = match state::type_of(dt) {
-            Ok(d) => d,
-            Err(e) => return self_ok(Err::<(), _>(e)),
-        };
-        // SAFETY: a status to read (MPI's contract), checked for null.
-        let s = unsafe { status.read() };
-        let bytes = s.bytes();
-        let size = d.size() as u64;
-        let n = if size == 0 {
-            0
-        } else if !bytes.is_multiple_of(size) {
-            abi::UNDEFINED
-        } else {
-            (bytes / size) as c_int
-        };
+        // SAFETY: a status to read (MPI's contract).
+        let r = unsafe { datatypes::whole_count("MPI_Get_count", status, dt) };
         // SAFETY: an int to write, checked for null.
-        unsafe { write(count, n) };
-        MPI_SUCCESS
+        self_ok(r.map(|n| unsafe { write(count, datatypes::int_or_undefined(n)) }))
     }
 
     fn MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: Handle, key: c_int, value: *mut c_void, flag: *mut c_int) {
@@ -1251,7 +1230,7 @@ mpi! {
     fn MPI_Type_size / PMPI_Type_size(dt: Handle, size: *mut c_int) {
         self_ok(state::type_of(dt).map(|d| {
             // SAFETY: an int to write, checked for null.
-            unsafe { write(size, d.size() as c_int) }
+            unsafe { write(size, datatypes::int_or_undefined(d.size() as i64)) }
         }))
     }
 
@@ -1295,6 +1274,10 @@ mpi! {
             Ok(h) => h,
             Err(e) => return self_ok(Err::<(), _>(e)),
         };
+        if f90_types::envelope(h).is_some() {
+            let e = Error::new(ErrorClass::Type, format!("MPI_Type_free of datatype {h:#x}, made by MPI_Type_create_f90_*: a predefined datatype"));
+            return self_ok(Err::<(), _>(e));
+        }
         // The program's attributes are deleted first, the datatype still there for their
         // delete functions.
         let deleted = state::type_of(h).and_then(|_| type_attributes::delete_all(h));
@@ -1326,69 +1309,132 @@ mpi! {
         self_ok(r)
     }
 
-    fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, old: Handle, new: *mut Handle) {
-        let r = len(count).and_then(|n| Datatype::contiguous(n, &state::type_of(old)?));
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
-    }
+}
 
-    fn MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklen: c_int, stride: c_int, old: Handle, new: *mut Handle) {
-        let r = (|| Datatype::vector(len(count)?, len(blocklen)?, stride as isize, &state::type_of(old)?))();
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
-    }
+/// MPI_Pack(_c): `count` elements of `dt` at `inbuf` into the `outsize` bytes at `outbuf`
+/// from `*position` on, which moves past them.
+///
+/// # Safety
+/// `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` a `W` (MPI's contract).
+unsafe fn pack<W: type_constructors::Width>(
+    inbuf: *const c_void,
+    count: W,
+    dt: Handle,
+    outbuf: *mut c_void,
+    outsize: W,
+    position: *mut W,
+) -> earlybird::Result<()> {
+    let (d, n, from, bytes) = state::pack_span(inbuf, count.wide(), dt)?;
+    // SAFETY: the function's contract; `pack_span` located the elements' bytes, and both
+    // runs are checked for null where their length is not 0.
+    let (src, dst, mut at) = unsafe {
+        (
+            bytes_at(from, bytes)?,
+            bytes_at_mut(outbuf.cast(), type_constructors::count(outsize)?)?,
+            read_position(position)?,
+        )
+    };
+    d.pack(src, n, dst, &mut at)?;
+    // SAFETY: as above.
+    unsafe { write_position(position, at) }
+}
 
-    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklen: c_int, stride: isize, old: Handle, new: *mut Handle) {
-        let r = (|| Datatype::hvector(len(count)?, len(blocklen)?, stride, &state::type_of(old)?))();
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
-    }
+/// MPI_Unpack(_c): `count` elements of `dt` at `outbuf` from the `insize` bytes at `inbuf`
+/// from `*position` on, which moves past them.
+///
+/// # Safety
+/// `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position` a `W` (MPI's
+/// contract).
+unsafe fn unpack<W: type_constructors::Width>(
+    inbuf: *const c_void,
+    insize: W,
+    position: *mut W,
+    outbuf: *mut c_void,
+    count: W,
+    dt: Handle,
+) -> earlybird::Result<()> {
+    let (d, n, to, bytes) = state::pack_span(outbuf, count.wide(), dt)?;
+    // SAFETY: as in `pack`.
+    let (src, dst, mut at) = unsafe {
+        (
+            bytes_at(inbuf.cast(), type_constructors::count(insize)?)?,
+            bytes_at_mut(to.cast_mut(), bytes)?,
+            read_position(position)?,
+        )
+    };
+    d.unpack(src, &mut at, dst, n)?;
+    // SAFETY: as above.
+    unsafe { write_position(position, at) }
+}
 
-    fn MPI_Type_indexed / PMPI_Type_indexed(count: c_int, blocklens: *const c_int, disps: *const c_int, old: Handle, new: *mut Handle) {
-        // SAFETY: `count` ints in each array (MPI's contract).
-        let r = unsafe { (|| {
-            let d: Vec<isize> = array(disps, count)?.iter().map(|&x| x as isize).collect();
-            Datatype::indexed(&lens(array(blocklens, count)?)?, &d, &state::type_of(old)?)
-        })() };
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+/// The position of a pack or unpack as an offset (MPI_ERR_ARG if negative or `p` null).
+///
+/// # Safety
+/// `p` is null or points to a `W`.
+pub(crate) unsafe fn read_position<W: type_constructors::Width>(
+    p: *const W,
+) -> earlybird::Result<usize> {
+    if p.is_null() {
+        return Err(Error::new(ErrorClass::Arg, "a null position"));
     }
+    // SAFETY: the function's contract, checked for null.
+    let v = unsafe { p.read() };
+    usize::try_from(v.wide()).map_err(|_| Error::new(ErrorClass::Arg, format!("position {v}")))
+}
 
-    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, blocklens: *const c_int, disps: *const isize, old: Handle, new: *mut Handle) {
-        // SAFETY: `count` entries in each array (MPI's contract).
-        let r = unsafe { (|| Datatype::hindexed(&lens(array(blocklens, count)?)?, array(disps, count)?, &state::type_of(old)?))() };
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
-    }
+/// The position after a pack or unpack (MPI_ERR_VALUE_TOO_LARGE beyond what a `W` holds).
+///
+/// # Safety
+/// `p` points to a `W` (checked for null by [`read_position`]).
+pub(crate) unsafe fn write_position<W: type_constructors::Width>(
+    p: *mut W,
+    at: usize,
+) -> earlybird::Result<()> {
+    let v = W::narrowed(at as i64).ok_or_else(|| {
+        Error::new(
+            ErrorClass::ValueTooLarge,
+            format!("position {at} is beyond INT_MAX (the _c call gives it)"),
+        )
+    })?;
+    // SAFETY: the function's contract.
+    unsafe { p.write(v) };
+    Ok(())
+}
 
-    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(count: c_int, blocklen: c_int, disps: *const c_int, old: Handle, new: *mut Handle) {
-        // SAFETY: `count` ints (MPI's contract).
-        let r = unsafe { (|| {
-            let d: Vec<isize> = array(disps, count)?.iter().map(|&x| x as isize).collect();
-            Datatype::indexed_block(len(blocklen)?, &d, &state::type_of(old)?)
-        })() };
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+/// The `n` bytes at `p` (MPI_ERR_ARG if `p` is null where `n` is not 0).
+///
+/// # Safety
+/// `p` points to `n` readable bytes that outlive the borrow (or `n` is 0).
+pub(crate) unsafe fn bytes_at<'a>(p: *const u8, n: usize) -> earlybird::Result<&'a [u8]> {
+    if n == 0 {
+        return Ok(&[]);
     }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("a null buffer of {n} bytes"),
+        ));
+    }
+    // SAFETY: the function's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
 
-    fn MPI_Type_create_struct / PMPI_Type_create_struct(count: c_int, blocklens: *const c_int, disps: *const isize, types: *const Handle, new: *mut Handle) {
-        // SAFETY: `count` entries in each array (MPI's contract).
-        let r = unsafe { (|| {
-            let ts = array(types, count)?
-                .iter()
-                .map(|&t| state::type_of(t))
-                .collect::<earlybird::Result<Vec<_>>>()?;
-            Datatype::create_struct(&lens(array(blocklens, count)?)?, array(disps, count)?, &ts)
-        })() };
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+/// The `n` bytes at `p`, to write ([`bytes_at`]'s rules).
+///
+/// # Safety
+/// `p` points to `n` writable bytes used by nothing else while borrowed (or `n` is 0).
+pub(crate) unsafe fn bytes_at_mut<'a>(p: *mut u8, n: usize) -> earlybird::Result<&'a mut [u8]> {
+    if n == 0 {
+        return Ok(&mut []);
     }
-
-    fn MPI_Type_create_resized / PMPI_Type_create_resized(old: Handle, lb: isize, extent: isize, new: *mut Handle) {
-        let r = state::type_of(old).and_then(|d| Datatype::create_resized(&d, lb, extent));
-        // SAFETY: a handle to write.
-        unsafe { made(new, r) }
+    if p.is_null() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("a null buffer of {n} bytes"),
+        ));
     }
+    // SAFETY: the function's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
 /// The modes of the blocking sends.
@@ -1510,16 +1556,7 @@ fn self_ok<T>(r: earlybird::Result<T>) -> c_int {
 
 /// A count or block length as a length (MPI_ERR_COUNT if negative).
 fn len(n: c_int) -> earlybird::Result<usize> {
-    usize::try_from(n).map_err(|_| {
-        Error::new(
-            ErrorClass::Count,
-            format!("count or block length {n} is negative"),
-        )
-    })
-}
-
-fn lens(v: &[c_int]) -> earlybird::Result<Vec<usize>> {
-    v.iter().map(|&n| len(n)).collect()
+    type_constructors::count(n)
 }
 
 /// The `n` entries at `p`.
@@ -1527,18 +1564,8 @@ fn lens(v: &[c_int]) -> earlybird::Result<Vec<usize>> {
 /// # Safety
 /// `p` points to `n` initialised `T`s that outlive the borrow (or `n` is 0).
 unsafe fn array<'a, T>(p: *const T, n: c_int) -> earlybird::Result<&'a [T]> {
-    let n = len(n)?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Arg,
-            format!("a null array of {n} entries"),
-        ));
-    }
     // SAFETY: the function's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+    unsafe { type_constructors::entries(p, n) }
 }
 
 /// The NUL-terminated string at `p` (MPI_ERR_ARG if null or not UTF-8).
@@ -1557,25 +1584,6 @@ unsafe fn c_str(p: *const c_char) -> earlybird::Result<String> {
             format!("a string that is not UTF-8: {s:?}"),
         )
     })
-}
-
-/// The `n` bytes at `p`, to write.
-///
-/// # Safety
-/// `p` points to `n` writable bytes used by nothing else meanwhile (or `n` is 0).
-unsafe fn array_mut<'a>(p: *mut u8, n: c_int) -> earlybird::Result<&'a mut [u8]> {
-    let n = len(n)?;
-    if n == 0 {
-        return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Arg,
-            format!("a null buffer of {n} bytes"),
-        ));
-    }
-    // SAFETY: the function's contract.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
 /// The handle at `p` (MPI_ERR_ARG if `p` is null).
@@ -1681,17 +1689,17 @@ mpi! {
 
     fn MPI_Type_hvector / PMPI_Type_hvector(count: c_int, blocklen: c_int, stride: isize, old: Handle, new: *mut Handle) {
         // SAFETY: the same contract as MPI_Type_create_hvector.
-        unsafe { PMPI_Type_create_hvector(count, blocklen, stride, old, new) }
+        unsafe { type_constructors::PMPI_Type_create_hvector(count, blocklen, stride, old, new) }
     }
 
     fn MPI_Type_hindexed / PMPI_Type_hindexed(count: c_int, blocklens: *const c_int, disps: *const isize, old: Handle, new: *mut Handle) {
         // SAFETY: the same contract as MPI_Type_create_hindexed.
-        unsafe { PMPI_Type_create_hindexed(count, blocklens, disps, old, new) }
+        unsafe { type_constructors::PMPI_Type_create_hindexed(count, blocklens, disps, old, new) }
     }
 
     fn MPI_Type_struct / PMPI_Type_struct(count: c_int, blocklens: *const c_int, disps: *const isize, types: *const Handle, new: *mut Handle) {
         // SAFETY: the same contract as MPI_Type_create_struct.
-        unsafe { PMPI_Type_create_struct(count, blocklens, disps, types, new) }
+        unsafe { type_constructors::PMPI_Type_create_struct(count, blocklens, disps, types, new) }
     }
 
     fn MPI_Type_extent / PMPI_Type_extent(dt: Handle, extent: *mut isize) {

@@ -210,6 +210,11 @@ mpi! {
         unsafe { PMPI_Status_set_elements_x(status, dt, i64::from(count)) }
     }
 
+    fn MPI_Status_set_elements_c / PMPI_Status_set_elements_c(status: *mut MpiStatus, dt: Handle, count: i64) {
+        // SAFETY: the same contract.
+        unsafe { PMPI_Status_set_elements_x(status, dt, count) }
+    }
+
     fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MpiStatus, dt: Handle, count: i64) {
         let size = match state::type_of(dt) {
             Ok(d) => d.size() as i64,

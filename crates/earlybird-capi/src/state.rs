@@ -1123,7 +1123,8 @@ struct Span {
     origin: usize,
 }
 
-fn span(count: c_int, dt: Handle, bottom: bool) -> Result<Span> {
+fn span(count: impl Into<i64>, dt: Handle, bottom: bool) -> Result<Span> {
+    let count: i64 = count.into();
     if count < 0 {
         return Err(Error::new(
             ErrorClass::Count,
@@ -2269,17 +2270,22 @@ pub(crate) fn buffer_detach() -> Result<(usize, c_int)> {
     })
 }
 
-/// MPI_Pack / MPI_Unpack's view: the bytes of `count` elements of `dt` at `buf` when the
-/// datatype starts at the address (what `Datatype::pack` takes).
-pub(crate) fn plain_span(count: c_int, dt: Handle) -> Result<(Datatype, usize, usize)> {
-    let sp = span(count, dt, false)?;
+/// MPI_Pack / MPI_Unpack's view of `count` elements of `dt` at `buf`: the datatype to pack
+/// with, its count, and the run of bytes it reaches (address and length), which starts at
+/// the datatype's first byte. A datatype reaching below `buf` (a negative displacement or
+/// stride), or `buf` MPI_BOTTOM with absolute addresses, is moved so that its first byte is
+/// displacement 0: the packed bytes are the same, in the same order.
+pub(crate) fn pack_span(
+    buf: *const c_void,
+    count: i64,
+    dt: Handle,
+) -> Result<(Datatype, usize, *const u8, usize)> {
+    let mut sp = span(count, dt, buf.is_null())?;
     if sp.origin != 0 {
-        return Err(Error::new(
-            ErrorClass::Arg,
-            "MPI_Pack / MPI_Unpack of a datatype that reaches below the buffer's address: not supported yet",
-        ));
+        sp = span(count, dt, true)?;
     }
-    Ok((sp.dt, sp.count, sp.len))
+    let at = buf.cast::<u8>().wrapping_offset(sp.start);
+    Ok((sp.dt, sp.count, at, sp.len))
 }
 
 /// MPI_Cancel: the request `h` is cancelled if it can be (its wait then says so).

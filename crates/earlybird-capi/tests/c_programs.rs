@@ -157,6 +157,13 @@ fn v_collectives_scans_and_nonblocking_collectives_at_several_sizes_and_alone() 
     run_everywhere("collectives", BOTH);
 }
 
+/// Counts beyond INT_MAX: datatypes of more than 2^31 bytes, a message of 2^31 + 16 bytes by
+/// MPI_Send_c and MPI_Recv_c, and packing datatypes that reach below their buffer.
+#[test]
+fn large_counts_and_datatypes_below_their_buffer_at_several_sizes_and_alone() {
+    run_everywhere("large_counts", BOTH);
+}
+
 #[test]
 fn cartesian_topologies_and_split_type_at_several_sizes_and_alone() {
     run_everywhere("topology", OURS);

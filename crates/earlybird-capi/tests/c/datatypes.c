@@ -149,6 +149,37 @@ int main(int argc, char **argv) {
         CHECK(sz == other[i].size && strcmp(nm, other[i].name) == 0, "%s: size %d, name '%s'",
               other[i].name, sz, nm);
     }
+    /* MPI_Type_create_f90_*: the kind SELECTED_REAL_KIND or SELECTED_INT_KIND names, the
+     * same handle for the same arguments, decoded as what made it, not to be freed. */
+    MPI_Datatype f1, f2, fi, fc;
+    int fsz = 0, isz = 0, csz = 0, ni = -1, na = -1, nd = -1, comb = -1, fints[2] = {0, 0};
+    MPI_Type_create_f90_real(7, MPI_UNDEFINED, &f1);
+    MPI_Type_create_f90_real(7, MPI_UNDEFINED, &f2);
+    MPI_Type_size(f1, &fsz);
+    MPI_Type_get_envelope(f1, &ni, &na, &nd, &comb);
+    MPI_Type_get_contents(f1, 2, 0, 0, fints, NULL, NULL);
+    CHECK(f1 == f2 && fsz == 8 && comb == MPI_COMBINER_F90_REAL && ni == 2 && na == 0 &&
+              nd == 0 && fints[0] == 7 && fints[1] == MPI_UNDEFINED,
+          "f90 real (7, undefined): size %d, combiner %d, %d ints (%d, %d)", fsz, comb, ni,
+          fints[0], fints[1]);
+    MPI_Type_create_f90_integer(5, &fi);
+    MPI_Type_size(fi, &isz);
+    MPI_Type_get_envelope(fi, &ni, &na, &nd, &comb);
+    CHECK(isz == 4 && comb == MPI_COMBINER_F90_INTEGER && ni == 1, "f90 integer (5): size %d",
+          isz);
+    MPI_Type_create_f90_complex(3, 10, &fc);
+    MPI_Type_size(fc, &csz);
+    CHECK(csz == 8, "f90 complex (3, 10): size %d", csz);
+    double fsum_in = rank + 0.5, fsum_out = 0;
+    MPI_Allreduce(&fsum_in, &fsum_out, 1, f1, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(fsum_out == size * size / 2.0, "allreduce of an f90 real: %g", fsum_out);
+    int frc = MPI_Type_create_f90_real(40, 10, &f2), fcls = -1;
+    MPI_Error_class(frc, &fcls);
+    CHECK(fcls == MPI_ERR_ARG, "f90 real of precision 40: class %d", fcls);
+    frc = MPI_Type_free(&f1);
+    MPI_Error_class(frc, &fcls);
+    CHECK(fcls == MPI_ERR_TYPE, "freeing an f90 type: class %d", fcls);
+
     char given[MPI_MAX_OBJECT_NAME] = "";
     int glen = 0;
     MPI_Type_set_name(MPI_LONG, "my long");

@@ -182,9 +182,9 @@ int main(int argc, char **argv) {
     MPI_Type_size_c(MPI_DOUBLE, &tsz);
     CHECK(got == left + 1000 && cnt == 1 && tsz == 8, "_c forms: %d %lld %lld", got, (long long)cnt, (long long)tsz);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-    int rc = MPI_Send_c(&v, (MPI_Count)1 << 40, MPI_INT, right, 16, MPI_COMM_WORLD), cls = -1;
+    int rc = MPI_Send_c(&v, -((MPI_Count)1 << 40), MPI_INT, right, 16, MPI_COMM_WORLD), cls = -1;
     MPI_Error_class(rc, &cls);
-    CHECK(cls == MPI_ERR_COUNT, "a count of 2^40: class %d", cls);
+    CHECK(cls == MPI_ERR_COUNT, "a count of -2^40: class %d", cls);
 
     /* A status holds 63 bits of count (MPICH's layout: the count's bit 62 is the sign bit of
      * the int it shares with the cancelled flag). */
