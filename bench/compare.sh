@@ -15,8 +15,13 @@
 #                               # `earlybird-bench rma`), 2 ranks: halo by fence / PSCW /
 #                               # lock_all, put+flush, fetch_and_op, accumulate rate, and the
 #                               # 64 KiB memcpy floor of the fence halo
+#   SKIP_BUILD=1 bench/compare.sh   # any mode, without the `cargo build` step first
 #
-# Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev (see bench-ref).
+# Every mode ends with bench/summarize.py (summary.md) and bench/plot.py (one PNG per
+# benchmark) on the run's directory.
+#
+# Needs: apt-get install -y mpich libmpich-dev openmpi-bin libopenmpi-dev python3-matplotlib
+# (see bench-ref).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -25,7 +30,16 @@ ROUNDS=${ROUNDS:-3}
 OUT=$ROOT/bench/raw/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
 
-cargo build --release --workspace >/dev/null
+if [ "${SKIP_BUILD:-}" != 1 ]; then
+    cargo build --release --workspace >/dev/null
+fi
+
+# The run's summary, then its figures: plot.py runs on the Debian python3, which
+# python3-matplotlib installs into (a python3 earlier in PATH, e.g. pyenv's, may lack it).
+report() {
+    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    /usr/bin/python3 "$ROOT/bench/plot.py" "$OUT"
+}
 
 # Two ranks, one per core, as bench-ref launches them.
 MPICH="mpiexec.mpich -n 2 -bind-to core"
@@ -48,7 +62,7 @@ if [ "${1:-}" = halo2d ]; then
             echo "earlybird-bench halo2d failed (not there yet?); its column stays empty"
         fi
     done
-    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    report
     exit 0
 fi
 
@@ -65,7 +79,7 @@ if [ "${1:-}" = channel ]; then
         $OMPI "$REF/mpi/bw.openmpi" -s 64k >> "$OUT/openmpi_bw.txt" 2>&1
         $EB channel >> "$OUT/eb_channel.txt"
     done
-    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    report
     exit 0
 fi
 
@@ -83,7 +97,7 @@ if [ "${1:-}" = coll ]; then
     for n in 4 8; do
         "$ROOT/target/release/ebrun" -n $n "$ROOT/target/release/earlybird-bench" coll --reps 5 >> "$OUT/eb_coll$n.txt"
     done
-    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    report
     exit 0
 fi
 
@@ -101,7 +115,7 @@ if [ "${1:-}" = rma ]; then
             echo "earlybird-bench rma failed (not there yet?); its column stays empty"
         fi
     done
-    python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+    report
     exit 0
 fi
 
@@ -120,4 +134,4 @@ for k in $(seq 1 "$ROUNDS"); do
         $EB "$2" --sizes "$3" >> "$OUT/eb_$2.txt"
     done
 done
-python3 "$ROOT/bench/summarize.py" "$OUT" | tee "$OUT/summary.md"
+report
