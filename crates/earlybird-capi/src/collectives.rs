@@ -9,7 +9,7 @@
 
 use crate::abi::{self, Handle};
 use crate::array;
-use crate::state::{self, buf_in, buf_out, ok_or_code, with_comm};
+use crate::state::{self, buf_in, buf_out, by_elem, ok_or_code, slice_in, slice_out, with_comm};
 use crate::type_constructors::Width;
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
@@ -77,29 +77,59 @@ fn unused(count: c_int, dt: Handle) -> bool {
     count == 0 && dt == abi::DATATYPE_NULL
 }
 
-/// A send argument: MPI_IN_PLACE, or `count` elements of `dt` at `buf`.
+/// Whether a buffer of `dt` may go to a reduction by `op` as a slice of its element type:
+/// only under a predefined operation (a user function is told the caller's datatype, which
+/// a slice does not carry), and not for the types `by_elem` takes as bytes (MPI_BYTE, the
+/// char types, MPI_PACKED, MPI_C_BOOL), whose slice would reduce signed chars as unsigned and
+/// admit operations MPI does not define on them. Moving data, a slice always serves (see
+/// [`src`]).
+fn reducible_slice(dt: Handle, op: Handle) -> bool {
+    abi::op(op).is_some() && !abi::basic_type(dt).is_some_and(state::taken_as_bytes)
+}
+
+/// A send argument: MPI_IN_PLACE, or `count` elements of `dt` at `buf`. With `as_slice`, a
+/// basic type's elements (at an address aligned for them) go as a slice of the element
+/// type, the Rust API's own path with no datatype object made for the call: a slice and the
+/// typed view of a basic type carry the same bytes under the same signature (the byte types
+/// as unchecked bytes, like MPI_BYTE).
 ///
 /// # Safety
 /// Unless `buf` is MPI_IN_PLACE, it holds `count` elements of `dt` for as long as the
 /// operation runs (MPI's contract).
-unsafe fn src(buf: *const c_void, count: c_int, dt: Handle) -> R<Src<'static>> {
+unsafe fn src(buf: *const c_void, count: c_int, dt: Handle, as_slice: bool) -> R<Src<'static>> {
     if in_place(buf) {
-        Ok(earlybird::IN_PLACE.into())
-    } else if unused(count, dt) {
-        Ok(no_src())
-    } else {
-        // SAFETY: the function's contract.
-        Ok(unsafe { buf_in(buf, count, dt) }?.into())
+        return Ok(earlybird::IN_PLACE.into());
     }
+    if unused(count, dt) {
+        return Ok(no_src());
+    }
+    if as_slice {
+        by_elem!(dt, T => {
+            // SAFETY: the function's contract, here `T`s.
+            if let Some(b) = unsafe { slice_in::<T>(buf, count) }? {
+                return Ok(b.into());
+            }
+        });
+    }
+    // SAFETY: the function's contract.
+    Ok(unsafe { buf_in(buf, count, dt) }?.into())
 }
 
-/// A receive argument.
+/// A receive argument (`as_slice` as for [`src`]).
 ///
 /// # Safety
 /// `buf` has room for `count` elements of `dt` for as long as the operation runs.
-unsafe fn dst(buf: *mut c_void, count: c_int, dt: Handle) -> R<Dst<'static>> {
+unsafe fn dst(buf: *mut c_void, count: c_int, dt: Handle, as_slice: bool) -> R<Dst<'static>> {
     if unused(count, dt) {
         return Ok(Dst::from(Vec::<u8>::new().leak()));
+    }
+    if as_slice {
+        by_elem!(dt, T => {
+            // SAFETY: the function's contract, here `T`s.
+            if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
+                return Ok(b.into());
+            }
+        });
     }
     // SAFETY: the function's contract.
     Ok(unsafe { buf_out(buf, count, dt) }?.into())
@@ -111,11 +141,16 @@ unsafe fn dst(buf: *mut c_void, count: c_int, dt: Handle) -> R<Dst<'static>> {
 /// As for [`dst`], unless `buf` is MPI_IN_PLACE.
 unsafe fn dst_or_in_place(buf: *mut c_void, count: c_int, dt: Handle) -> R<DstOrInPlace<'static>> {
     if in_place(buf) {
-        Ok(earlybird::IN_PLACE.into())
-    } else {
-        // SAFETY: the function's contract.
-        Ok(unsafe { buf_out(buf, count, dt) }?.into())
+        return Ok(earlybird::IN_PLACE.into());
     }
+    by_elem!(dt, T => {
+        // SAFETY: the function's contract, here `T`s.
+        if let Some(b) = unsafe { slice_out::<T>(buf, count) }? {
+            return Ok(b.into());
+        }
+    });
+    // SAFETY: the function's contract.
+    Ok(unsafe { buf_out(buf, count, dt) }?.into())
 }
 
 /// `count` blocks of `n` elements, as a count (MPI_ERR_COUNT past `int`).
@@ -374,7 +409,7 @@ unsafe fn bcast_args(
     root: c_int,
 ) -> R<(Dst<'static>, i32)> {
     // SAFETY: the function's contract.
-    Ok((unsafe { dst(buf, count, dt) }?, abi::rank_in(root)))
+    Ok((unsafe { dst(buf, count, dt, true) }?, abi::rank_in(root)))
 }
 
 /// A reduction's: the send (or MPI_IN_PLACE), the receive buffer (at the root only for
@@ -391,6 +426,7 @@ unsafe fn reduction_args(
     op: Handle,
     root: Option<c_int>,
 ) -> R<(Src<'static>, Dst<'static>, Op, i32)> {
+    let slice = reducible_slice(dt, op);
     let op = state::op_of(op)?;
     let here = root.is_none_or(|r| is_root(c, r));
     // On an intercommunicator only the root group's MPI_ROOT receives, and only the other
@@ -398,12 +434,12 @@ unsafe fn reduction_args(
     let sends = root.is_none_or(|r| in_other_group(c, r));
     let s = if sends {
         // SAFETY: the function's contract.
-        unsafe { src(sbuf, count, dt) }?
+        unsafe { src(sbuf, count, dt, slice) }?
     } else {
         no_src()
     };
     // SAFETY: as above.
-    let r = unsafe { dst(rbuf, if here { count } else { 0 }, dt) }?;
+    let r = unsafe { dst(rbuf, if here { count } else { 0 }, dt, slice) }?;
     Ok((s, r, op, root.map_or(0, abi::rank_in)))
 }
 
@@ -430,12 +466,12 @@ unsafe fn gather_args(
     let sends = in_other_group(c, root);
     let s = if sends {
         // SAFETY: the function's contract.
-        unsafe { src(sbuf, scount, sdt) }?
+        unsafe { src(sbuf, scount, sdt, true) }?
     } else {
         no_src()
     };
     // SAFETY: as above.
-    Ok((s, unsafe { dst(rbuf, n, rdt) }?, abi::rank_in(root)))
+    Ok((s, unsafe { dst(rbuf, n, rdt, true) }?, abi::rank_in(root)))
 }
 
 /// MPI_Gatherv's: the counts and displacements matter at the root only.
@@ -463,12 +499,12 @@ unsafe fn gatherv_args<S: Width, N: Width, D: Width>(
     let sends = in_other_group(c, root);
     let s = if sends {
         // SAFETY: as above.
-        unsafe { src(sbuf, count(scount)?, sdt) }?
+        unsafe { src(sbuf, count(scount)?, sdt, true) }?
     } else {
         no_src()
     };
     // SAFETY: as above.
-    let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt) }?;
+    let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt, true) }?;
     Ok((s, r, counts, displs, abi::rank_in(root)))
 }
 
@@ -494,7 +530,7 @@ unsafe fn scatter_args(
     };
     let receives = in_other_group(c, root);
     // SAFETY: the function's contract.
-    let s = unsafe { src(sbuf, n, sdt) }?;
+    let s = unsafe { src(sbuf, n, sdt, true) }?;
     let r = if receives {
         // SAFETY: as above.
         unsafe { dst_or_in_place(rbuf, rcount, rdt) }?
@@ -534,7 +570,7 @@ unsafe fn scatterv_args<S: Width, N: Width, D: Width>(
     };
     let receives = in_other_group(c, root);
     // SAFETY: as above.
-    let s = unsafe { src(sbuf, reach(&counts, &displs)?, sdt) }?;
+    let s = unsafe { src(sbuf, reach(&counts, &displs)?, sdt, true) }?;
     let r = if receives {
         // SAFETY: as above.
         unsafe { dst_or_in_place(rbuf, count(rcount)?, rdt) }?
@@ -564,9 +600,9 @@ unsafe fn all_args(
     let (from, to) = blocks_of(c, over)?;
     let sn = if each { blocks(scount, to)? } else { scount };
     // SAFETY: the function's contract.
-    let s = unsafe { src(sbuf, sn, sdt) }?;
+    let s = unsafe { src(sbuf, sn, sdt, true) }?;
     // SAFETY: as above.
-    let r = unsafe { dst(rbuf, blocks(rcount, from)?, rdt) }?;
+    let r = unsafe { dst(rbuf, blocks(rcount, from)?, rdt, true) }?;
     Ok((s, r))
 }
 
@@ -590,9 +626,9 @@ unsafe fn allgatherv_args<S: Width, N: Width, D: Width>(
     // SAFETY: the function's contract.
     let (counts, displs) = unsafe { vspec(from, rcounts, displs) }?;
     // SAFETY: as above.
-    let s = unsafe { src(sbuf, count(scount)?, sdt) }?;
+    let s = unsafe { src(sbuf, count(scount)?, sdt, true) }?;
     // SAFETY: as above.
-    let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt) }?;
+    let r = unsafe { dst(rbuf, reach(&counts, &displs)?, rdt, true) }?;
     Ok((s, r, counts, displs))
 }
 
@@ -630,10 +666,10 @@ unsafe fn alltoallv_args<N: Width, D: Width>(
         // SAFETY: as above.
         let (sc, sd) = unsafe { vspec(to, scounts, sdispls) }?;
         // SAFETY: as above.
-        (unsafe { src(sbuf, reach(&sc, &sd)?, sdt) }?, sc, sd)
+        (unsafe { src(sbuf, reach(&sc, &sd)?, sdt, true) }?, sc, sd)
     };
     // SAFETY: as above.
-    let r = unsafe { dst(rbuf, reach(&rc, &rd)?, rdt) }?;
+    let r = unsafe { dst(rbuf, reach(&rc, &rd)?, rdt, true) }?;
     Ok((s, sc, sd, r, rc, rd))
 }
 
@@ -693,6 +729,7 @@ unsafe fn reduce_scatter_block_args(
     dt: Handle,
     op: Handle,
 ) -> R<(Src<'static>, Dst<'static>, Op)> {
+    let slice = reducible_slice(dt, op);
     let op = state::op_of(op)?;
     // `count` blocks per process of the local group (on an intercommunicator too: each block
     // is the receive count of the remote process it goes to, which MPI makes the same).
@@ -701,8 +738,8 @@ unsafe fn reduce_scatter_block_args(
     let rn = if in_place(sbuf) { whole } else { count };
     // SAFETY: the function's contract.
     Ok((
-        unsafe { src(sbuf, whole, dt) }?,
-        unsafe { dst(rbuf, rn, dt) }?,
+        unsafe { src(sbuf, whole, dt, slice) }?,
+        unsafe { dst(rbuf, rn, dt, slice) }?,
         op,
     ))
 }
@@ -719,6 +756,7 @@ unsafe fn reduce_scatter_args<N: Width>(
     dt: Handle,
     op: Handle,
 ) -> R<(Src<'static>, Dst<'static>, Vec<usize>, Op)> {
+    let slice = reducible_slice(dt, op);
     let op = state::op_of(op)?;
     // SAFETY: one count per rank (MPI's contract).
     let counts = unsafe { lengths(rcounts, c.size()) }?;
@@ -732,8 +770,8 @@ unsafe fn reduce_scatter_args<N: Width>(
     let rn = if in_place(sbuf) { total } else { mine };
     // SAFETY: the function's contract.
     Ok((
-        unsafe { src(sbuf, total, dt) }?,
-        unsafe { dst(rbuf, rn, dt) }?,
+        unsafe { src(sbuf, total, dt, slice) }?,
+        unsafe { dst(rbuf, rn, dt, slice) }?,
         counts,
         op,
     ))

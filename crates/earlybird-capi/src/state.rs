@@ -1315,6 +1315,23 @@ pub(crate) fn take_type(h: Handle) -> Result<Datatype> {
     release(|st| &mut st.types, &TYPES, h).map_err(|_| bad_type(h))
 }
 
+/// The one-byte types [`by_elem`] takes as bytes (`u8`): MPI_BYTE, the char types,
+/// MPI_PACKED, the 8-bit integers and MPI_C_BOOL.
+pub(crate) fn taken_as_bytes(b: earlybird::BasicType) -> bool {
+    use earlybird::BasicType as B;
+    matches!(
+        b,
+        B::Byte
+            | B::Char
+            | B::SignedChar
+            | B::UnsignedChar
+            | B::Packed
+            | B::Int8
+            | B::Uint8
+            | B::CBool
+    )
+}
+
 /// Run `$fast` with `$T` the Rust element type of a common predefined datatype `$dt` (one of
 /// the same signature: bytes for the one-byte types, whose messages are not type-checked),
 /// for point-to-point calls that can then take a plain slice; nothing for other datatypes.
@@ -1322,16 +1339,7 @@ macro_rules! by_elem {
     ($dt:expr, $T:ident => $fast:block) => {{
         use earlybird::BasicType as B;
         match $crate::abi::basic_type($dt) {
-            Some(
-                B::Byte
-                | B::Char
-                | B::SignedChar
-                | B::UnsignedChar
-                | B::Packed
-                | B::Int8
-                | B::Uint8
-                | B::CBool,
-            ) => {
+            Some(b) if $crate::state::taken_as_bytes(b) => {
                 type $T = u8;
                 $fast
             }
