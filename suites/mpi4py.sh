@@ -19,10 +19,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do nps+=("$1"); shift; done
 # MPICH too; util_pool (mpi4py.futures, which calls MPI from a second thread under
 # MPI_THREAD_SERIALIZED) spawns its workers at 1 rank (dynamic processes) and waits forever
 # when spawn fails, so it runs alone at 2 ranks or more (`suites/mpi4py.sh 2 -- -i util_pool`:
-# 20 pass, 20 skip on 2026-11-27); ulfm needs
-# MPIX_Comm_agree and the rest of fault tolerance, which earlybird lacks, and mpi4py's stand-in
-# for MPIX_Comm_iagree (an MPI_Iallreduce on the communicator itself) makes its test post
-# collectives in different orders on different ranks, which hangs at 3 ranks.
+# 20 pass, 20 skip on 2026-11-27); ulfm: mpi4py turns MPICH's fault tolerance off (mpiulfm.h)
+# and uses stand-ins, on earlybird too (its mpi.h says MPICH), and its stand-in for
+# MPIX_Comm_iagree (an MPI_Iallreduce on the communicator itself) makes its test post
+# collectives in different orders on different ranks, which hangs at 3 ranks. (earlybird's
+# own MPIX_Comm_iagree counts agreements apart and passes that order: tests/c/fault_tolerance.c.)
 args=("$@")
 [ ${#args[@]} -gt 0 ] || args=(-e spawn -e dynproc -e util_sync -e util_pool -e io -e file -e ulfm)
 

@@ -111,6 +111,7 @@ pub mod comms;
 pub mod datatypes;
 pub mod endpoints;
 mod f90_types;
+pub mod fault_tolerance;
 pub mod large_count;
 pub mod pmem;
 pub mod pt2pt;

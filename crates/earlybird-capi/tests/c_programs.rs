@@ -164,6 +164,12 @@ fn large_counts_and_datatypes_below_their_buffer_at_several_sizes_and_alone() {
     run_everywhere("large_counts", BOTH);
 }
 
+/// Fault tolerance's agreement, shrink and failure queries (MPICH's MPIX_ names).
+#[test]
+fn fault_tolerant_agreement_and_shrink_at_several_sizes_and_alone() {
+    run_everywhere("fault_tolerance", OURS);
+}
+
 #[test]
 fn cartesian_topologies_and_split_type_at_several_sizes_and_alone() {
     run_everywhere("topology", OURS);

@@ -67,6 +67,7 @@ pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::endpoints::{Endpoint, EndpointComm, MAX_ENDPOINTS};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
+pub use comm::fault_tolerance::Agreed;
 pub use comm::graph::DistGraphNeighbors;
 pub use comm::group::{Comparison, Group, UNDEFINED};
 pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};

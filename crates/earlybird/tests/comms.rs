@@ -246,8 +246,60 @@ fn dup_free_loop(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// Fault tolerance's agreement and shrink (no process fails in a running job): the AND of
+/// every rank's flag, blocking and nonblocking; a nonblocking agreement posted before a
+/// barrier on one rank and after it on the others completes (agreements keep their own
+/// count); a shrink has every rank in the same order, on a context of its own.
+fn fault_tolerant_agreement(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    for i in 0..5u32 {
+        let mut flag = i;
+        w.agree(&mut flag)?;
+        assert_eq!(flag, i);
+    }
+    let mut flag = !(1u32 << me);
+    w.agree(&mut flag)?;
+    assert_eq!(
+        flag,
+        !((1u32 << n) - 1),
+        "rank {me}: the AND of every rank's cleared bit"
+    );
+    for root in 0..n {
+        let got = scope(|s| -> Result<Option<u32>> {
+            w.barrier()?;
+            if me == root {
+                let (mut r, agreed) = w.iagree(s, 0b1011)?;
+                if n > 1 {
+                    assert!(r.test()?.is_none(), "complete before the others agreed");
+                    assert_eq!(agreed.flag(), None);
+                }
+                w.barrier()?;
+                r.wait()?;
+                Ok(agreed.flag())
+            } else {
+                w.barrier()?;
+                let (mut r, agreed) = w.iagree(s, 0b1101)?;
+                r.wait()?;
+                Ok(agreed.flag())
+            }
+        })?;
+        let want = if n == 1 { 0b1011 } else { 0b1001 };
+        assert_eq!(got, Some(want), "rank {me}, root {root}");
+    }
+    let sh = w.shrink()?;
+    assert_eq!((sh.rank(), sh.size()), (me, n));
+    assert_eq!(w.compare(&sh), Comparison::Congruent);
+    let mut x = [me as u64 + 1];
+    sh.allreduce(earlybird::IN_PLACE, &mut x, &earlybird::Op::SUM)?;
+    assert_eq!(x[0], (n * (n + 1) / 2) as u64);
+    sh.free()?;
+    Ok(())
+}
+
 scenarios! {
     comm_self [1, 2, 3, 4, 8];
+    fault_tolerant_agreement [1, 2, 3, 4];
     owned comm_self_attributes_deleted_at_finalize [1, 2, 3];
     owned comm_self_attributes_deleted_at_drop [1, 2, 3];
     dup_separates_contexts [1, 2, 3, 4, 8];

@@ -36,7 +36,7 @@
 //! computes alike from the agreement (its context, call number and round) and that differs
 //! between agreements: concurrent agreements then look in different places, and a round
 //! fails again only if their points fall close (then the next round draws new ones). After
-//! 32 rounds without a common pair the agreement fails (no pair is free on all
+//! 31 rounds without a common pair the agreement fails (no pair is free on all
 //! participants, or others keep holding them). Rounds after the first advance when the
 //! participants test or wait on their requests.
 #![forbid(unsafe_code)]
@@ -281,8 +281,9 @@ pub(crate) fn offers(
         .collect())
 }
 
-/// Rounds an agreement makes before it fails (see the module doc).
-const ROUNDS: u32 = 32;
+/// Rounds an agreement makes before it fails (see the module doc); the last round of the
+/// internal tags is fault tolerance's agreement's (`fault_tolerance::AGREE_ROUND`).
+pub(crate) const ROUNDS: u32 = 31;
 
 /// A nonblocking agreement over windows of reserved pairs (see the module doc). Poll it
 /// with the endpoint until it yields the pair, which it leaves claimed.

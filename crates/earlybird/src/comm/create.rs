@@ -83,6 +83,7 @@ pub(super) fn assemble(
         info: RefCell::new(info),
         asserts: Cell::new(asserts),
         seq: Cell::new(0),
+        agree_seq: Cell::new(0),
         local,
         coll_forced: Default::default(),
         coll_repeat: Default::default(),

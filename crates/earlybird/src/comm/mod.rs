@@ -19,6 +19,7 @@ mod create;
 pub(crate) mod driven;
 pub mod endpoints;
 pub mod errhandler;
+pub mod fault_tolerance;
 pub mod graph;
 pub mod group;
 mod intercomm;
@@ -95,6 +96,9 @@ pub(crate) struct CommShared {
     /// Collective calls made on the communicator so far: every member makes them in the
     /// same order, so the count tells one call's internal messages from the next's.
     seq: Cell<u32>,
+    /// Fault tolerance's agreements made on it so far, counted apart from `seq`
+    /// (fault_tolerance.rs).
+    agree_seq: Cell<u32>,
     /// The local group of an intercommunicator (endpoints, in rank order); `None` for an
     /// intracommunicator.
     local: Option<Rc<[u32]>>,
@@ -214,6 +218,7 @@ impl Comm {
             info: RefCell::new(Info::new()),
             asserts: Cell::new(asserts),
             seq: Cell::new(0),
+            agree_seq: Cell::new(0),
             local: None,
             coll_forced: Default::default(),
             coll_repeat: Default::default(),
