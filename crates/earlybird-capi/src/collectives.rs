@@ -10,7 +10,7 @@
 use crate::abi::{self, Handle};
 use crate::array;
 use crate::state::{self, buf_in, buf_out, by_elem, ok_or_code, slice_in, slice_out, with_comm};
-use crate::type_constructors::Width;
+use crate::widths::Width;
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
 

@@ -5,7 +5,7 @@
 use crate::abi::{self, c, Handle, MpiStatus, MPI_SUCCESS};
 use crate::f90_types;
 use crate::state::{self, write};
-use crate::type_constructors::count as count_of;
+use crate::widths::count as count_of;
 use crate::{c_str, len, self_ok};
 use earlybird::{Combiner, CombinerKind, Contents, Distribution, Error, ErrorClass, Order};
 use std::ffi::{c_char, c_int, c_void};
@@ -300,7 +300,7 @@ mpi! {
     }
 
     fn MPI_Pack_size_c / PMPI_Pack_size_c(count: i64, dt: Handle, _comm: Handle, size: *mut i64) {
-        let r = crate::type_constructors::count(count).and_then(|n| state::type_of(dt)?.pack_size(n));
+        let r = count_of(count).and_then(|n| state::type_of(dt)?.pack_size(n));
         // SAFETY: an MPI_Count to write, checked for null.
         self_ok(r.map(|n| unsafe { write(size, n as i64) }))
     }

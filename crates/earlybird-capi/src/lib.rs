@@ -118,6 +118,7 @@ pub mod pt2pt;
 pub mod sync_counters;
 pub mod type_attributes;
 pub mod type_constructors;
+mod widths;
 pub mod windows;
 
 fn status_out(s: *mut MpiStatus, st: &Status) {
@@ -1317,7 +1318,7 @@ mpi! {
 ///
 /// # Safety
 /// `inbuf` holds the elements, `outbuf` `outsize` bytes, `position` a `W` (MPI's contract).
-unsafe fn pack<W: type_constructors::Width>(
+unsafe fn pack<W: widths::Width>(
     inbuf: *const c_void,
     count: W,
     dt: Handle,
@@ -1331,7 +1332,7 @@ unsafe fn pack<W: type_constructors::Width>(
     let (src, dst, mut at) = unsafe {
         (
             bytes_at(from, bytes)?,
-            bytes_at_mut(outbuf.cast(), type_constructors::count(outsize)?)?,
+            bytes_at_mut(outbuf.cast(), widths::count(outsize)?)?,
             read_position(position)?,
         )
     };
@@ -1346,7 +1347,7 @@ unsafe fn pack<W: type_constructors::Width>(
 /// # Safety
 /// `inbuf` holds `insize` bytes, `outbuf` room for the elements, `position` a `W` (MPI's
 /// contract).
-unsafe fn unpack<W: type_constructors::Width>(
+unsafe fn unpack<W: widths::Width>(
     inbuf: *const c_void,
     insize: W,
     position: *mut W,
@@ -1358,7 +1359,7 @@ unsafe fn unpack<W: type_constructors::Width>(
     // SAFETY: as in `pack`.
     let (src, dst, mut at) = unsafe {
         (
-            bytes_at(inbuf.cast(), type_constructors::count(insize)?)?,
+            bytes_at(inbuf.cast(), widths::count(insize)?)?,
             bytes_at_mut(to.cast_mut(), bytes)?,
             read_position(position)?,
         )
@@ -1372,9 +1373,7 @@ unsafe fn unpack<W: type_constructors::Width>(
 ///
 /// # Safety
 /// `p` is null or points to a `W`.
-pub(crate) unsafe fn read_position<W: type_constructors::Width>(
-    p: *const W,
-) -> earlybird::Result<usize> {
+pub(crate) unsafe fn read_position<W: widths::Width>(p: *const W) -> earlybird::Result<usize> {
     if p.is_null() {
         return Err(Error::new(ErrorClass::Arg, "a null position"));
     }
@@ -1387,7 +1386,7 @@ pub(crate) unsafe fn read_position<W: type_constructors::Width>(
 ///
 /// # Safety
 /// `p` points to a `W` (checked for null by [`read_position`]).
-pub(crate) unsafe fn write_position<W: type_constructors::Width>(
+pub(crate) unsafe fn write_position<W: widths::Width>(
     p: *mut W,
     at: usize,
 ) -> earlybird::Result<()> {
@@ -1557,7 +1556,7 @@ fn self_ok<T>(r: earlybird::Result<T>) -> c_int {
 
 /// A count or block length as a length (MPI_ERR_COUNT if negative).
 fn len(n: c_int) -> earlybird::Result<usize> {
-    type_constructors::count(n)
+    widths::count(n)
 }
 
 /// The `n` entries at `p`.
@@ -1566,7 +1565,7 @@ fn len(n: c_int) -> earlybird::Result<usize> {
 /// `p` points to `n` initialised `T`s that outlive the borrow (or `n` is 0).
 unsafe fn array<'a, T>(p: *const T, n: c_int) -> earlybird::Result<&'a [T]> {
     // SAFETY: the function's contract.
-    unsafe { type_constructors::entries(p, n) }
+    unsafe { widths::entries(p, n) }
 }
 
 /// The NUL-terminated string at `p` (MPI_ERR_ARG if null or not UTF-8).
