@@ -294,6 +294,27 @@ fn fault_tolerant_agreement(u: &Universe) -> Result<()> {
     sh.allreduce(earlybird::IN_PLACE, &mut x, &earlybird::Op::SUM)?;
     assert_eq!(x[0], (n * (n + 1) / 2) as u64);
     sh.free()?;
+    // On an intercommunicator: over both groups (the halves by rank parity).
+    if n > 1 {
+        let color = me % 2;
+        let local = w.split(color, me)?.expect("color");
+        let inter = local.intercomm_create(0, &w, 1 - color, 77)?;
+        let mut flag = !(1u32 << me);
+        inter.agree(&mut flag)?;
+        assert_eq!(
+            flag,
+            !((1u32 << n) - 1),
+            "rank {me}: the intercommunicator's agreement"
+        );
+        let sh = inter.shrink()?;
+        assert_eq!(
+            (sh.rank(), sh.size(), sh.remote_size()?),
+            (inter.rank(), inter.size(), inter.remote_size()?)
+        );
+        sh.free()?;
+        inter.free()?;
+        local.free()?;
+    }
     Ok(())
 }
 
