@@ -1143,9 +1143,24 @@ fn span(count: impl Into<i64>, dt: Handle, bottom: bool) -> Result<Span> {
         });
     }
     let (tlb, text) = d.get_true_extent();
-    let reps = (n as isize - 1) * d.extent();
-    let lo = tlb + reps.min(0);
-    let hi = tlb + text + reps.max(0);
+    // Where the elements reach, in address arithmetic that cannot overflow: a count no
+    // memory holds is an error, not a wrapped span.
+    let reach = || {
+        let reps = isize::try_from(n - 1).ok()?.checked_mul(d.extent())?;
+        let lo = tlb.checked_add(reps.min(0))?;
+        let hi = tlb.checked_add(text)?.checked_add(reps.max(0))?;
+        hi.checked_sub(lo.min(0))?;
+        Some((lo, hi))
+    };
+    let (lo, hi) = reach().ok_or_else(|| {
+        Error::new(
+            ErrorClass::Count,
+            format!(
+                "{count} elements of {} bytes reach beyond the address space",
+                d.extent()
+            ),
+        )
+    })?;
     if bottom {
         // The `count` elements as one datatype whose first byte is at displacement 0.
         let moved = Datatype::hindexed(&[n], &[-lo], &d)?;

@@ -60,6 +60,15 @@ static void large_types(void) {
     MPI_Count psize = 0;
     MPI_Pack_size_c(3LL << 30, MPI_INT, MPI_COMM_WORLD, &psize);
     CHECK(psize >= (12LL << 30), "pack_size_c of 3 Gi ints: %lld", (long long)psize);
+    /* Counts no memory holds are errors, not a crash. */
+    int one = 1;
+    rc = MPI_Send_c(&one, 1LL << 62, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+    CHECK(rc != MPI_SUCCESS, "send_c of 2^62 ints succeeded");
+    char small[64];
+    MPI_Count where = 0;
+    rc = MPI_Pack_c(&one, 1LL << 61, MPI_INT, small, sizeof(small), &where, MPI_COMM_SELF);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_COUNT, "pack_c of 2^61 ints: class %d", cls);
     int ipsize = 0;
     rc = MPI_Pack_size(1 << 30, MPI_INT, MPI_COMM_WORLD, &ipsize);
     MPI_Error_class(rc, &cls);
