@@ -14,7 +14,6 @@
 use crate::abi::{c, Handle};
 use crate::state;
 use earlybird::{Error, ErrorClass};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_int;
 
@@ -26,10 +25,12 @@ struct Made {
     r: c_int,
 }
 
-thread_local! {
-    /// The parameterized types made so far, both ways: by arguments and by handle.
-    static MADE: RefCell<(HashMap<Made, Handle>, HashMap<Handle, Made>)> =
-        RefCell::new((HashMap::new(), HashMap::new()));
+/// The parameterized types a state made, both ways: by arguments and by handle (kept in
+/// the MPI state, whose handles they are).
+#[derive(Default)]
+pub(crate) struct Registry {
+    by_made: HashMap<Made, Handle>,
+    by_handle: HashMap<Handle, Made>,
 }
 
 /// A precision or range argument: MPI_UNDEFINED asks nothing of it.
@@ -85,15 +86,14 @@ fn describe(made: Made) -> String {
 
 /// The handle of the parameterized type `made`, made on first use.
 fn handle(made: Made) -> earlybird::Result<Handle> {
-    if let Some(h) = MADE.with(|m| m.borrow().0.get(&made).copied()) {
+    if let Some(h) = state::read_f90(|r| r.by_made.get(&made).copied()).flatten() {
         return Ok(h);
     }
     let base = state::type_of(fixed(made)?)?;
     let h = state::add_type(base.dup()?)?;
-    MADE.with(|m| {
-        let mut m = m.borrow_mut();
-        m.0.insert(made, h);
-        m.1.insert(h, made);
+    state::write_f90(|r| {
+        r.by_made.insert(made, h);
+        r.by_handle.insert(h, made);
     });
     Ok(h)
 }
@@ -127,7 +127,7 @@ pub(crate) fn integer(r: c_int) -> earlybird::Result<Handle> {
 
 /// The combiner and integers of `h` if a create_f90 call made it (its decoders' answer).
 pub(crate) fn envelope(h: Handle) -> Option<(c_int, Vec<c_int>)> {
-    let made = MADE.with(|m| m.borrow().1.get(&h).copied())?;
+    let made = state::read_f90(|r| r.by_handle.get(&h).copied()).flatten()?;
     let ints = if made.combiner == c::MPI_COMBINER_F90_INTEGER {
         vec![made.r]
     } else {

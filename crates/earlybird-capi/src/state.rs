@@ -47,6 +47,8 @@ struct State {
     /// Names the program gave predefined datatypes (MPI_Type_set_name), by handle: each use
     /// of a predefined handle makes its datatype anew.
     type_names: std::collections::HashMap<Handle, String>,
+    /// The datatypes MPI_Type_create_f90_* made (f90_types.rs).
+    f90: crate::f90_types::Registry,
     /// Window error handlers: the program's functions.
     win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
@@ -137,6 +139,7 @@ impl State {
             type_keyvals: Table::new(),
             type_attrs: std::collections::HashMap::new(),
             type_names: std::collections::HashMap::new(),
+            f90: Default::default(),
             attached: None,
             env: earlybird::Info::new(),
         }
@@ -309,6 +312,18 @@ pub(crate) fn retire(h: Handle, mut p: Held) {
 
 fn with_state<R>(f: impl FnOnce(&mut Option<State>) -> R) -> R {
     cell(|s| f(&mut s.borrow_mut()))
+}
+
+/// `f` reading the datatypes MPI_Type_create_f90_* made (`None` outside MPI_Init and
+/// MPI_Finalize). The state is only shared meanwhile, so that the decoders work inside the
+/// program's callbacks (a user operation told its datatype, say).
+pub(crate) fn read_f90<R>(f: impl FnOnce(&crate::f90_types::Registry) -> R) -> Option<R> {
+    cell(|s| s.borrow().as_ref().map(|st| f(&st.f90)))
+}
+
+/// `f` adding to the datatypes MPI_Type_create_f90_* made.
+pub(crate) fn write_f90(f: impl FnOnce(&mut crate::f90_types::Registry)) {
+    with_state(|s| s.as_mut().map(|st| f(&mut st.f90)));
 }
 
 /// One round of progress of the rank's engine (a wait over many requests polls them in turn).
