@@ -10,7 +10,7 @@
 use crate::abi::{self, Handle};
 use crate::array;
 use crate::state::{self, buf_in, buf_out, by_elem, ok_or_code, slice_in, slice_out, with_comm};
-use crate::widths::Width;
+use crate::widths::{self, Width};
 use earlybird::{Comm, Dst, DstOrInPlace, Error, ErrorClass, Op, Src};
 use std::ffi::{c_int, c_void};
 
@@ -177,14 +177,7 @@ fn count<N: Width>(n: N) -> R<c_int> {
 /// `p` points to `n` entries (or `n` is 0).
 unsafe fn lengths<N: Width>(p: *const N, n: c_int) -> R<Vec<usize>> {
     // SAFETY: the function's contract.
-    let v = unsafe { array(p, n) }?;
-    v.iter()
-        .map(|&x| {
-            usize::try_from(x.wide()).map_err(|_| {
-                Error::new(ErrorClass::Count, format!("count {} is negative", x.wide()))
-            })
-        })
-        .collect()
+    widths::counts(unsafe { array(p, n) }?)
 }
 
 /// The counts and displacements of a v-collective, `n` of each (MPI_ERR_COUNT for a negative

@@ -1401,22 +1401,13 @@ pub(crate) unsafe fn write_position<W: widths::Width>(
     Ok(())
 }
 
-/// The `n` bytes at `p` (MPI_ERR_ARG if `p` is null where `n` is not 0).
+/// The `n` bytes at `p` (see [`widths::entries`]).
 ///
 /// # Safety
 /// `p` points to `n` readable bytes that outlive the borrow (or `n` is 0).
 pub(crate) unsafe fn bytes_at<'a>(p: *const u8, n: usize) -> earlybird::Result<&'a [u8]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Error::new(
-            ErrorClass::Arg,
-            format!("a null buffer of {n} bytes"),
-        ));
-    }
     // SAFETY: the function's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+    unsafe { widths::entries(p, n) }
 }
 
 /// The `n` bytes at `p`, to write ([`bytes_at`]'s rules).

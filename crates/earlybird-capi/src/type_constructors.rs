@@ -8,17 +8,9 @@ use crate::abi::Handle;
 use crate::datatypes::{distribution, order};
 use crate::made;
 use crate::state;
-use crate::widths::{count, disp, entries, Width};
+use crate::widths::{count, counts, disp, disps, entries, Width};
 use earlybird::Datatype;
 use std::ffi::c_int;
-
-fn counts<W: Width>(v: &[W]) -> earlybird::Result<Vec<usize>> {
-    v.iter().map(|&n| count(n)).collect()
-}
-
-fn disps<W: Width>(v: &[W]) -> earlybird::Result<Vec<isize>> {
-    v.iter().map(|&n| disp(n)).collect()
-}
 
 /// MPI_Type_contiguous(_c).
 ///

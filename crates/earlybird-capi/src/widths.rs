@@ -30,6 +30,12 @@ impl Width for i64 {
     }
 }
 
+impl Width for usize {
+    fn wide(self) -> i64 {
+        self as i64
+    }
+}
+
 impl Width for isize {
     fn wide(self) -> i64 {
         self as i64
@@ -54,6 +60,16 @@ pub(crate) fn disp<W: Width>(n: W) -> earlybird::Result<isize> {
             format!("displacement {n} does not fit an address"),
         )
     })
+}
+
+/// Counts or block lengths as lengths (MPI_ERR_COUNT for a negative one).
+pub(crate) fn counts<W: Width>(v: &[W]) -> earlybird::Result<Vec<usize>> {
+    v.iter().map(|&n| count(n)).collect()
+}
+
+/// Displacements as address differences.
+pub(crate) fn disps<W: Width>(v: &[W]) -> earlybird::Result<Vec<isize>> {
+    v.iter().map(|&n| disp(n)).collect()
 }
 
 /// The `n` entries at `p`, `n` given in either width (MPI_ERR_COUNT if negative,

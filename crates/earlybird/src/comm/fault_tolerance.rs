@@ -40,11 +40,20 @@ fn and_of(got: &[Vec<u8>]) -> Result<u32> {
 }
 
 impl Comm {
-    /// The internal tag of this process's next agreement on the communicator.
-    fn next_agree_tag(&self) -> i32 {
+    /// This process's next agreement on the communicator: the participants (every process
+    /// of both groups), this process's index among them, and the internal context and tag
+    /// its messages go under.
+    fn next_agreement(&self) -> Result<(Vec<u32>, usize, u32, i32)> {
+        self.check_live()?;
+        let (parts, me) = self.parts();
         let s = self.shared.agree_seq.get();
         self.shared.agree_seq.set(s.wrapping_add(1));
-        coll_tag(s, AGREE_ROUND)
+        Ok((
+            parts,
+            me,
+            self.ctx.internal().raw(),
+            coll_tag(s, AGREE_ROUND),
+        ))
     }
 
     /// MPIX_Comm_agree: `flag` becomes the bitwise AND of the flags every process of the
@@ -53,10 +62,7 @@ impl Comm {
     /// job, this call included.
     pub fn agree(&self, flag: &mut u32) -> Result<()> {
         let r = (|| {
-            self.check_live()?;
-            let (parts, me) = self.parts();
-            let tag = self.next_agree_tag();
-            let ctx = self.ctx.internal().raw();
+            let (parts, me, ctx, tag) = self.next_agreement()?;
             let got = agree::exchange(&self.eng, ctx, tag, &parts, me, flag.to_le_bytes().into())?;
             *flag = and_of(&got)?;
             Ok(())
@@ -68,10 +74,7 @@ impl Comm {
     /// returned [`Agreed`] once the request has completed.
     pub fn iagree<'s>(&self, s: &'s Scope<'s, '_>, flag: u32) -> Result<(Request<'s>, Agreed)> {
         let r = (|| {
-            self.check_live()?;
-            let (parts, me) = self.parts();
-            let tag = self.next_agree_tag();
-            let ctx = self.ctx.internal().raw();
+            let (parts, me, ctx, tag) = self.next_agreement()?;
             let result = Rc::new(Cell::new(None));
             let x = Exchange::start(
                 &mut self.eng.borrow_mut(),
