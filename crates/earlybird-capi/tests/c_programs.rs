@@ -101,22 +101,28 @@ fn run_everywhere_with(name: &str, headers: &[Header], flags: &[&str]) {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// The job of program `name` on `n` ranks, started by `launcher`, succeeded and every rank
+/// printed "<name>: ok <rank>".
+fn assert_every_rank_ok(name: &str, launcher: &str, n: usize, out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{launcher} -n {n} {name}: {:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in 0..n {
+        assert!(
+            stdout.lines().any(|l| l == format!("{name}: ok {r}")),
+            "rank {r} of {n} did not report ok under {launcher}:\n{stdout}"
+        );
+    }
+}
+
 fn run_built(name: &str, exe: &Path, prefix: &Path, lib: &Path) {
     for n in [1, 2, 3, 4] {
         let out = run(ebrun(prefix, n, exe), lib);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "ebrun -n {n} {name}: {:?}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        for r in 0..n {
-            assert!(
-                stdout.lines().any(|l| l == format!("{name}: ok {r}")),
-                "rank {r} of {n} did not report ok:\n{stdout}"
-            );
-        }
+        assert_every_rank_ok(name, "ebrun", n, &out);
     }
     let out = run(Command::new(exe), lib);
     assert!(
@@ -126,6 +132,32 @@ fn run_built(name: &str, exe: &Path, prefix: &Path, lib: &Path) {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Under MPICH's own launcher, Hydra (`mpiexec.hydra` of Debian's mpich), in its three PMI
+/// modes: PMI-1 over an inherited socket, PMI-1 over a port (`-pmi-port`), PMI-2. MPICH's
+/// binaries run unmodified, started as they would be on MPICH.
+#[test]
+fn basic_program_under_hydra() {
+    let name = "basic";
+    let work = work_dir("hydra");
+    let prefix = install(&work);
+    let lib = prefix.join("lib");
+    let modes: [(&[&str], &str); 3] = [(&[], ""), (&["-pmi-port"], ""), (&[], "2")];
+    for &header in BOTH {
+        let exe = compile(name, &work, &prefix, header, &[]);
+        for (args, pmi) in modes {
+            for n in [2, 3] {
+                let mut cmd = Command::new("mpiexec.hydra");
+                cmd.args(args).args(["-n", &n.to_string()]).arg(&exe);
+                cmd.env("EARLYBIRD_PMI", pmi);
+                let out = run(cmd, &lib);
+                let what = format!("mpiexec.hydra {args:?} (EARLYBIRD_PMI={pmi:?})");
+                assert_every_rank_ok(name, &what, n, &out);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
 }
 
 /// Both headers: the programs most of MPI's users write, compiled as MPICH's binaries too.

@@ -50,7 +50,7 @@ pub mod threads;
 /// programs.
 #[doc(hidden)]
 pub mod launch {
-    pub use crate::bootstrap::{LaunchedJob, ENV_RANK, ENV_SHM_DIR};
+    pub use crate::bootstrap::{launched, LaunchedJob, ENV_RANK, ENV_SHM_DIR};
     pub use crate::fabric::job::{BlockedIn, JobSegment, Published, RankState};
     pub use crate::sys::process::{cpus, pin_to_cpu, signal};
 }
@@ -276,7 +276,18 @@ impl Universe {
     /// MPI_COMM_SELF's attributes are deleted first; a delete callback's error is returned
     /// after the rest of finalize has run (the other ranks must not wait for this one).
     pub fn finalize(mut self) -> Result<()> {
-        self.rank.finish()
+        let r = self.rank.finish();
+        r.and(self.tell_launcher())
+    }
+
+    /// A rank started by Hydra or Slurm tells it that it has finalized (PMI); nothing for
+    /// other jobs, or the second time.
+    fn tell_launcher(&self) -> Result<()> {
+        if self.is_process_job() {
+            bootstrap::launcher_finalize()
+        } else {
+            Ok(())
+        }
     }
 
     /// The eager limit in force, in bytes (`EARLYBIRD_EAGER_LIMIT`).
@@ -287,6 +298,21 @@ impl Universe {
     /// Drive progress once (for programs that poll).
     pub fn progress(&self) {
         self.rank.progress();
+    }
+}
+
+impl Drop for Universe {
+    /// A universe dropped without finalize finalizes (see the rank's own drop), and then
+    /// tells the launcher as [`finalize`](Universe::finalize) does.
+    fn drop(&mut self) {
+        self.rank.finish_at_drop();
+        if !std::thread::panicking() {
+            if let Err(e) = self.tell_launcher() {
+                use std::io::Write;
+                let line = format!("earlybird: finalize at drop: {e}\n");
+                let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            }
+        }
     }
 }
 

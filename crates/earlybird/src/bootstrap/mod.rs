@@ -5,22 +5,50 @@
 //!   descriptor inherited and these variables set: [`ENV_RANK`], [`ENV_SIZE`],
 //!   [`ENV_SEGMENT_FD`], [`ENV_LAUNCHER_PID`]. The segment itself is the key-value store:
 //!   each rank publishes its pid and state in its slot.
+//! * **Launched by Hydra or Slurm** (`mpiexec`, `srun --mpi=pmi2`): the rank speaks PMI to
+//!   the launcher ([`pmi`]). The lowest rank of each node (per `PMI_process_mapping`) creates
+//!   the node's job segment unlinked and publishes `pid:fd:bytes` of its descriptor in PMI's
+//!   key-value space; after a barrier the node's other ranks map it through
+//!   `/proc/PID/fd/FD`; a second barrier lets it close the descriptor. The parent of that
+//!   rank (Hydra's proxy, Slurm's step daemon) stands for the launcher whose death ends
+//!   every wait. `MPI_Abort` and fatal errors go to the launcher as PMI's `abort`, so that it
+//!   ends the other ranks and exits with the code.
 //! * **Thread jobs**: the ranks are threads of one process sharing an anonymous segment
 //!   ([`crate::threads`]).
-//! * **Singleton**: a program started without `ebrun` is rank 0 of a job of size 1.
+//! * **Singleton**: a program started without a launcher is rank 0 of a job of size 1. A
+//!   launcher that earlybird cannot talk to (PMIx only: Open MPI's `mpirun`, `srun
+//!   --mpi=pmix`; `srun` without PMI) is an error at init, never N singletons.
 #![forbid(unsafe_code)]
+
+pub(crate) mod pmi;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::{JobSegment, JobShape};
 use crate::sys::segment::{self, Segment};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 pub const ENV_RANK: &str = "EARLYBIRD_RANK";
 pub(crate) const ENV_SIZE: &str = "EARLYBIRD_SIZE";
 pub(crate) const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
 pub(crate) const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
 pub use crate::sys::segment::ENV_SHM_DIR;
+
+/// Whether a launcher started this process as a rank: ebrun, Hydra or Slurm through PMI, or
+/// one that init refuses (PMIx, Open MPI's, srun without PMI).
+pub fn launched() -> bool {
+    [
+        "EARLYBIRD_RANK",
+        "PMI_FD",
+        "PMI_PORT",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .any(|k| std::env::var_os(k).is_some())
+}
 
 /// How this rank joined its job.
 #[derive(Debug, Clone)]
@@ -79,31 +107,13 @@ impl LaunchedJob {
     /// Create the segment of a job of `nranks` ranks in `dir` (default `/dev/shm`, or
     /// `$EARLYBIRD_SHM_DIR`). The file is unlinked before this returns.
     pub fn create(nranks: u32, dir: Option<&Path>) -> Result<LaunchedJob> {
-        let dir: PathBuf = match dir {
-            Some(d) => d.to_path_buf(),
-            None => segment::shm_dir(),
-        };
-        let shape = JobShape::for_ranks(nranks);
-        let bytes = shape.total_bytes();
-        let (seg, fd) = Segment::create_unlinked(&dir, bytes).map_err(|e| {
-            Error::new(
-                ErrorClass::NoMem,
-                format!(
-                    "cannot reserve {} KiB in {} for the job's shared segment ({} ranks): {e}",
-                    bytes.div_ceil(1024),
-                    dir.display(),
-                    nranks
-                ),
-            )
-        })?;
+        let (segment, fd) = create_segment(nranks, dir, std::process::id())?;
         segment::set_inheritable(fd.as_fd()).map_err(|e| {
             Error::new(
                 ErrorClass::Other,
                 format!("cannot pass the segment to ranks: {e}"),
             )
         })?;
-        let segment = JobSegment::init(seg, shape);
-        segment.set_launcher_pid(std::process::id());
         Ok(LaunchedJob { segment, fd })
     }
 
@@ -118,11 +128,49 @@ impl LaunchedJob {
     }
 }
 
-/// Join the job this process was started in: from the launcher's environment, or as a
-/// singleton when there is none.
+/// Create the job segment of `nranks` ranks, unlinked, in `dir` (default `/dev/shm`, or
+/// `$EARLYBIRD_SHM_DIR`), naming `launcher` as the process whose death ends the job.
+fn create_segment(nranks: u32, dir: Option<&Path>, launcher: u32) -> Result<(JobSegment, OwnedFd)> {
+    let dir: PathBuf = match dir {
+        Some(d) => d.to_path_buf(),
+        None => segment::shm_dir(),
+    };
+    let shape = JobShape::for_ranks(nranks);
+    let bytes = shape.total_bytes();
+    let (seg, fd) = Segment::create_unlinked(&dir, bytes).map_err(|e| {
+        Error::new(
+            ErrorClass::NoMem,
+            format!(
+                "cannot reserve {} KiB in {} for the job's shared segment ({} ranks): {e}",
+                bytes.div_ceil(1024),
+                dir.display(),
+                nranks
+            ),
+        )
+    })?;
+    let segment = JobSegment::init(seg, shape);
+    segment.set_launcher_pid(launcher);
+    Ok((segment, fd))
+}
+
+/// Join the job this process was started in: from ebrun's environment, through PMI, or as
+/// a singleton when no launcher is there.
 pub(crate) fn from_environment() -> Result<Placement> {
-    let Ok(rank) = std::env::var(ENV_RANK) else {
-        return singleton();
+    let var = |k: &str| std::env::var(k).ok();
+    let Some(rank) = var(ENV_RANK) else {
+        return match pmi_offer(&var)? {
+            Some(offer) => from_pmi(&offer).inspect_err(|_| {
+                // The launcher closed the connection: it is ending the job (another rank
+                // aborted). Let it end this rank too rather than exit with a code of its own.
+                if pmi::SERVER_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(LAUNCHER_END_WAIT);
+                }
+            }),
+            None => {
+                refuse_foreign_launchers(&var)?;
+                singleton()
+            }
+        };
     };
     let bad = |what: &str, v: &str| {
         Error::new(
@@ -183,6 +231,258 @@ pub(crate) fn from_environment() -> Result<Placement> {
         job,
         processes: true,
     })
+}
+
+fn launch_error(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorClass::Other, what.to_string())
+}
+
+/// The PMI server the environment offers (`PMI_FD` or `PMI_PORT`), `None` when it offers
+/// none. Half an offer (`PMI_RANK` without a connection, a number that does not parse) is
+/// an error: a job must never run as singletons because a variable was missed.
+fn pmi_offer(var: &impl Fn(&str) -> Option<String>) -> Result<Option<pmi::Offer>> {
+    fn num<T: std::str::FromStr>(k: &str, v: Option<String>) -> Result<Option<T>> {
+        v.map(|s| {
+            s.trim()
+                .parse()
+                .map_err(|_| launch_error(format!("bad {k}={s:?} from the launcher")))
+        })
+        .transpose()
+    }
+    let fd: Option<i32> = num("PMI_FD", var("PMI_FD"))?;
+    let port = match var("PMI_PORT") {
+        Some(p) => {
+            let id: Option<u32> = num("PMI_ID", var("PMI_ID"))?;
+            let id =
+                id.ok_or_else(|| launch_error(format!("PMI_PORT={p:?} is set but PMI_ID is not")))?;
+            Some((p, id))
+        }
+        None => None,
+    };
+    let rank: Option<u32> = num("PMI_RANK", var("PMI_RANK"))?;
+    let size: Option<u32> = num("PMI_SIZE", var("PMI_SIZE"))?;
+    let wire = match var("EARLYBIRD_PMI").as_deref().filter(|w| !w.is_empty()) {
+        Some("1") => Some(pmi::Wire::V1),
+        Some("2") => Some(pmi::Wire::V2),
+        Some(other) => {
+            return Err(launch_error(format!(
+                "EARLYBIRD_PMI={other:?}: the PMI wires are 1 and 2"
+            )))
+        }
+        // Slurm's mpi/pmi2 plugin names its job and socket; its native wire is PMI-2.
+        None if var("PMI_JOBID").is_some() || var("PMI2_SUN_PATH").is_some() => Some(pmi::Wire::V2),
+        None => None,
+    };
+    if fd.is_none() && port.is_none() {
+        if rank.is_some() || size.is_some() {
+            return Err(launch_error(
+                "PMI_RANK or PMI_SIZE is set but neither PMI_FD nor PMI_PORT: \
+                 the launcher offers no PMI connection",
+            ));
+        }
+        return Ok(None);
+    }
+    if fd.is_some() && wire != Some(pmi::Wire::V2) && (rank.is_none() || size.is_none()) {
+        return Err(launch_error("PMI_FD is set without PMI_RANK and PMI_SIZE"));
+    }
+    Ok(Some(pmi::Offer {
+        fd,
+        port,
+        rank,
+        size,
+        wire,
+        jobid: var("PMI_JOBID"),
+    }))
+}
+
+/// Init fails, rather than run as one of N singletons, under a launcher earlybird does not
+/// speak to.
+fn refuse_foreign_launchers(var: &impl Fn(&str) -> Option<String>) -> Result<()> {
+    if var("PMIX_RANK").is_some() || var("PMIX_NAMESPACE").is_some() {
+        return Err(launch_error(
+            "started by a PMIx launcher (PMIX_RANK is set: Open MPI's mpirun or srun \
+             --mpi=pmix), which earlybird does not speak: start the job with ebrun, MPICH's \
+             mpiexec (Hydra) or srun --mpi=pmi2",
+        ));
+    }
+    if var("OMPI_COMM_WORLD_SIZE").is_some() {
+        return Err(launch_error(
+            "started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set), which earlybird \
+             does not speak to: start the job with ebrun or MPICH's mpiexec (Hydra)",
+        ));
+    }
+    let tasks = var("SLURM_STEP_NUM_TASKS").and_then(|n| n.parse::<u32>().ok());
+    if var("SLURM_PROCID").is_some() && tasks.is_some_and(|n| n > 1) {
+        return Err(launch_error(
+            "started by srun without PMI (SLURM_PROCID is set, no PMI_FD): use srun \
+             --mpi=pmi2",
+        ));
+    }
+    Ok(())
+}
+
+/// A rank started by Hydra or Slurm: its PMI connection, kept for abort and finalize, and
+/// (the lowest rank of a node) the descriptor of the node's segment that the others open,
+/// held until finalize, when every rank of the node has mapped it.
+struct Launcher {
+    client: pmi::Client,
+    segment_fd: Option<OwnedFd>,
+}
+
+static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
+
+/// How long a rank gives the launcher to end it once the job is ending.
+const LAUNCHER_END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a rank waits for its node's segment card after the barrier.
+const CARD_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Join a job through the PMI server `offer` names (see the module's doc).
+fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
+    let stream = match (offer.fd, &offer.port) {
+        (Some(fd), _) => {
+            let owned = segment::adopt_inherited(fd)
+                .map_err(|e| launch_error(format!("PMI_FD={fd}: {e}")))?;
+            // Programs this rank starts must not speak PMI as this rank.
+            let _ = segment::set_close_on_exec(owned.as_fd());
+            pmi::Stream::Unix(std::os::unix::net::UnixStream::from(owned))
+        }
+        (None, Some((addr, _))) => pmi::Stream::Tcp(
+            std::net::TcpStream::connect(addr.as_str())
+                .map_err(|e| launch_error(format!("PMI_PORT={addr:?}: cannot connect: {e}")))?,
+        ),
+        (None, None) => unreachable!("an offer has a descriptor or a port"),
+    };
+    let mut c = pmi::Client::start(stream, offer)?;
+    match join_node(&mut c) {
+        Ok((job, held)) => {
+            let rank = c.rank;
+            *LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Launcher {
+                client: c,
+                segment_fd: held,
+            });
+            Ok(Placement {
+                rank,
+                job,
+                processes: true,
+            })
+        }
+        Err(e) if pmi::SERVER_CLOSED.load(std::sync::atomic::Ordering::Relaxed) => Err(e),
+        Err(e) => {
+            // Every rank fails alike; say why before the launcher ends the job (it may kill
+            // this rank before the program prints the error), and end it with status 1.
+            let line = format!("earlybird: rank {}: cannot join the job: {e}", c.rank);
+            use std::io::Write;
+            let _ = std::io::stderr()
+                .lock()
+                .write_all(format!("{line}\n").as_bytes());
+            c.abort(1, &line);
+            Err(e)
+        }
+    }
+}
+
+/// Map this node's job segment (see the module's doc); the lowest rank of the node also
+/// returns the descriptor the others open.
+fn join_node(c: &mut pmi::Client) -> Result<(JobSegment, Option<OwnedFd>)> {
+    let (rank, size) = (c.rank, c.size);
+    let nodes = c.process_mapping()?.ok_or_else(|| {
+        launch_error(
+            "the launcher gives no PMI_process_mapping, so ranks cannot tell which share a host",
+        )
+    })?;
+    let node = nodes[rank as usize];
+    let spanned = {
+        let mut n = nodes.clone();
+        n.sort_unstable();
+        n.dedup();
+        n.len()
+    };
+    if spanned > 1 {
+        return Err(launch_error(format!(
+            "this job of {size} ranks spans {spanned} hosts (PMI_process_mapping), and \
+             earlybird's fabric joins the ranks of one host only (shared memory)"
+        )));
+    }
+    let leader = nodes.iter().position(|&n| n == node).unwrap_or(0) as u32;
+    let key = format!("earlybird-segment-{node}");
+    crate::sys::process::die_with_parent();
+    let (job, held) = if rank == leader {
+        let (job, fd) = create_segment(size, None, crate::sys::process::parent())?;
+        let card = format!(
+            "{}:{}:{}",
+            std::process::id(),
+            fd.as_raw_fd(),
+            job.shape().total_bytes()
+        );
+        c.put(&key, &card)?;
+        c.barrier()?;
+        (job, Some(fd))
+    } else {
+        c.barrier()?;
+        // Hydra's PMI-2 fence is not a barrier: the card may come a little later.
+        let card = c.get_within(&key, CARD_WAIT)?;
+        let bad = || {
+            launch_error(format!(
+                "rank {leader}'s segment card {card:?} does not parse"
+            ))
+        };
+        let f: Vec<&str> = card.split(':').collect();
+        let [pid, fd, bytes] = f[..] else {
+            return Err(bad());
+        };
+        let (pid, fd, bytes) = (
+            pid.parse::<u32>().map_err(|_| bad())?,
+            fd.parse::<i32>().map_err(|_| bad())?,
+            bytes.parse::<usize>().map_err(|_| bad())?,
+        );
+        let seg = Segment::map_held(pid, fd, bytes).map_err(|e| {
+            launch_error(format!(
+                "cannot map rank {leader}'s job segment (pid {pid}, descriptor {fd}): {e}"
+            ))
+        })?;
+        (JobSegment::attach(seg).map_err(launch_error)?, None)
+    };
+    if job.nranks() != size {
+        return Err(launch_error(format!(
+            "PMI says {size} ranks, rank {leader}'s segment holds {}",
+            job.nranks()
+        )));
+    }
+    Ok((job, held))
+}
+
+/// Ask the launcher (Hydra, Slurm) to end the job with exit code `code`; nothing when the
+/// job was not started through PMI (ebrun watches the job segment instead).
+pub(crate) fn launcher_abort(code: i32, why: &str) {
+    if let Some(l) = LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        // Give the launcher a moment to forward what this rank just wrote: once it has the
+        // abort it kills the ranks, and Hydra's proxy drops output not yet forwarded.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        l.client.abort(code, why);
+    }
+}
+
+/// Under Hydra or Slurm, when another rank has ended the job: give the launcher time to end
+/// this rank itself, so that the job's exit code is the one the aborting rank sent and not
+/// this rank's. Returns after 10 s if it has not (or at once without a PMI launcher).
+pub(crate) fn await_launcher_end() {
+    let pmi = LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    if pmi {
+        std::thread::sleep(LAUNCHER_END_WAIT);
+    }
+}
+
+/// Tell the launcher this rank has finalized (PMI's `finalize`); nothing when the job was
+/// not started through PMI.
+pub(crate) fn launcher_finalize() -> Result<()> {
+    match LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(mut l) => {
+            drop(l.segment_fd.take());
+            l.client.finalize()
+        }
+        None => Ok(()),
+    }
 }
 
 fn singleton() -> Result<Placement> {

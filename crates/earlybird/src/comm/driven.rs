@@ -147,6 +147,13 @@ impl Drop for Driven {
     /// attributes are deleted first, then the rank waits for the others. A rank unwinding
     /// from a panic aborts the job instead.
     fn drop(&mut self) {
+        self.finish_at_drop();
+    }
+}
+
+impl Driven {
+    /// What dropping an unfinished rank does (see `Drop`); nothing once it is finished.
+    pub(crate) fn finish_at_drop(&mut self) {
         if self.done {
             return;
         }

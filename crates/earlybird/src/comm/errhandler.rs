@@ -197,6 +197,15 @@ pub(crate) fn end_job(
     if let Some(job) = job {
         job.abort(rank, code);
     }
+    if !threads {
+        if ended_elsewhere {
+            crate::bootstrap::await_launcher_end();
+        } else {
+            // Started by Hydra or Slurm: the launcher ends the other ranks and exits with
+            // this status.
+            crate::bootstrap::launcher_abort(status, &line);
+        }
+    }
     if threads {
         // The job is this process's rank threads, not the process: unwind this rank
         // (Job::run aborts the job and re-raises the panic to its caller).

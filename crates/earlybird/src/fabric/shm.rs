@@ -11,7 +11,7 @@ use crate::sys::lend::Loan;
 use crate::sys::segment::Segment;
 use std::cell::Cell;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 /// One endpoint's ends of the job's rings.
 pub(crate) struct Shm {
@@ -164,17 +164,6 @@ impl Transport for Shm {
     }
 
     fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(format!("/proc/{}/fd/{}", key.pid, key.fd))?;
-        let len = crate::sys::segment::fd_len(file.as_fd())?;
-        if len < key.bytes {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("region of {len} bytes, {} expected", key.bytes),
-            ));
-        }
-        Segment::map_fd(file.as_fd(), key.bytes)
+        Segment::map_held(key.pid, key.fd, key.bytes)
     }
 }

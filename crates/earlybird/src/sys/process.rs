@@ -30,10 +30,15 @@ pub(crate) fn die_with_parent() {
     };
 }
 
+/// This process's parent.
+pub(crate) fn parent() -> u32 {
+    // SAFETY: getppid cannot fail and touches no memory.
+    unsafe { libc::getppid() as u32 }
+}
+
 /// Whether `pid` is this process's parent, grandparent, ... (read from /proc).
 pub(crate) fn has_ancestor(pid: u32) -> bool {
-    // SAFETY: getppid cannot fail.
-    let mut p = unsafe { libc::getppid() } as u32;
+    let mut p = parent();
     for _ in 0..64 {
         if p == pid {
             return true;

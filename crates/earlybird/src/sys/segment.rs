@@ -95,6 +95,24 @@ impl Segment {
         })
     }
 
+    /// Map the first `len` bytes of a segment that process `pid` holds open as its
+    /// descriptor `fd` (through `/proc/PID/fd/FD`, which asks for the same user): how a
+    /// rank maps what another created unlinked. `Err` if the file is shorter than `len`.
+    pub fn map_held(pid: u32, fd: i32, len: usize) -> io::Result<Segment> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/fd/{fd}"))?;
+        let have = fd_len(file.as_fd())?;
+        if have < len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("segment of {have} bytes, {len} expected"),
+            ));
+        }
+        Segment::map_fd(file.as_fd(), len)
+    }
+
     pub fn base(&self) -> *mut u8 {
         self.base.as_ptr()
     }
@@ -194,6 +212,11 @@ pub(crate) fn fd_len(fd: BorrowedFd<'_>) -> io::Result<usize> {
 /// Clear FD_CLOEXEC so that children started by `Command` inherit the descriptor.
 pub(crate) fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
     set_cloexec_flag(fd, false)
+}
+
+/// Set FD_CLOEXEC, so that programs the process starts do not inherit the descriptor.
+pub(crate) fn set_close_on_exec(fd: BorrowedFd<'_>) -> io::Result<()> {
+    set_cloexec_flag(fd, true)
 }
 
 fn set_cloexec_flag(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {

@@ -129,6 +129,46 @@ pub(crate) fn ebrun_scenario(name: &str, n: u32, env: &[(&str, &str)]) -> JobOut
     ebrun_scenario_within(name, n, env, JOB_TIMEOUT_S)
 }
 
+/// The arguments that make this test binary run scenario `EB_SCENARIO` as one rank.
+pub(crate) const CHILD_ARGS: &[&str] = &[
+    "--exact",
+    "__child",
+    "--ignored",
+    "--nocapture",
+    "--test-threads",
+    "1",
+    "-q",
+];
+
+/// Environment variable that runs the process-mode tests under another launcher:
+/// `EB_LAUNCHER=hydra` starts them with MPICH's `mpiexec.hydra -n N` (PMI-1 over an
+/// inherited socket), `hydra-port` with `mpiexec.hydra -pmi-port`, `hydra-pmi2` with PMI-2.
+pub(crate) const ENV_LAUNCHER: &str = "EB_LAUNCHER";
+
+/// Start scenario `name` on `n` ranks under MPICH's Hydra (`mpiexec.hydra`) with the extra
+/// launcher arguments `args` and environment `env`, bounded as [`ebrun_scenario`].
+pub(crate) fn hydra_scenario(name: &str, n: u32, args: &[&str], env: &[(&str, &str)]) -> JobOutput {
+    let mut cmd = Command::new(hydra_path());
+    cmd.args(args).arg("-n").arg(n.to_string());
+    launch_scenario(
+        cmd,
+        name,
+        env,
+        &format!("mpiexec.hydra job {name} (-n {n} {args:?})"),
+    )
+}
+
+/// MPICH's Hydra launcher (Debian's `mpich` package; CI installs it).
+pub(crate) fn hydra_path() -> PathBuf {
+    let p = PathBuf::from("/usr/bin/mpiexec.hydra");
+    assert!(
+        p.exists(),
+        "{} not found: install Debian's mpich (apt-get install mpich)",
+        p.display()
+    );
+    p
+}
+
 /// [`ebrun_scenario`] with ebrun's `--timeout` at `timeout_s` seconds.
 pub(crate) fn ebrun_scenario_within(
     name: &str,
@@ -136,29 +176,29 @@ pub(crate) fn ebrun_scenario_within(
     env: &[(&str, &str)],
     timeout_s: u64,
 ) -> JobOutput {
-    let ebrun = ebrun_path();
-    let exe = std::env::current_exe().expect("current_exe");
-    let before = shm_entries();
-    let mut cmd = Command::new(&ebrun);
+    let mut cmd = Command::new(ebrun_path());
     cmd.arg("-n")
         .arg(n.to_string())
         .arg("--timeout")
-        .arg(timeout_s.to_string())
-        .arg(&exe)
-        .args([
-            "--exact",
-            "__child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads",
-            "1",
-            "-q",
-        ])
-        .env(ENV_SCENARIO, name);
+        .arg(timeout_s.to_string());
+    launch_scenario(cmd, name, env, &format!("ebrun job {name} (-n {n})"))
+}
+
+/// Run scenario `name` with `env` by `launcher` (a command given its arguments up to the
+/// program), bounded in time, and check that the job left nothing in /dev/shm.
+pub(crate) fn launch_scenario(
+    mut launcher: Command,
+    name: &str,
+    env: &[(&str, &str)],
+    what: &str,
+) -> JobOutput {
+    let exe = std::env::current_exe().expect("current_exe");
+    let before = shm_entries();
+    launcher.arg(&exe).args(CHILD_ARGS).env(ENV_SCENARIO, name);
     for (k, v) in env {
-        cmd.env(k, v);
+        launcher.env(k, v);
     }
-    let out = run_bounded(cmd, &format!("ebrun job {name} (-n {n})"));
+    let out = run_bounded(launcher, what);
     assert_no_new_shm(&before, &out);
     out
 }
@@ -244,12 +284,31 @@ pub(crate) fn run_procs(name: &str, n: u32) {
     run_procs_env(name, n, &[])
 }
 
-/// [`run_procs`] with `env` added to the ranks' environment.
+/// [`run_procs`] with `env` added to the ranks' environment. The launcher is ebrun, or
+/// the one [`ENV_LAUNCHER`] names.
 pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
-    let out = ebrun_scenario(name, n, env);
+    let launcher = std::env::var(ENV_LAUNCHER).unwrap_or_default();
+    let out = match launcher.as_str() {
+        "" | "ebrun" => ebrun_scenario(name, n, env),
+        "hydra" => hydra_scenario(name, n, &[], env),
+        "hydra-port" => hydra_scenario(name, n, &["-pmi-port"], env),
+        "hydra-pmi2" => {
+            let mut env = env.to_vec();
+            env.push(("EARLYBIRD_PMI", "2"));
+            hydra_scenario(name, n, &[], &env)
+        }
+        other => panic!(
+            "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port and hydra-pmi2"
+        ),
+    };
+    assert_job_ran(name, n, &out);
+}
+
+/// The job of scenario `name` on `n` ranks succeeded and every rank reported running it.
+pub(crate) fn assert_job_ran(name: &str, n: u32, out: &JobOutput) {
     assert!(
         out.status.success(),
-        "ebrun job {name} (-n {n}) failed\n{}",
+        "job {name} (-n {n}) failed\n{}",
         out.dump()
     );
     let missing: Vec<i32> = (0..n as i32)
@@ -257,7 +316,7 @@ pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
         .collect();
     assert!(
         missing.is_empty(),
-        "ebrun job {name} (-n {n}) succeeded but ranks {missing:?} never reported running the scenario\n{}",
+        "job {name} (-n {n}) succeeded but ranks {missing:?} never reported running the scenario\n{}",
         out.dump()
     );
 }
@@ -268,8 +327,8 @@ pub(crate) fn child(lookup: fn(&str) -> Option<Scn>) {
     let Ok(name) = std::env::var(ENV_SCENARIO) else {
         return;
     };
-    if std::env::var_os(earlybird::launch::ENV_RANK).is_none() {
-        // Set in the test's own environment but not started by ebrun: nothing to do.
+    if !earlybird::launch::launched() {
+        // Set in the test's own environment but not started by a launcher: nothing to do.
         return;
     }
     let s =

@@ -1,0 +1,372 @@
+//! Jobs started by launchers other than ebrun: MPICH's Hydra (`mpiexec.hydra`, Debian's
+//! `mpich`) speaking PMI-1 over an inherited socket, PMI-1 over a TCP port (`-pmi-port`) and
+//! PMI-2; MPI_Abort's exit code reaching the launcher; a job spanning two hosts refused
+//! clearly; launchers earlybird does not speak to (PMIx, Open MPI, srun without PMI) refused
+//! at init rather than run as singletons; and a fake PMI server whose reply is malformed.
+//!
+//! The whole conformance suite runs under Hydra too: `EB_LAUNCHER=hydra cargo test procs_`
+//! (or `hydra-port`, `hydra-pmi2`; see `tests/common`).
+
+mod common;
+use common::*;
+use earlybird::{Op, Result, Universe};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::Duration;
+
+/// Every rank passes a token around the ring, sums the ranks, and checks that it shares a
+/// node with every other rank (one host).
+fn ring_and_sum(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (right, left) = ring(w);
+    let mut got = [0i64];
+    w.sendrecv(&[w.rank() as i64], right, 3, &mut got[..], left, 3)?;
+    assert_eq!(got[0], left as i64);
+    let mut sum = [0i64];
+    w.allreduce(&[w.rank() as i64 + 1], &mut sum[..], &Op::SUM)?;
+    let n = w.size() as i64;
+    assert_eq!(sum[0], n * (n + 1) / 2);
+    let node = w
+        .split_type(earlybird::SplitType::Shared, 0, &earlybird::Info::new())?
+        .expect("every rank is in a shared-memory group");
+    assert_eq!(node.size(), w.size());
+    Ok(())
+}
+
+/// The last rank calls MPI_Abort with code 7 while the others wait for it.
+fn abort_seven(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let last = w.size() - 1;
+    if w.rank() == last {
+        w.abort(7);
+    }
+    let mut b = [0u8];
+    w.recv(&mut b, last, 0)?;
+    Ok(())
+}
+
+/// The aborting rank of [`abort_seven`] on 3 ranks said why on stderr.
+fn assert_abort_named(out: &JobOutput) {
+    assert!(
+        out.stderr
+            .contains("rank 2: MPI_Abort on communicator \"MPI_COMM_WORLD\""),
+        "{}",
+        out.dump()
+    );
+}
+
+scenarios! {
+    child_only ring_and_sum;
+    child_only abort_seven;
+}
+
+#[test]
+fn hydra_pmi1_over_an_inherited_socket() {
+    for n in [1, 2, 3] {
+        let out = hydra_scenario("ring_and_sum", n, &[], &[]);
+        assert_job_ran("ring_and_sum", n, &out);
+    }
+}
+
+#[test]
+fn hydra_pmi1_over_a_port() {
+    for n in [2, 3] {
+        let out = hydra_scenario("ring_and_sum", n, &["-pmi-port"], &[]);
+        assert_job_ran("ring_and_sum", n, &out);
+    }
+}
+
+#[test]
+fn hydra_pmi2() {
+    for n in [2, 3] {
+        let out = hydra_scenario("ring_and_sum", n, &[], &[("EARLYBIRD_PMI", "2")]);
+        assert_job_ran("ring_and_sum", n, &out);
+    }
+}
+
+/// MPI_Abort reaches Hydra as PMI's abort: mpiexec exits with the code, at once, in both
+/// PMI-1 modes. Hydra 4.0.2's PMI-2 server does not know PMI-2's `abort` (Slurm's does): it
+/// ends the job at once too, but as a failure of its own ("Unrecognized PMI command: abort",
+/// status 255, or mpiexec killed by SIGPIPE while it cleans up).
+#[test]
+fn hydra_exits_with_the_abort_code() {
+    let modes: [(&[&str], &[(&str, &str)], Option<i32>); 3] = [
+        (&[], &[], Some(7)),
+        (&["-pmi-port"], &[], Some(7)),
+        (&[], &[("EARLYBIRD_PMI", "2")], None),
+    ];
+    for (args, env, status) in modes {
+        let out = hydra_scenario("abort_seven", 3, args, env);
+        match status {
+            Some(_) => {
+                assert_eq!(
+                    out.status.code(),
+                    status,
+                    "{args:?} {env:?}\n{}",
+                    out.dump()
+                );
+                assert_abort_named(&out);
+            }
+            None => assert!(!out.status.success(), "{args:?} {env:?}\n{}", out.dump()),
+        }
+        // The other ranks are ended by Hydra, not by a 10 s wait of their own.
+        assert!(out.elapsed < Duration::from_secs(8), "{}", out.dump());
+    }
+}
+
+/// Two "hosts" by Hydra's fork launcher: PMI_process_mapping says two nodes, and a fabric of
+/// shared memory cannot join them: init says so instead of running a wrong job.
+#[test]
+fn a_job_on_two_hosts_is_refused_clearly() {
+    let out = hydra_scenario(
+        "ring_and_sum",
+        2,
+        &["-launcher", "fork", "-hosts", "127.0.0.1,127.0.0.2"],
+        &[],
+    );
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(
+        out.stderr.contains("spans 2 hosts (PMI_process_mapping)"),
+        "{}",
+        out.dump()
+    );
+}
+
+/// What `earlybird::init` gives this test binary when started (not by a launcher) with
+/// `env`: `Ok(size)` or the error's text.
+fn init_with(env: &[(&str, &str)]) -> std::result::Result<i32, String> {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", "__probe_init", "--ignored", "--nocapture", "-q"])
+        .env("EB_PROBE_INIT", "1");
+    for k in [
+        "PMI_FD",
+        "PMI_PORT",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMI_ID",
+        "EARLYBIRD_RANK",
+    ] {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_bounded(cmd, "init probe");
+    let line = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("probe: "))
+        .unwrap_or_else(|| panic!("the probe printed no result\n{}", out.dump()))
+        .to_string();
+    match line.strip_prefix("size ") {
+        Some(n) => Ok(n.parse().expect("a size")),
+        None => Err(line),
+    }
+}
+
+/// Run by [`init_with`] only: init, print the outcome, finalize.
+#[test]
+#[ignore = "run by init_with in its own process"]
+fn __probe_init() {
+    if std::env::var_os("EB_PROBE_INIT").is_none() {
+        return;
+    }
+    match earlybird::init() {
+        Ok(u) => {
+            println!("probe: size {}", u.world().size());
+            u.finalize().expect("finalize");
+        }
+        Err(e) => println!("probe: {e}"),
+    }
+}
+
+#[test]
+fn without_a_launcher_a_program_is_a_singleton() {
+    assert_eq!(init_with(&[]), Ok(1));
+}
+
+/// Launchers earlybird cannot talk to, or half an offer of PMI, fail init with the reason:
+/// never N singletons.
+#[test]
+fn foreign_launchers_and_half_offers_fail_init() {
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[("PMIX_RANK", "0"), ("PMIX_NAMESPACE", "ns")],
+            "PMIx launcher",
+        ),
+        (&[("OMPI_COMM_WORLD_SIZE", "2")], "Open MPI's mpirun"),
+        (
+            &[("SLURM_PROCID", "1"), ("SLURM_STEP_NUM_TASKS", "4")],
+            "srun without PMI",
+        ),
+        (
+            &[("PMI_RANK", "0"), ("PMI_SIZE", "2")],
+            "neither PMI_FD nor PMI_PORT",
+        ),
+        (&[("PMI_PORT", "127.0.0.1:1")], "PMI_ID is not"),
+        (
+            &[("PMI_FD", "x"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")],
+            "bad PMI_FD=\"x\"",
+        ),
+        (
+            &[("PMI_FD", "9"), ("PMI_RANK", "0")],
+            "without PMI_RANK and PMI_SIZE",
+        ),
+        (
+            &[
+                ("PMI_FD", "9"),
+                ("PMI_RANK", "0"),
+                ("PMI_SIZE", "2"),
+                ("EARLYBIRD_PMI", "3"),
+            ],
+            "EARLYBIRD_PMI=\"3\"",
+        ),
+        // An offer whose descriptor is not open in the process.
+        (
+            &[("PMI_FD", "987"), ("PMI_RANK", "0"), ("PMI_SIZE", "2")],
+            "PMI_FD=987",
+        ),
+    ];
+    for (env, want) in cases {
+        match init_with(env) {
+            Ok(n) => panic!("{env:?}: init succeeded with size {n}; want an error with {want:?}"),
+            Err(e) => assert!(e.contains(want), "{env:?}: want {want:?} in {e:?}"),
+        }
+    }
+}
+
+/// A fake PMI server on a port that answers `reply` to the first request after the
+/// initack; returns the address for `PMI_PORT`.
+fn fake_port_server(reply: &'static str) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind on the loopback");
+    let addr = l.local_addr().expect("address").to_string();
+    let t = std::thread::spawn(move || {
+        let (s, _) = l.accept().expect("the rank connects");
+        let mut w = s.try_clone().expect("clone");
+        let mut r = BufReader::new(s);
+        let mut seen = Vec::new();
+        let mut line = String::new();
+        r.read_line(&mut line).expect("initack");
+        seen.push(line.trim_end().to_string());
+        w.write_all(b"cmd=initack\ncmd=set size=2\ncmd=set rank=1\ncmd=set debug=0\n")
+            .expect("write");
+        line.clear();
+        r.read_line(&mut line).expect("init");
+        seen.push(line.trim_end().to_string());
+        w.write_all(reply.as_bytes()).expect("write");
+        // Keep the connection open until the rank has read the reply and given up.
+        line.clear();
+        let _ = r.read_line(&mut line);
+        seen
+    });
+    (addr, t)
+}
+
+#[test]
+fn a_malformed_pmi_reply_fails_init_quoting_it() {
+    for (reply, want) in [
+        ("this is no reply\n", "malformed reply \"this is no reply\""),
+        (
+            "cmd=response_to_init pmi_version=1 rc=-1 msg=refused\n",
+            "rc=-1 refused",
+        ),
+        ("cmd=barrier_out\n", "expected response_to_init"),
+    ] {
+        let (addr, t) = fake_port_server(reply);
+        let e = init_with(&[("PMI_PORT", &addr), ("PMI_ID", "1")])
+            .expect_err("a malformed reply must fail init");
+        assert!(e.contains(want), "want {want:?} in {e:?}");
+        let seen = t.join().expect("server");
+        assert_eq!(
+            seen,
+            [
+                "cmd=initack pmiid=1",
+                "cmd=init pmi_version=1 pmi_subversion=1"
+            ]
+        );
+    }
+}
+
+/// A one-node Slurm cluster (`suites/slurm-one-node.sh`, Debian's slurmd, slurmctld and munge;
+/// CI installs them), stopped when dropped.
+struct Slurm {
+    dir: std::path::PathBuf,
+    conf: String,
+}
+
+impl Slurm {
+    fn script() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/slurm-one-node.sh")
+    }
+
+    fn up() -> Slurm {
+        assert!(
+            std::path::Path::new("/usr/sbin/slurmd").exists(),
+            "Slurm is not installed: apt-get install slurmd slurmctld slurm-client munge"
+        );
+        let dir = std::env::temp_dir().join(format!("earlybird-slurm-{}", std::process::id()));
+        let mut cmd = Command::new("bash");
+        cmd.arg(Self::script()).arg("up").arg(&dir);
+        // Made before the start, so that a failed start is stopped too.
+        let mut s = Slurm {
+            dir,
+            conf: String::new(),
+        };
+        let out = run_bounded(cmd, "slurm-one-node.sh up");
+        assert!(out.status.success(), "Slurm did not start\n{}", out.dump());
+        s.conf = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("SLURM_CONF="))
+            .expect("the script prints SLURM_CONF")
+            .to_string();
+        s
+    }
+
+    /// `srun ARGS -n N <this binary> __child` running scenario `name`.
+    fn srun(&self, name: &str, n: u32, args: &[&str]) -> JobOutput {
+        let mut cmd = Command::new("srun");
+        cmd.env("SLURM_CONF", &self.conf)
+            .args(args)
+            .args(["-n", &n.to_string(), "--time=2"]);
+        launch_scenario(cmd, name, &[], &format!("srun {args:?} -n {n} {name}"))
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(Self::script())
+            .arg("down")
+            .arg(&self.dir)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Slurm for real: `srun --mpi=pmi2` speaks PMI-2 (Slurm's native wire) to the step daemon;
+/// MPI_Abort ends the step at once; `srun` without PMI fails init instead of running
+/// singletons.
+#[test]
+fn srun_with_pmi2() {
+    let slurm = Slurm::up();
+    for n in [1, 2, 4] {
+        let out = slurm.srun("ring_and_sum", n, &["--mpi=pmi2"]);
+        assert_job_ran("ring_and_sum", n, &out);
+    }
+    // Slurm cancels the step at once; srun exits with the highest status of its tasks (137
+    // for those it killed) and names the aborting task's code.
+    let out = slurm.srun("abort_seven", 3, &["--mpi=pmi2"]);
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(
+        out.stderr.contains("task 2: Exited with exit code 7"),
+        "{}",
+        out.dump()
+    );
+    assert_abort_named(&out);
+    let out = slurm.srun("ring_and_sum", 2, &["--mpi=none"]);
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(out.stderr.contains("srun without PMI"), "{}", out.dump());
+}
