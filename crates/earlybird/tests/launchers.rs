@@ -370,3 +370,66 @@ fn srun_with_pmi2() {
     assert!(!out.status.success(), "{}", out.dump());
     assert!(out.stderr.contains("srun without PMI"), "{}", out.dump());
 }
+
+/// Three test hosts (`suites/netns-hosts.sh`: network namespaces on a bridge of their own,
+/// root only), removed when dropped.
+struct NetnsHosts {
+    prefix: String,
+    n: u32,
+}
+
+impl NetnsHosts {
+    fn suites() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites")
+    }
+
+    fn up(n: u32) -> NetnsHosts {
+        let h = NetnsHosts {
+            prefix: format!("eb{}", std::process::id()),
+            n,
+        };
+        let mut cmd = Command::new("bash");
+        cmd.arg(Self::suites().join("netns-hosts.sh"))
+            .args(["up", &n.to_string(), &h.prefix]);
+        let out = run_bounded(cmd, "netns-hosts.sh up");
+        assert!(out.status.success(), "no namespace hosts\n{}", out.dump());
+        h
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(Self::suites().join("netns-hosts.sh"))
+            .args(["down", &self.n.to_string(), &self.prefix])
+            .status();
+    }
+}
+
+/// Hydra across three namespace hosts, each with its own address, host name and /dev/shm (its
+/// proxies started through `suites/netns-ssh.sh` as through ssh): the mapping says three
+/// hosts, and init says that the fabric cannot join them instead of running a wrong job.
+#[test]
+fn a_job_on_three_namespace_hosts_is_refused_clearly() {
+    let hosts = NetnsHosts::up(3);
+    let ssh = NetnsHosts::suites().join("netns-ssh.sh");
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &format!("{}h1", hosts.prefix)])
+        .arg(hydra_path())
+        .args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
+        .arg(&ssh)
+        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3", "-n", "3"]);
+    let env = [("EB_NETNS_PREFIX", hosts.prefix.as_str())];
+    let out = launch_scenario(
+        cmd,
+        "ring_and_sum",
+        &env,
+        "mpiexec.hydra across namespace hosts",
+    );
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(
+        out.stderr.contains("spans 3 hosts (PMI_process_mapping)"),
+        "{}",
+        out.dump()
+    );
+}
