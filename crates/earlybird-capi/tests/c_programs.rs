@@ -160,6 +160,36 @@ fn basic_program_under_hydra() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
+/// Under Open MPI's launcher (`mpirun` of Debian's openmpi-bin), which speaks PMIx: earlybird
+/// joins through the system's libpmix.
+#[test]
+fn basic_program_under_open_mpi_mpirun() {
+    let name = "basic";
+    let work = work_dir("mpirun");
+    let prefix = install(&work);
+    let lib = prefix.join("lib");
+    for &header in BOTH {
+        let exe = compile(name, &work, &prefix, header, &[]);
+        for n in [2, 3] {
+            let mut cmd = Command::new("mpirun.openmpi");
+            // Session files in the test's directory: Open MPI 4.1's mpiruns started at once
+            // race to create the same /tmp/ompi.HOST.UID.
+            cmd.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--mca",
+                "orte_tmpdir_base",
+            ])
+            .arg(&work)
+            .args(["-n", &n.to_string()])
+            .arg(&exe);
+            let out = run(cmd, &lib);
+            assert_every_rank_ok(name, "mpirun.openmpi", n, &out);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
 /// Both headers: the programs most of MPI's users write, compiled as MPICH's binaries too.
 const BOTH: &[Header] = &[Header::Earlybird, Header::Mpich];
 const OURS: &[Header] = &[Header::Earlybird];

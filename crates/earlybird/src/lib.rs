@@ -140,8 +140,11 @@ impl std::fmt::Debug for Universe {
     }
 }
 
-/// MPI_Init: join the job this process was started in by `ebrun`, or become rank 0 of a job
-/// of size 1 when started alone. A process initialises once.
+/// MPI_Init: join the job this process was started in by `ebrun`, by MPICH's `mpiexec`
+/// (Hydra) or `srun --mpi=pmi2` (PMI), or by Open MPI's `mpirun` or `srun --mpi=pmix` (PMIx),
+/// or become rank 0 of a job of size 1 when started alone. A launcher earlybird cannot talk
+/// to, or a job spanning several hosts, is an error (MPI_ERR_OTHER naming it), never a run
+/// as singletons. A process initialises once.
 ///
 /// # Standard section(s)
 /// MPI 4.1 §11.2.1.

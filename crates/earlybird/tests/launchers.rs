@@ -1,8 +1,9 @@
 //! Jobs started by launchers other than ebrun: MPICH's Hydra (`mpiexec.hydra`, Debian's
 //! `mpich`) speaking PMI-1 over an inherited socket, PMI-1 over a TCP port (`-pmi-port`) and
-//! PMI-2; MPI_Abort's exit code reaching the launcher; a job spanning two hosts refused
-//! clearly; launchers earlybird does not speak to (PMIx, Open MPI, srun without PMI) refused
-//! at init rather than run as singletons; and a fake PMI server whose reply is malformed.
+//! PMI-2; Open MPI's `mpirun` through PMIx; a real one-node Slurm; MPI_Abort's exit code
+//! reaching the launcher; a job spanning several hosts refused clearly; launchers earlybird
+//! cannot talk to refused at init rather than run as singletons; and a fake PMI server whose
+//! reply is malformed.
 //!
 //! The whole conformance suite runs under Hydra too: `EB_LAUNCHER=hydra cargo test procs_`
 //! (or `hydra-port`, `hydra-pmi2`; see `tests/common`).
@@ -187,6 +188,19 @@ fn without_a_launcher_a_program_is_a_singleton() {
     assert_eq!(init_with(&[]), Ok(1));
 }
 
+/// Open MPI's `mpirun` (PMIx, through the system's libpmix): jobs run, and MPI_Abort's code
+/// is mpirun's status.
+#[test]
+fn open_mpi_mpirun_through_pmix() {
+    for n in [1, 2, 3] {
+        let out = launch_scenario(open_mpi_mpirun(n), "ring_and_sum", &[], "mpirun.openmpi");
+        assert_job_ran("ring_and_sum", n, &out);
+    }
+    let out = launch_scenario(open_mpi_mpirun(3), "abort_seven", &[], "mpirun.openmpi");
+    assert_eq!(out.status.code(), Some(7), "{}", out.dump());
+    assert_abort_named(&out);
+}
+
 /// Launchers earlybird cannot talk to, or half an offer of PMI, fail init with the reason:
 /// never N singletons.
 #[test]
@@ -347,10 +361,10 @@ impl Drop for Slurm {
 }
 
 /// Slurm for real: `srun --mpi=pmi2` speaks PMI-2 (Slurm's native wire) to the step daemon;
-/// MPI_Abort ends the step at once; `srun` without PMI fails init instead of running
-/// singletons.
+/// MPI_Abort ends the step at once; `srun --mpi=pmix` goes through libpmix; `srun` without
+/// PMI fails init instead of running singletons.
 #[test]
-fn srun_with_pmi2() {
+fn srun_with_pmi2_and_pmix() {
     let slurm = Slurm::up();
     for n in [1, 2, 4] {
         let out = slurm.srun("ring_and_sum", n, &["--mpi=pmi2"]);
@@ -366,6 +380,9 @@ fn srun_with_pmi2() {
         out.dump()
     );
     assert_abort_named(&out);
+    // Slurm's PMIx plugin: earlybird joins through libpmix.
+    let out = slurm.srun("ring_and_sum", 3, &["--mpi=pmix"]);
+    assert_job_ran("ring_and_sum", 3, &out);
     let out = slurm.srun("ring_and_sum", 2, &["--mpi=none"]);
     assert!(!out.status.success(), "{}", out.dump());
     assert!(out.stderr.contains("srun without PMI"), "{}", out.dump());
@@ -406,30 +423,53 @@ impl Drop for NetnsHosts {
     }
 }
 
-/// Hydra across three namespace hosts, each with its own address, host name and /dev/shm (its
-/// proxies started through `suites/netns-ssh.sh` as through ssh): the mapping says three
-/// hosts, and init says that the fabric cannot join them instead of running a wrong job.
+/// Hydra, then Open MPI's mpirun, across three namespace hosts, each with its own address,
+/// host name and /dev/shm (their daemons started through `suites/netns-ssh.sh` as through
+/// ssh): PMI's mapping, then PMIx, says three hosts, and init says that the fabric cannot join
+/// them instead of running a wrong job.
 #[test]
 fn a_job_on_three_namespace_hosts_is_refused_clearly() {
     let hosts = NetnsHosts::up(3);
     let ssh = NetnsHosts::suites().join("netns-ssh.sh");
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &format!("{}h1", hosts.prefix)])
+    let list = "10.77.0.1,10.77.0.2,10.77.0.3";
+    let in_host1 = || {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &format!("{}h1", hosts.prefix)]);
+        cmd
+    };
+    let env = [("EB_NETNS_PREFIX", hosts.prefix.as_str())];
+    let mut hydra = in_host1();
+    hydra
         .arg(hydra_path())
         .args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
         .arg(&ssh)
-        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3", "-n", "3"]);
-    let env = [("EB_NETNS_PREFIX", hosts.prefix.as_str())];
-    let out = launch_scenario(
-        cmd,
-        "ring_and_sum",
-        &env,
-        "mpiexec.hydra across namespace hosts",
-    );
-    assert!(!out.status.success(), "{}", out.dump());
-    assert!(
-        out.stderr.contains("spans 3 hosts (PMI_process_mapping)"),
-        "{}",
-        out.dump()
-    );
+        .args(["-hosts", list, "-n", "3"]);
+    let mut mpirun = in_host1();
+    mpirun
+        .args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"])
+        .args(["--mca", "orte_tmpdir_base"])
+        .arg(open_mpi_session_base())
+        .args([
+            "--mca",
+            "oob_tcp_if_include",
+            "eth0",
+            "--mca",
+            "plm_rsh_agent",
+        ])
+        .arg(&ssh)
+        .args(["--host", list, "-n", "3"]);
+    for (launcher, source) in [(hydra, "PMI_process_mapping"), (mpirun, "PMIx")] {
+        let out = launch_scenario(
+            launcher,
+            "ring_and_sum",
+            &env,
+            "a job across namespace hosts",
+        );
+        assert!(!out.status.success(), "{}", out.dump());
+        assert!(
+            out.stderr.contains(&format!("spans 3 hosts ({source})")),
+            "{}",
+            out.dump()
+        );
+    }
 }

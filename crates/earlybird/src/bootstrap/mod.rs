@@ -13,17 +13,22 @@
 //!   rank (Hydra's proxy, Slurm's step daemon) stands for the launcher whose death ends
 //!   every wait. `MPI_Abort` and fatal errors go to the launcher as PMI's `abort`, so that it
 //!   ends the other ranks and exits with the code.
+//! * **Launched by a PMIx launcher** (Open MPI's `mpirun`, `srun --mpi=pmix`): the same,
+//!   through the system's `libpmix.so.2` ([`crate::sys::pmix`], loaded only then); the host
+//!   count, node ids and local peers come from PMIx's job data.
 //! * **Thread jobs**: the ranks are threads of one process sharing an anonymous segment
 //!   ([`crate::threads`]).
 //! * **Singleton**: a program started without a launcher is rank 0 of a job of size 1. A
-//!   launcher that earlybird cannot talk to (PMIx only: Open MPI's `mpirun`, `srun
-//!   --mpi=pmix`; `srun` without PMI) is an error at init, never N singletons.
+//!   launcher that earlybird cannot talk to (`srun` without PMI, Open MPI's variables without
+//!   PMIx's, a PMIx launcher when libpmix cannot be loaded) is an error at init, never N
+//!   singletons.
 #![forbid(unsafe_code)]
 
 pub(crate) mod pmi;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::fabric::job::{JobSegment, JobShape};
+use crate::sys::pmix::Pmix;
 use crate::sys::segment::{self, Segment};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -159,6 +164,7 @@ pub(crate) fn from_environment() -> Result<Placement> {
     let var = |k: &str| std::env::var(k).ok();
     let Some(rank) = var(ENV_RANK) else {
         return match pmi_offer(&var)? {
+            None if var("PMIX_RANK").is_some() || var("PMIX_NAMESPACE").is_some() => from_pmix(),
             Some(offer) => from_pmi(&offer).inspect_err(|_| {
                 // The launcher closed the connection: it is ending the job (another rank
                 // aborted). Let it end this rank too rather than exit with a code of its own.
@@ -298,17 +304,10 @@ fn pmi_offer(var: &impl Fn(&str) -> Option<String>) -> Result<Option<pmi::Offer>
 /// Init fails, rather than run as one of N singletons, under a launcher earlybird does not
 /// speak to.
 fn refuse_foreign_launchers(var: &impl Fn(&str) -> Option<String>) -> Result<()> {
-    if var("PMIX_RANK").is_some() || var("PMIX_NAMESPACE").is_some() {
-        return Err(launch_error(
-            "started by a PMIx launcher (PMIX_RANK is set: Open MPI's mpirun or srun \
-             --mpi=pmix), which earlybird does not speak: start the job with ebrun, MPICH's \
-             mpiexec (Hydra) or srun --mpi=pmi2",
-        ));
-    }
     if var("OMPI_COMM_WORLD_SIZE").is_some() {
         return Err(launch_error(
-            "started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set), which earlybird \
-             does not speak to: start the job with ebrun or MPICH's mpiexec (Hydra)",
+            "started by Open MPI's mpirun (OMPI_COMM_WORLD_SIZE is set) without PMIx \
+             (PMIX_RANK): start the job with ebrun, MPICH's mpiexec (Hydra) or a PMIx launcher",
         ));
     }
     let tasks = var("SLURM_STEP_NUM_TASKS").and_then(|n| n.parse::<u32>().ok());
@@ -325,8 +324,121 @@ fn refuse_foreign_launchers(var: &impl Fn(&str) -> Option<String>) -> Result<()>
 /// (the lowest rank of a node) the descriptor of the node's segment that the others open,
 /// held until finalize, when every rank of the node has mapped it.
 struct Launcher {
-    client: pmi::Client,
+    client: Conn,
     segment_fd: Option<OwnedFd>,
+}
+
+/// A connection to the launcher's process-management server.
+enum Conn {
+    /// PMI-1 or PMI-2 (Hydra, Slurm's `--mpi=pmi2`).
+    Pmi(pmi::Client),
+    /// PMIx through the system's libpmix (Open MPI's `mpirun`, Slurm's `--mpi=pmix`).
+    Pmix(Pmix),
+}
+
+/// Where a rank stands among the job's hosts.
+struct Whereabouts {
+    /// Hosts the job spans.
+    hosts: usize,
+    /// This rank's host, as the launcher numbers them.
+    node: u32,
+    /// The lowest rank on this host.
+    leader: u32,
+}
+
+impl Conn {
+    fn rank(&self) -> u32 {
+        match self {
+            Conn::Pmi(c) => c.rank,
+            Conn::Pmix(p) => p.rank,
+        }
+    }
+
+    fn size(&self) -> Result<u32> {
+        match self {
+            Conn::Pmi(c) => Ok(c.size),
+            Conn::Pmix(p) => p.get_u32(None, "pmix.job.size").map_err(launch_error),
+        }
+    }
+
+    /// From PMI's `PMI_process_mapping`, or PMIx's node count, node ids and local peers.
+    fn whereabouts(&mut self) -> Result<Whereabouts> {
+        let rank = self.rank();
+        match self {
+            Conn::Pmi(c) => {
+                let nodes = c.process_mapping()?.ok_or_else(|| {
+                    launch_error(
+                        "the launcher gives no PMI_process_mapping, so ranks cannot tell which share a host",
+                    )
+                })?;
+                let node = nodes[rank as usize];
+                let mut all = nodes.clone();
+                all.sort_unstable();
+                all.dedup();
+                Ok(Whereabouts {
+                    hosts: all.len(),
+                    node,
+                    leader: nodes.iter().position(|&n| n == node).unwrap_or(0) as u32,
+                })
+            }
+            Conn::Pmix(p) => {
+                let hosts = p.get_u32(None, "pmix.num.nodes").map_err(launch_error)? as usize;
+                let node = p.get_u32(Some(rank), "pmix.nodeid").map_err(launch_error)?;
+                let peers = p.get_text(None, "pmix.lpeers").map_err(launch_error)?;
+                let leader = peers
+                    .split(',')
+                    .map(|r| r.trim().parse::<u32>())
+                    .collect::<std::result::Result<Vec<u32>, _>>()
+                    .ok()
+                    .and_then(|v| v.into_iter().min())
+                    .ok_or_else(|| {
+                        launch_error(format!("PMIx's local peers {peers:?} do not parse"))
+                    })?;
+                Ok(Whereabouts {
+                    hosts,
+                    node,
+                    leader,
+                })
+            }
+        }
+    }
+
+    fn put(&mut self, key: &str, value: &str) -> Result<()> {
+        match self {
+            Conn::Pmi(c) => c.put(key, value),
+            Conn::Pmix(p) => p.put(key, value).map_err(launch_error),
+        }
+    }
+
+    fn barrier(&mut self) -> Result<()> {
+        match self {
+            Conn::Pmi(c) => c.barrier(),
+            Conn::Pmix(p) => p.fence().map_err(launch_error),
+        }
+    }
+
+    /// What rank `from` put under `key` before the last barrier.
+    fn get(&mut self, from: u32, key: &str) -> Result<String> {
+        match self {
+            // Hydra's PMI-2 fence is not a barrier: the value may come a little later.
+            Conn::Pmi(c) => c.get_within(key, CARD_WAIT),
+            Conn::Pmix(p) => p.get_text(Some(from), key).map_err(launch_error),
+        }
+    }
+
+    fn abort(&mut self, code: i32, why: &str) {
+        match self {
+            Conn::Pmi(c) => c.abort(code, why),
+            Conn::Pmix(p) => p.abort(code, why),
+        }
+    }
+
+    fn finalize(&mut self) -> Result<()> {
+        match self {
+            Conn::Pmi(c) => c.finalize(),
+            Conn::Pmix(p) => p.finalize().map_err(launch_error),
+        }
+    }
 }
 
 static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
@@ -353,10 +465,24 @@ fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
         ),
         (None, None) => unreachable!("an offer has a descriptor or a port"),
     };
-    let mut c = pmi::Client::start(stream, offer)?;
+    join(Conn::Pmi(pmi::Client::start(stream, offer)?))
+}
+
+/// Join a job started by a PMIx launcher, through the system's libpmix.
+fn from_pmix() -> Result<Placement> {
+    let p = Pmix::init().map_err(|e| {
+        launch_error(format!(
+            "started by a PMIx launcher (PMIX_RANK is set: Open MPI's mpirun, srun --mpi=pmix): {e}"
+        ))
+    })?;
+    join(Conn::Pmix(p))
+}
+
+/// Join through the launcher's server `c`, keeping it for abort and finalize.
+fn join(mut c: Conn) -> Result<Placement> {
     match join_node(&mut c) {
         Ok((job, held)) => {
-            let rank = c.rank;
+            let rank = c.rank();
             *LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Launcher {
                 client: c,
                 segment_fd: held,
@@ -371,7 +497,7 @@ fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
         Err(e) => {
             // Every rank fails alike; say why before the launcher ends the job (it may kill
             // this rank before the program prints the error), and end it with status 1.
-            let line = format!("earlybird: rank {}: cannot join the job: {e}", c.rank);
+            let line = format!("earlybird: rank {}: cannot join the job: {e}", c.rank());
             use std::io::Write;
             let _ = std::io::stderr()
                 .lock()
@@ -384,27 +510,23 @@ fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
 
 /// Map this node's job segment (see the module's doc); the lowest rank of the node also
 /// returns the descriptor the others open.
-fn join_node(c: &mut pmi::Client) -> Result<(JobSegment, Option<OwnedFd>)> {
-    let (rank, size) = (c.rank, c.size);
-    let nodes = c.process_mapping()?.ok_or_else(|| {
-        launch_error(
-            "the launcher gives no PMI_process_mapping, so ranks cannot tell which share a host",
-        )
-    })?;
-    let node = nodes[rank as usize];
-    let spanned = {
-        let mut n = nodes.clone();
-        n.sort_unstable();
-        n.dedup();
-        n.len()
-    };
-    if spanned > 1 {
+fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
+    let (rank, size) = (c.rank(), c.size()?);
+    let Whereabouts {
+        hosts,
+        node,
+        leader,
+    } = c.whereabouts()?;
+    if hosts > 1 {
+        let source = match c {
+            Conn::Pmi(_) => "PMI_process_mapping",
+            Conn::Pmix(_) => "PMIx",
+        };
         return Err(launch_error(format!(
-            "this job of {size} ranks spans {spanned} hosts (PMI_process_mapping), and \
+            "this job of {size} ranks spans {hosts} hosts ({source}), and \
              earlybird's fabric joins the ranks of one host only (shared memory)"
         )));
     }
-    let leader = nodes.iter().position(|&n| n == node).unwrap_or(0) as u32;
     let key = format!("earlybird-segment-{node}");
     crate::sys::process::die_with_parent();
     let (job, held) = if rank == leader {
@@ -420,8 +542,7 @@ fn join_node(c: &mut pmi::Client) -> Result<(JobSegment, Option<OwnedFd>)> {
         (job, Some(fd))
     } else {
         c.barrier()?;
-        // Hydra's PMI-2 fence is not a barrier: the card may come a little later.
-        let card = c.get_within(&key, CARD_WAIT)?;
+        let card = c.get(leader, &key)?;
         let bad = || {
             launch_error(format!(
                 "rank {leader}'s segment card {card:?} does not parse"

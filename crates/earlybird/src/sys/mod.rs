@@ -12,6 +12,7 @@ pub(crate) mod lend;
 pub(crate) mod overlap;
 pub(crate) mod plain;
 pub(crate) mod pmem_io;
+pub(crate) mod pmix;
 pub(crate) mod process;
 pub(crate) mod segment;
 pub(crate) mod sig;

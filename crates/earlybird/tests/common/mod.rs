@@ -142,7 +142,8 @@ pub(crate) const CHILD_ARGS: &[&str] = &[
 
 /// Environment variable that runs the process-mode tests under another launcher:
 /// `EB_LAUNCHER=hydra` starts them with MPICH's `mpiexec.hydra -n N` (PMI-1 over an
-/// inherited socket), `hydra-port` with `mpiexec.hydra -pmi-port`, `hydra-pmi2` with PMI-2.
+/// inherited socket), `hydra-port` with `mpiexec.hydra -pmi-port`, `hydra-pmi2` with PMI-2,
+/// `openmpi` with Open MPI's `mpirun` (PMIx).
 pub(crate) const ENV_LAUNCHER: &str = "EB_LAUNCHER";
 
 /// Start scenario `name` on `n` ranks under MPICH's Hydra (`mpiexec.hydra`) with the extra
@@ -156,6 +157,32 @@ pub(crate) fn hydra_scenario(name: &str, n: u32, args: &[&str], env: &[(&str, &s
         env,
         &format!("mpiexec.hydra job {name} (-n {n} {args:?})"),
     )
+}
+
+/// Open MPI's launcher (Debian's openmpi-bin; CI installs it) for `n` ranks, as root and on
+/// more ranks than cores.
+pub(crate) fn open_mpi_mpirun(n: u32) -> Command {
+    let mut cmd = Command::new("mpirun.openmpi");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--mca",
+        "orte_tmpdir_base",
+    ])
+    .arg(open_mpi_session_base())
+    .args(["-n", &n.to_string()]);
+    cmd
+}
+
+/// A directory of its own for each mpirun's session files: Open MPI 4.1's mpiruns started
+/// at once race to create the same `/tmp/ompi.HOST.UID` ("File exists").
+pub(crate) fn open_mpi_session_base() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("ompi-{}-{k}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("a session directory for mpirun");
+    d
 }
 
 /// MPICH's Hydra launcher (Debian's `mpich` package; CI installs it).
@@ -297,8 +324,15 @@ pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
             env.push(("EARLYBIRD_PMI", "2"));
             hydra_scenario(name, n, &[], &env)
         }
+        "openmpi" => launch_scenario(
+            open_mpi_mpirun(n),
+            name,
+            env,
+            &format!("mpirun.openmpi job {name} (-n {n})"),
+        ),
         other => panic!(
-            "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port and hydra-pmi2"
+            "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port, hydra-pmi2 \
+             and openmpi"
         ),
     };
     assert_job_ran(name, n, &out);
