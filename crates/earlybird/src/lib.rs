@@ -182,7 +182,10 @@ pub fn init_with_assertions(required: ThreadLevel, assertions: Assertions) -> Re
     }
     let placement = bootstrap::from_environment()
         .inspect_err(|_| PROCESS_INIT.store(false, Ordering::Release))?;
-    let u = Universe::from_placement(placement, required, assertions)?;
+    let u = Universe::from_placement(placement, required, assertions).inspect_err(|e| {
+        // Joined through Hydra, Slurm or mpirun but cannot go on: end the job there too.
+        bootstrap::launcher_abort(1, &format!("earlybird: init failed: {e}"));
+    })?;
     // EARLYBIRD_BIND=core: each rank on a core of its own (rank modulo the cores), as
     // mpiexec's `-bind-to core` does; a process job only (thread ranks share a process).
     if u.is_process_job() && std::env::var("EARLYBIRD_BIND").is_ok_and(|b| b == "core") {

@@ -57,9 +57,22 @@ fn assert_abort_named(out: &JobOutput) {
     );
 }
 
+/// The last rank leaves without MPI (exit status 3) while the others wait for it.
+fn exit_early(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let last = w.size() - 1;
+    if w.rank() == last {
+        std::process::exit(3);
+    }
+    let mut b = [0u8];
+    w.recv(&mut b, last, 0)?;
+    Ok(())
+}
+
 scenarios! {
     child_only ring_and_sum;
     child_only abort_seven;
+    child_only exit_early;
 }
 
 #[test]
@@ -361,8 +374,9 @@ impl Drop for Slurm {
 }
 
 /// Slurm for real: `srun --mpi=pmi2` speaks PMI-2 (Slurm's native wire) to the step daemon;
-/// MPI_Abort ends the step at once; `srun --mpi=pmix` goes through libpmix; `srun` without
-/// PMI fails init instead of running singletons.
+/// MPI_Abort ends the step at once; a rank that dies is found by the others; `srun
+/// --mpi=pmix` goes through libpmix; `srun` without PMI fails init instead of running
+/// singletons.
 #[test]
 fn srun_with_pmi2_and_pmix() {
     let slurm = Slurm::up();
@@ -380,6 +394,15 @@ fn srun_with_pmi2_and_pmix() {
         out.dump()
     );
     assert_abort_named(&out);
+    // A rank that leaves without MPI: Slurm leaves the others running (KillOnBadExit is 0),
+    // so they find the dead process themselves and end the job, naming it.
+    let out = slurm.srun("exit_early", 3, &["--mpi=pmi2"]);
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(
+        out.stderr.contains("rank 2 (pid") && out.stderr.contains("ended without finalize"),
+        "{}",
+        out.dump()
+    );
     // Slurm's PMIx plugin: earlybird joins through libpmix.
     let out = slurm.srun("ring_and_sum", 3, &["--mpi=pmix"]);
     assert_job_ran("ring_and_sum", 3, &out);

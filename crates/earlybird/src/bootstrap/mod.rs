@@ -9,7 +9,7 @@
 //!   the launcher ([`pmi`]). The lowest rank of each node (per `PMI_process_mapping`) creates
 //!   the node's job segment unlinked and publishes `pid:fd:bytes` of its descriptor in PMI's
 //!   key-value space; after a barrier the node's other ranks map it through
-//!   `/proc/PID/fd/FD`; a second barrier lets it close the descriptor. The parent of that
+//!   `/proc/PID/fd/FD`; it holds the descriptor until finalize, when all have mapped it. The parent of that
 //!   rank (Hydra's proxy, Slurm's step daemon) stands for the launcher whose death ends
 //!   every wait. `MPI_Abort` and fatal errors go to the launcher as PMI's `abort`, so that it
 //!   ends the other ranks and exits with the code.
@@ -163,8 +163,15 @@ fn create_segment(nranks: u32, dir: Option<&Path>, launcher: u32) -> Result<(Job
 pub(crate) fn from_environment() -> Result<Placement> {
     let var = |k: &str| std::env::var(k).ok();
     let Some(rank) = var(ENV_RANK) else {
-        return match pmi_offer(&var)? {
-            None if var("PMIX_RANK").is_some() || var("PMIX_NAMESPACE").is_some() => from_pmix(),
+        let offer = pmi_offer(&var)?;
+        let pmix = var("PMIX_RANK").is_some() || var("PMIX_NAMESPACE").is_some();
+        if (offer.is_some() || pmix) && PMI_TRIED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Err(launch_error(
+                "a failed init already used the launcher's connection; a process joins its job once",
+            ));
+        }
+        return match offer {
+            None if pmix => from_pmix(),
             Some(offer) => from_pmi(&offer).inspect_err(|_| {
                 // The launcher closed the connection: it is ending the job (another rank
                 // aborted). Let it end this rank too rather than exit with a code of its own.
@@ -314,7 +321,7 @@ fn refuse_foreign_launchers(var: &impl Fn(&str) -> Option<String>) -> Result<()>
     if var("SLURM_PROCID").is_some() && tasks.is_some_and(|n| n > 1) {
         return Err(launch_error(
             "started by srun without PMI (SLURM_PROCID is set, no PMI_FD): use srun \
-             --mpi=pmi2",
+             --mpi=pmi2 or --mpi=pmix",
         ));
     }
     Ok(())
@@ -443,6 +450,19 @@ impl Conn {
 
 static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
 
+/// Set once this process joined through PMI or PMIx: its waits watch the other ranks'
+/// processes, since those launchers do not mark the job when a rank dies.
+static WATCH_PEERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process's long waits must check that the other ranks are alive.
+pub(crate) fn watch_peers() -> bool {
+    WATCH_PEERS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Set once a launcher's server was tried: its descriptor is closed (or owned) since, and a
+/// second init must not adopt the number again.
+static PMI_TRIED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// How long a rank gives the launcher to end it once the job is ending.
 const LAUNCHER_END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -472,7 +492,7 @@ fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
 fn from_pmix() -> Result<Placement> {
     let p = Pmix::init().map_err(|e| {
         launch_error(format!(
-            "started by a PMIx launcher (PMIX_RANK is set: Open MPI's mpirun, srun --mpi=pmix): {e}"
+            "started by a PMIx launcher (PMIX_RANK or PMIX_NAMESPACE is set: Open MPI's mpirun, srun --mpi=pmix): {e}"
         ))
     })?;
     join(Conn::Pmix(p))
@@ -483,6 +503,7 @@ fn join(mut c: Conn) -> Result<Placement> {
     match join_node(&mut c) {
         Ok((job, held)) => {
             let rank = c.rank();
+            WATCH_PEERS.store(true, std::sync::atomic::Ordering::Relaxed);
             *LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Launcher {
                 client: c,
                 segment_fd: held,
@@ -530,7 +551,15 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
     let key = format!("earlybird-segment-{node}");
     crate::sys::process::die_with_parent();
     let (job, held) = if rank == leader {
-        let (job, fd) = create_segment(size, None, crate::sys::process::parent())?;
+        // Its parent stands for the launcher; 0 (a parent outside this PID namespace) would
+        // read as "a thread job" to the fabric.
+        let parent = crate::sys::process::parent();
+        if parent == 0 {
+            return Err(launch_error(
+                "this rank's parent is outside its PID namespace, so it cannot watch the launcher",
+            ));
+        }
+        let (job, fd) = create_segment(size, None, parent)?;
         let card = format!(
             "{}:{}:{}",
             std::process::id(),
@@ -566,7 +595,7 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
     };
     if job.nranks() != size {
         return Err(launch_error(format!(
-            "PMI says {size} ranks, rank {leader}'s segment holds {}",
+            "the launcher says {size} ranks, rank {leader}'s segment holds {}",
             job.nranks()
         )));
     }
@@ -597,7 +626,9 @@ pub(crate) fn await_launcher_end() {
 /// Tell the launcher this rank has finalized (PMI's `finalize`); nothing when the job was
 /// not started through PMI.
 pub(crate) fn launcher_finalize() -> Result<()> {
-    match LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    // Out of the lock first: an abort from another thread must not wait for this round trip.
+    let launcher = LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match launcher {
         Some(mut l) => {
             drop(l.segment_fd.take());
             l.client.finalize()

@@ -20,7 +20,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{Error, ErrorClass, Result};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 
@@ -46,15 +46,12 @@ impl Read for Stream {
     }
 }
 
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+impl std::os::fd::AsFd for Stream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
         }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -321,8 +318,11 @@ impl Client {
                 c.kvs = k.need("kvsname")?.to_string();
             }
             Wire::V2 => {
-                let rank = c.rank.to_string();
-                let mut args = vec![("pmirank", rank.as_str()), ("threaded", "FALSE")];
+                let rank = offer.rank.map(|r| r.to_string());
+                let mut args = vec![("threaded", "FALSE")];
+                if let Some(r) = &rank {
+                    args.insert(0, ("pmirank", r.as_str()));
+                }
                 if let Some(j) = &offer.jobid {
                     args.insert(0, ("pmijobid", j.as_str()));
                 }
@@ -383,8 +383,8 @@ impl Client {
     }
 
     fn write_all(&mut self, m: &[u8]) -> Result<()> {
-        self.stream
-            .write_all(m)
+        use std::os::fd::AsFd;
+        crate::sys::socket::send_all(self.stream.as_fd(), m)
             .map_err(|e| pmi_error(format!("cannot write to the server: {e}")))
     }
 
@@ -570,7 +570,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::BufRead;
+    use std::io::{BufRead, Write};
     use std::time::Duration;
 
     #[test]

@@ -173,6 +173,11 @@ impl Driven {
             // peers that may be waiting for it: abort the job instead.
             let rank = e.rank() as i32;
             e.job().abort(rank, -1);
+            if !e.ranks_are_threads() {
+                // Started by Hydra, Slurm or mpirun: the launcher ends the other ranks (with
+                // the status of a Rust panic).
+                crate::bootstrap::launcher_abort(101, &format!("earlybird: rank {rank} panicked"));
+            }
             return;
         }
         if let Err(err) = attrs.and(e.finalize()) {

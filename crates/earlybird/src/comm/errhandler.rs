@@ -201,8 +201,9 @@ pub(crate) fn end_job(
         if ended_elsewhere {
             crate::bootstrap::await_launcher_end();
         } else {
-            // Started by Hydra or Slurm: the launcher ends the other ranks and exits with
-            // this status.
+            // Started by Hydra, Slurm or mpirun: the launcher ends the other ranks (PMI-1 and
+            // PMIx carry this status to it; PMI-2's abort carries none, and srun reports the
+            // rank's own exit status).
             crate::bootstrap::launcher_abort(status, &line);
         }
     }
@@ -246,7 +247,8 @@ impl Comm {
     /// MPI_Abort: end the job with `errorcode`. Prints `earlybird: rank R: MPI_Abort on
     /// communicator NAME (rank r of n) with error code C`, marks the job aborted (every rank
     /// still waiting sees `MPIX_ERR_PROC_FAILED`; ebrun ends the others within a second and
-    /// exits with this status) and exits with status C (its low 8 bits; 1 if those are 0).
+    /// exits with this status, as do Hydra and mpirun told through PMI-1 or PMIx; Slurm ends
+    /// the step) and exits with status C (its low 8 bits; 1 if those are 0).
     /// MPI asks for the processes of the communicator's group; on one host earlybird ends
     /// the whole job, as MPI implementations do. In a thread job the rank's thread unwinds
     /// with that line and [`Job::run`](crate::threads::Job::run) re-raises it.

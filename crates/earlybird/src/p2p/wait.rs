@@ -7,7 +7,7 @@ use super::engine::Engine;
 use super::matching::Pattern;
 use super::ops::OpId;
 use crate::error::{Error, ErrorClass, Result};
-use crate::fabric::job::{BlockedIn, JobSegment};
+use crate::fabric::job::{BlockedIn, JobSegment, RankState};
 use crate::status::Status;
 
 /// What a wait reports to the launcher once it becomes long: the kind of call, and the
@@ -147,6 +147,20 @@ const PUBLISH_AFTER: std::time::Duration = std::time::Duration::from_millis(10);
 /// How often a long wait checks that the launcher is still alive.
 const LAUNCHER_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// A rank of `job` other than `me` that is running by its slot but whose process is gone.
+/// Under ebrun the launcher finds these; under Hydra, Slurm or mpirun the ranks look
+/// themselves (a launcher may leave the others running when one dies).
+fn dead_peer(job: &JobSegment, me: u32) -> Option<(u32, u32)> {
+    (0..job.nranks()).find_map(|r| {
+        let pid = job.pid(r);
+        (r != me
+            && pid != 0
+            && job.state(r) == RankState::Running
+            && !crate::sys::process::alive(pid))
+        .then_some((r, pid))
+    })
+}
+
 impl Waiter {
     pub(crate) fn new(spin_budget: u32, blocked: Blocked) -> Waiter {
         let contended = CONTENDED.with(std::cell::Cell::get) > 0;
@@ -222,8 +236,19 @@ impl Waiter {
                 self.finish(job, me);
                 return Err(Error::new(
                     ErrorClass::ProcFailed,
-                    format!("the launcher (ebrun, pid {launcher}) is gone"),
+                    format!("the launcher (pid {launcher}) is gone"),
                 ));
+            }
+            if crate::bootstrap::watch_peers() {
+                if let Some((rank, pid)) = dead_peer(job, me) {
+                    self.finish(job, me);
+                    return Err(Error::new(
+                        ErrorClass::ProcFailed,
+                        format!(
+                            "rank {rank} (pid {pid}) ended without finalize while this rank waited"
+                        ),
+                    ));
+                }
             }
         }
         Ok(())

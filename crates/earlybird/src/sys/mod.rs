@@ -16,3 +16,4 @@ pub(crate) mod pmix;
 pub(crate) mod process;
 pub(crate) mod segment;
 pub(crate) mod sig;
+pub(crate) mod socket;
