@@ -13,6 +13,7 @@ use common::*;
 use earlybird::{Op, Result, Universe};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -69,10 +70,100 @@ fn exit_early(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// Write this rank's pid in the directory `EB_PID_DIR` names, as a file named by its rank.
+fn record_pid(w: &earlybird::Comm) {
+    let dir = std::env::var("EB_PID_DIR").expect("EB_PID_DIR");
+    let f = std::path::Path::new(&dir).join(w.rank().to_string());
+    std::fs::write(f, std::process::id().to_string()).expect("record the pid");
+}
+
+/// Every rank records its pid; then the last rank is killed (SIGKILL) while the others wait
+/// for it.
+fn killed_rank(u: &Universe) -> Result<()> {
+    let w = u.world();
+    record_pid(w);
+    w.barrier()?;
+    let last = w.size() - 1;
+    if w.rank() == last {
+        let me = std::process::id().to_string();
+        let _ = Command::new("kill").args(["-KILL", &me]).status();
+        std::thread::sleep(Duration::from_secs(60));
+    }
+    let mut b = [0u8];
+    w.recv(&mut b, last, 0)?;
+    Ok(())
+}
+
+/// Every rank records its pid; then rank 0 kills its parent, the launcher's proxy on this
+/// host, while every rank waits in a receive that never completes.
+fn proxy_killed(u: &Universe) -> Result<()> {
+    let w = u.world();
+    record_pid(w);
+    w.barrier()?;
+    if w.rank() == 0 {
+        let proxy = std::os::unix::process::parent_id().to_string();
+        let _ = Command::new("kill").args(["-KILL", &proxy]).status();
+    }
+    let mut b = [0u8];
+    w.recv(&mut b, (w.rank() + 1) % w.size(), 0)?;
+    Ok(())
+}
+
 scenarios! {
     child_only ring_and_sum;
     child_only abort_seven;
     child_only exit_early;
+    child_only killed_rank;
+    child_only proxy_killed;
+}
+
+/// Run scenario `name` on `n` ranks under Hydra with a directory for the ranks' pids, and
+/// check that every rank process is gone within 2 s of the job's end.
+fn hydra_job_leaving_no_rank(name: &str, n: u32) -> JobOutput {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("pids-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("pid directory");
+    let d = dir.to_string_lossy().to_string();
+    let out = hydra_scenario(name, n, &[], &[("EB_PID_DIR", &d)]);
+    let pids: Vec<String> = (0..n)
+        .filter_map(|r| std::fs::read_to_string(dir.join(r.to_string())).ok())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        n as usize,
+        "every rank records its pid\n{}",
+        out.dump()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    for p in pids {
+        while std::path::Path::new(&format!("/proc/{p}")).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "rank process {p} outlived its job\n{}",
+                out.dump()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// Faults under Hydra: a rank killed, and the proxy that started the ranks killed. The job
+/// ends (Hydra names the signal; the ranks whose proxy died die with it), without a hang and
+/// with no rank left running.
+#[test]
+fn hydra_jobs_end_when_a_rank_or_the_proxy_is_killed() {
+    let out = hydra_job_leaving_no_rank("killed_rank", 3);
+    assert!(!out.status.success(), "{}", out.dump());
+    assert!(
+        out.stdout.contains("signal 9") || out.stderr.contains("signal 9"),
+        "{}",
+        out.dump()
+    );
+    let out = hydra_job_leaving_no_rank("proxy_killed", 3);
+    assert!(!out.status.success(), "{}", out.dump());
 }
 
 #[test]

@@ -434,6 +434,9 @@ impl Conn {
     }
 
     fn abort(&mut self, code: i32, why: &str) {
+        // Give the launcher a moment to forward what this rank just wrote: once it has the
+        // abort it kills the ranks, and Hydra's proxy drops output not yet forwarded.
+        std::thread::sleep(std::time::Duration::from_millis(50));
         match self {
             Conn::Pmi(c) => c.abort(code, why),
             Conn::Pmix(p) => p.abort(code, why),
@@ -606,9 +609,6 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
 /// job was not started through PMI (ebrun watches the job segment instead).
 pub(crate) fn launcher_abort(code: i32, why: &str) {
     if let Some(l) = LAUNCHER.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-        // Give the launcher a moment to forward what this rank just wrote: once it has the
-        // abort it kills the ranks, and Hydra's proxy drops output not yet forwarded.
-        std::thread::sleep(std::time::Duration::from_millis(50));
         l.client.abort(code, why);
     }
 }
