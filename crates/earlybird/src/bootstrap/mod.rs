@@ -158,8 +158,8 @@ fn create_segment(nranks: u32, dir: Option<&Path>, launcher: u32) -> Result<(Job
     Ok((segment, fd))
 }
 
-/// Join the job this process was started in: from ebrun's environment, through PMI, or as
-/// a singleton when no launcher is there.
+/// Join the job this process was started in: from ebrun's environment, through PMI or
+/// PMIx, or as a singleton when no launcher is there.
 pub(crate) fn from_environment() -> Result<Placement> {
     let var = |k: &str| std::env::var(k).ok();
     let Some(rank) = var(ENV_RANK) else {

@@ -187,9 +187,13 @@ impl Pmix {
         }
         // SAFETY: v points to the library's initialised pmix_value_t (success above).
         let val = unsafe { &*v };
+        // The union's number sits at its start: its first bytes in memory order.
+        let head = val.data[0].to_ne_bytes();
         let got = match val.kind {
-            PMIX_UINT32 => Ok(Got::U32(val.data[0] as u32)),
-            PMIX_UINT16 => Ok(Got::U32(val.data[0] as u16 as u32)),
+            PMIX_UINT32 => Ok(Got::U32(u32::from_ne_bytes([
+                head[0], head[1], head[2], head[3],
+            ]))),
+            PMIX_UINT16 => Ok(Got::U32(u16::from_ne_bytes([head[0], head[1]]) as u32)),
             PMIX_STRING => {
                 let s = val.data[0] as *const c_char;
                 if s.is_null() {
@@ -252,7 +256,8 @@ impl Pmix {
             flags: 0,
             value: Value {
                 kind: PMIX_BOOL,
-                data: [1, 0, 0],
+                // `true` in the union's first byte.
+                data: [u64::from_ne_bytes([1, 0, 0, 0, 0, 0, 0, 0]), 0, 0],
             },
         };
         for (d, s) in info.key.iter_mut().zip(c"pmix.collect".to_bytes()) {
