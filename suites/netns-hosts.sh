@@ -16,8 +16,13 @@ n=${2:?number of hosts}
 p=${3:-eb}
 
 down() {
-    for k in $(seq 1 "$n"); do ip netns del "${p}h$k" 2>/dev/null || true; done
-    ip netns del "${p}sw" 2>/dev/null || true
+    # Whatever still runs on a host (a launcher's daemon whose "ssh" was killed before it)
+    # goes with it: nothing of a test is left behind.
+    for ns in $(seq -f "${p}h%g" 1 "$n") "${p}sw"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null || true)
+        [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+        ip netns del "$ns" 2>/dev/null || true
+    done
 }
 
 case "$cmd" in

@@ -586,4 +586,29 @@ fn a_job_on_three_namespace_hosts_is_refused_clearly() {
             out.dump()
         );
     }
+    // What the launchers left on the hosts (their daemons, whose "ssh" mpiexec killed) goes
+    // with the hosts: none of it outlives the test.
+    let left: Vec<String> = (1..=3)
+        .flat_map(|k| {
+            let out = Command::new("ip")
+                .args(["netns", "pids", &format!("{}h{k}", hosts.prefix)])
+                .output()
+                .expect("ip netns pids");
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    drop(hosts);
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    for p in left {
+        while std::path::Path::new(&format!("/proc/{p}")).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "process {p} of a namespace host outlived it"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
