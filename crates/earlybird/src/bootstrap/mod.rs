@@ -27,6 +27,7 @@
 pub(crate) mod pmi;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::hosts::Hosts;
 use crate::fabric::job::{JobSegment, JobShape};
 use crate::sys::pmix::Pmix;
 use crate::sys::segment::{self, Segment};
@@ -351,6 +352,8 @@ struct Whereabouts {
     node: u32,
     /// The lowest rank on this host.
     leader: u32,
+    /// Per rank: whether it shares this rank's host.
+    local: Vec<bool>,
 }
 
 impl Conn {
@@ -386,25 +389,28 @@ impl Conn {
                     hosts: all.len(),
                     node,
                     leader: nodes.iter().position(|&n| n == node).unwrap_or(0) as u32,
+                    local: nodes.iter().map(|&n| n == node).collect(),
                 })
             }
             Conn::Pmix(p) => {
                 let hosts = p.get_u32(None, "pmix.num.nodes").map_err(launch_error)? as usize;
                 let node = p.get_u32(Some(rank), "pmix.nodeid").map_err(launch_error)?;
                 let peers = p.get_text(None, "pmix.lpeers").map_err(launch_error)?;
-                let leader = peers
+                let peers = peers
                     .split(',')
                     .map(|r| r.trim().parse::<u32>())
                     .collect::<std::result::Result<Vec<u32>, _>>()
                     .ok()
-                    .and_then(|v| v.into_iter().min())
+                    .filter(|v| !v.is_empty())
                     .ok_or_else(|| {
                         launch_error(format!("PMIx's local peers {peers:?} do not parse"))
                     })?;
+                let size = p.get_u32(None, "pmix.job.size").map_err(launch_error)?;
                 Ok(Whereabouts {
                     hosts,
                     node,
-                    leader,
+                    leader: peers.iter().copied().min().unwrap_or(0),
+                    local: (0..size).map(|r| peers.contains(&r)).collect(),
                 })
             }
         }
@@ -540,17 +546,26 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
         hosts,
         node,
         leader,
+        local,
     } = c.whereabouts()?;
-    if hosts > 1 {
+    // A job across hosts: this rank's network endpoint, its address published with the
+    // segment's card.
+    let endpoint = if hosts > 1 {
         let source = match c {
             Conn::Pmi(_) => "PMI_process_mapping",
             Conn::Pmix(_) => "PMIx",
         };
-        return Err(launch_error(format!(
-            "this job of {size} ranks spans {hosts} hosts ({source}), and \
-             earlybird's fabric joins the ranks of one host only (shared memory)"
-        )));
-    }
+        let ep = crate::sys::ofi::Endpoint::open().map_err(|e| {
+            launch_error(format!(
+                "this job of {size} ranks spans {hosts} hosts ({source}), and the network \
+                 between them cannot be opened: {e}"
+            ))
+        })?;
+        c.put(&ofi_key(rank), &hex(ep.name()))?;
+        Some(ep)
+    } else {
+        None
+    };
     let key = format!("earlybird-segment-{node}");
     crate::sys::process::die_with_parent();
     let (job, held) = if rank == leader {
@@ -602,7 +617,43 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
             job.nranks()
         )));
     }
+    let job = match endpoint {
+        None => job,
+        Some(ep) => {
+            let mut cards = Vec::with_capacity(size as usize);
+            for r in 0..size {
+                cards.push(if local.get(r as usize).copied().unwrap_or(true) {
+                    None
+                } else {
+                    let v = c.get(r, &ofi_key(r))?;
+                    Some(unhex(&v).ok_or_else(|| {
+                        launch_error(format!("rank {r}'s network address {v:?} does not parse"))
+                    })?)
+                });
+            }
+            job.across(Hosts::new(node, rank, ep, cards))
+        }
+    };
     Ok((job, held))
+}
+
+/// The key under which rank `r` publishes its network address.
+fn ofi_key(r: u32) -> String {
+    format!("earlybird-ofi-{r}")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// Ask the launcher (Hydra, Slurm) to end the job with exit code `code`; nothing when the

@@ -407,34 +407,51 @@ fn fit(o: &Offer, rb: &RecvBind) -> Result<(usize, u64, u64)> {
     Ok((unit, (s / unit) as u64, (r / unit) as u64))
 }
 
+/// A channel's memory is mapped by both ends: `Err` when the sender `src` is on another
+/// host.
+fn across_hosts(eng: &Engine, src: u32) -> Result<()> {
+    if eng.fabric.shares_memory_with(src) {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorClass::UnsupportedOperation,
+        format!(
+            "a channel from rank {src}, which is on another host: channels share memory \
+             between their ends, and earlybird binds them between ranks of one host only"
+        ),
+    ))
+}
+
 /// Match offer `o` to receive bind `rb`: create the channel and reply, or reject.
 fn accept(eng: &mut Engine, o: &Offer, rb: &mut RecvBind) {
-    let made = fit(o, rb).and_then(|(unit, a, b)| {
-        let units = rb.slack as u64 * a.max(b);
-        if units > u32::MAX as u64 {
-            return Err(Error::new(ErrorClass::Arg, "channel slackness too large"));
-        }
-        let shape = ChannelShape {
-            units: units as u32,
-            unit_bytes: unit,
-            inline: a == 1 && b == 1 && unit <= INLINE_BYTES,
-        };
-        let no_mem = |e: String| {
-            Error::new(
-                ErrorClass::NoMem,
-                format!(
-                    "cannot create a channel's memory ({} bytes): {e}",
-                    shape.total_bytes()
-                ),
-            )
-        };
-        let (seg, key, fd) = eng
-            .fabric
-            .create_region(shape.total_bytes())
-            .map_err(|e| no_mem(e.to_string()))?;
-        let mem = ChannelMem::new(seg, shape).map_err(no_mem)?;
-        Ok((mem, key, fd, a, b))
-    });
+    let made = across_hosts(eng, o.src)
+        .and_then(|()| fit(o, rb))
+        .and_then(|(unit, a, b)| {
+            let units = rb.slack as u64 * a.max(b);
+            if units > u32::MAX as u64 {
+                return Err(Error::new(ErrorClass::Arg, "channel slackness too large"));
+            }
+            let shape = ChannelShape {
+                units: units as u32,
+                unit_bytes: unit,
+                inline: a == 1 && b == 1 && unit <= INLINE_BYTES,
+            };
+            let no_mem = |e: String| {
+                Error::new(
+                    ErrorClass::NoMem,
+                    format!(
+                        "cannot create a channel's memory ({} bytes): {e}",
+                        shape.total_bytes()
+                    ),
+                )
+            };
+            let (seg, key, fd) = eng
+                .fabric
+                .create_region(shape.total_bytes())
+                .map_err(|e| no_mem(e.to_string()))?;
+            let mem = ChannelMem::new(seg, shape).map_err(no_mem)?;
+            Ok((mem, key, fd, a, b))
+        });
     match made {
         Ok((mem, key, fd, a, b)) => {
             let shape = mem.shape();

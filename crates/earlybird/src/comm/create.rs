@@ -92,8 +92,10 @@ pub(super) fn assemble(
 
 /// The kinds of MPI_Comm_split_type.
 ///
-/// The shared-memory fabric joins the ranks of one host, so the processes that can share
-/// memory are those on the caller's host, found by host name (`/proc/sys/kernel/hostname`).
+/// The processes that can share memory are those on the caller's host: as the launcher
+/// numbers the hosts when the job spans several (PMI's process mapping, PMIx's node ids),
+/// else by host name (`/proc/sys/kernel/hostname`), which tells the jobs of one host apart
+/// from those of another when communicators are joined across jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitType {
     /// MPI_UNDEFINED: this process takes no part and gets `None`.
@@ -157,9 +159,13 @@ impl SplitType {
 /// Longest host name (HOST_NAME_MAX).
 const HOST_LEN: usize = 64;
 
-/// This host's name, as the kernel has it, padded to [`HOST_LEN`] bytes.
-fn host_name() -> [u8; HOST_LEN] {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+/// This process's host: its number in a job across hosts (`job`), else the host's name as
+/// the kernel has it; padded to [`HOST_LEN`] bytes.
+fn host_name(job: &crate::fabric::job::JobSegment) -> [u8; HOST_LEN] {
+    let name = match job.hosts() {
+        Some(h) => format!("earlybird node {}", h.node()),
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default(),
+    };
     let name = name.trim().as_bytes();
     let mut out = [0u8; HOST_LEN];
     let n = name.len().min(HOST_LEN);
@@ -308,6 +314,11 @@ impl Comm {
                 (all, i)
             }
         }
+    }
+
+    /// This process's host (see [`SplitType`]).
+    fn host(&self) -> [u8; HOST_LEN] {
+        host_name(self.eng.borrow().job())
     }
 
     /// A blocking agreement over every process of the communicator, each adding `extra`.
@@ -520,7 +531,7 @@ impl Comm {
             };
             let mut mine = vec![kind, resource];
             mine.extend_from_slice(&key.to_le_bytes());
-            mine.extend_from_slice(&host_name());
+            mine.extend_from_slice(&self.host());
             let (parts, offers) = self.offers(&mine)?;
             let asked: Vec<&[u8]> = offers.iter().map(|(_, x)| &x[..2]).collect();
             if let Some(w) = asked
@@ -608,7 +619,7 @@ impl Comm {
         };
         let color = if host {
             // FNV-1a of the host name, in 31 bits.
-            let h = host_name().iter().fold(0x811c_9dc5u32, |h, &b| {
+            let h = self.host().iter().fold(0x811c_9dc5u32, |h, &b| {
                 (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
             });
             (h & 0x7fff_ffff) as i32

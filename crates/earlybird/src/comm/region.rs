@@ -41,6 +41,21 @@ impl Comm {
     ) -> Result<Region<T>> {
         let ctx = self.ctx.internal().raw();
         let (parts, me) = self.parts();
+        // Every process sees a member on another host when there is one: all fail alike,
+        // without a word exchanged.
+        let far = parts
+            .iter()
+            .position(|&p| !self.eng.borrow().fabric.shares_memory_with(p));
+        if let Some(r) = far {
+            return Err(Error::new(
+                ErrorClass::UnsupportedOperation,
+                format!(
+                    "{what} needs memory that all its processes share, and rank {r} of the \
+                     communicator is on another host than rank {me} (earlybird shares memory \
+                     between the ranks of one host only)"
+                ),
+            ));
+        }
         let mut key = vec![0u8; 25];
         let mut prepare = Some(prepare);
         let mut made = None;

@@ -191,3 +191,27 @@ fn copy_segments(
     }
     Ok(())
 }
+
+/// This endpoint's own exposed bytes `remote` (its [`expose`]), the first `n` of them, as one
+/// packed copy: what a peer on another host pulls when they are not one run.
+pub(super) fn gather_own(remote: &RemoteRef, n: usize) -> io::Result<Vec<u8>> {
+    let theirs = match remote.entries {
+        None => vec![[remote.addr, n as u64]],
+        Some(entries) => read_table(true, 0, remote.addr, entries as usize)?,
+    };
+    let mut out = vec![0u8; n];
+    copy_segments(true, 0, &[[out.as_mut_ptr() as u64, n as u64]], &theirs, n)?;
+    Ok(out)
+}
+
+/// Unpack `n` packed bytes `from` into the non-contiguous buffer `dst`.
+pub(super) fn scatter_own(dst: &Lent, from: &[u8], n: usize) -> io::Result<()> {
+    let n = n.min(from.len());
+    copy_segments(
+        true,
+        0,
+        &dst_segments(dst, n),
+        &[[from.as_ptr() as u64, n as u64]],
+        n,
+    )
+}

@@ -171,6 +171,9 @@ pub struct JobSegment {
     outer: Option<Arc<(JobSegment, u32)>>,
     /// The entry listing this job in its outermost job's header, while this process holds it.
     listed: Option<Arc<Listing>>,
+    /// Where the ranks are, when the job spans hosts (this segment then holds this host's
+    /// ranks).
+    hosts: Option<Arc<super::hosts::Hosts>>,
 }
 
 /// A job's entry in its outermost job's list of endpoint jobs: the descriptor it names is
@@ -224,6 +227,7 @@ impl JobSegment {
             shape,
             outer: None,
             listed: None,
+            hosts: None,
         };
         let h = js.header();
         h.version.store(VERSION, Ordering::Relaxed);
@@ -268,7 +272,19 @@ impl JobSegment {
             shape,
             outer: None,
             listed: None,
+            hosts: None,
         })
+    }
+
+    /// This segment, as this host's part of a job across `hosts`.
+    pub(crate) fn across(mut self, hosts: super::hosts::Hosts) -> JobSegment {
+        self.hosts = Some(Arc::new(hosts));
+        self
+    }
+
+    /// Where the ranks are, when the job spans hosts.
+    pub(crate) fn hosts(&self) -> Option<&super::hosts::Hosts> {
+        self.hosts.as_deref()
     }
 
     /// This segment, as the job of endpoints that the process of rank `rank` of `outer`

@@ -4,19 +4,22 @@
 //! reaching peers: put a frame on its way, take arrived frames in order, pull a peer's
 //! exposed buffer with one copy ([`bulk`]), and map a memory region a peer created (bound
 //! channels, later RMA windows). [`shm::Shm`] implements it for the endpoints of one host,
-//! threads or processes alike (one [`ring`] per ordered pair in the [`job`] segment); an OFI
-//! transport between hosts will implement it beside it.
+//! threads or processes alike (one [`ring`] per ordered pair in the [`job`] segment);
+//! [`ofi::Ofi`] carries frames and bulk transfers to the ranks on other hosts.
 //!
 //! [`Fabric`] is what an endpoint holds: it decides, in one place ([`Fabric::route`]), how
-//! each peer is reached (itself: a loopback queue; a peer on this host: shared memory), keeps
-//! frames to one peer in order when its ring is full (they wait in a queue and leave with a
-//! later [`flush`](Fabric::flush)), and returns flow-control credit to peers. It implements
+//! each peer is reached (itself: a loopback queue; a peer on this host: shared memory; a
+//! peer on another host, as [`hosts`] says: the network), keeps frames to one peer in order
+//! when its ring or the network has no room (they wait in a queue and leave with a later
+//! [`flush`](Fabric::flush)), and returns flow-control credit to peers. It implements
 //! [`Transport`] too, so p2p, channels and RMA are written against the seam alone.
 
 pub(crate) mod bulk;
 pub(crate) mod channel;
 pub(crate) mod frame;
+pub(crate) mod hosts;
 pub(crate) mod job;
+pub(crate) mod ofi;
 pub(crate) mod ring;
 pub(crate) mod shm;
 pub(crate) mod sync;
@@ -115,6 +118,8 @@ pub(crate) enum Route {
     Loopback,
     /// An endpoint of this host: shared memory.
     Shm,
+    /// An endpoint on another host: the network ([`ofi`]).
+    Ofi,
 }
 
 /// A frame and its payload, kept in memory (a loopback frame, or one that found its ring
@@ -131,6 +136,10 @@ pub(crate) struct Fabric {
     queued: Vec<VecDeque<Held>>,
     queued_frames: usize,
     job: JobSegment,
+    /// The transport to other hosts, when the job spans several.
+    ofi: Option<ofi::Ofi>,
+    /// Per rank: whether it is on another host (empty when the job is on one host).
+    far: Vec<bool>,
 }
 
 use shm::Shm;
@@ -148,13 +157,27 @@ impl Fabric {
     /// Endpoint `me` of `job` (`Err` if that endpoint was claimed already).
     pub(crate) fn new(job: JobSegment, me: u32) -> Result<Fabric, String> {
         let n = job.nranks() as usize;
+        let shm = Shm::new(job.clone(), me)?;
+        let (ofi, far) = match job.hosts() {
+            Some(h) => {
+                let ep = h.take_endpoint(me)?;
+                let far: Vec<bool> = (0..n).map(|r| h.card(r as u32).is_some()).collect();
+                let cards: Vec<Option<Vec<u8>>> = (0..n)
+                    .map(|r| h.card(r as u32).map(<[u8]>::to_vec))
+                    .collect();
+                (Some(ofi::Ofi::new(job.clone(), me, ep, &cards)?), far)
+            }
+            None => (None, Vec::new()),
+        };
         Ok(Fabric {
             me,
-            shm: Shm::new(job.clone(), me)?,
+            shm,
             loopback: VecDeque::new(),
             queued: (0..n).map(|_| VecDeque::new()).collect(),
             queued_frames: 0,
             job,
+            ofi,
+            far,
         })
     }
 
@@ -163,9 +186,34 @@ impl Fabric {
     pub(crate) fn route(&self, peer: u32) -> Route {
         if peer == self.me {
             Route::Loopback
+        } else if self.far.get(peer as usize).copied().unwrap_or(false) {
+            Route::Ofi
         } else {
             Route::Shm
         }
+    }
+
+    /// Whether `peer`'s memory can be mapped here (it is on this host).
+    pub(crate) fn shares_memory_with(&self, peer: u32) -> bool {
+        self.route(peer) != Route::Ofi
+    }
+
+    /// Count this endpoint into finalize, on this host and at every rank on another.
+    pub(crate) fn enter_finalize(&mut self) {
+        self.job.enter_finalize();
+        if let Some(o) = self.ofi.as_mut() {
+            o.enter_finalize();
+        }
+    }
+
+    /// Ranks of the job that have entered finalize, as this endpoint knows.
+    pub(crate) fn finalizing(&self) -> u32 {
+        self.job.finalizing() + self.ofi.as_ref().map_or(0, ofi::Ofi::finalizing)
+    }
+
+    /// Whether nothing this endpoint sent to another host is still in flight.
+    pub(crate) fn quiet(&self) -> bool {
+        self.ofi.as_ref().is_none_or(ofi::Ofi::quiet)
     }
 
     /// The job segment (rank slots, abort flag).
@@ -214,7 +262,7 @@ impl Fabric {
         frame.len = payload.len() as u32;
         match self.route(peer) {
             Route::Loopback => self.loopback.push_back((frame, payload)),
-            Route::Shm => {
+            Route::Shm | Route::Ofi => {
                 self.queued[peer as usize].push_back((frame, payload));
                 self.queued_frames += 1;
             }
@@ -227,21 +275,30 @@ impl Fabric {
         self.queued_frames
     }
 
-    /// Move queued frames into their rings while there is room. True if any moved.
+    /// Take what arrived from other hosts, and move queued frames into their rings while
+    /// there is room. True if any queued frame moved or a frame arrived from another host.
     #[inline(always)]
     pub(crate) fn flush(&mut self) -> bool {
-        self.queued_frames != 0 && self.flush_queued()
+        let arrived = match self.ofi.as_mut() {
+            Some(o) => o.poll(),
+            None => false,
+        };
+        (self.queued_frames != 0 && self.flush_queued()) | arrived
     }
 
     #[inline(never)]
     fn flush_queued(&mut self) -> bool {
         let mut did = false;
         for (peer, q) in self.queued.iter_mut().enumerate() {
+            let far = self.far.get(peer).copied().unwrap_or(false);
             while let Some((f, p)) = q.front() {
-                if !self
-                    .shm
-                    .try_send(peer as u32, f, p.len(), |d| copy_small(d, p))
-                {
+                let sent = match self.ofi.as_mut() {
+                    Some(o) if far => o.try_send(peer as u32, f, p.len(), |d| copy_small(d, p)),
+                    _ => self
+                        .shm
+                        .try_send(peer as u32, f, p.len(), |d| copy_small(d, p)),
+                };
+                if !sent {
                     break;
                 }
                 q.pop_front();
@@ -250,6 +307,19 @@ impl Fabric {
             }
         }
         did
+    }
+
+    /// The transport to other hosts (a peer routed there exists only with it).
+    fn far(&self) -> &ofi::Ofi {
+        self.ofi
+            .as_ref()
+            .expect("a peer on another host has the OFI transport")
+    }
+
+    fn far_mut(&mut self) -> &mut ofi::Ofi {
+        self.ofi
+            .as_mut()
+            .expect("a peer on another host has the OFI transport")
     }
 
     /// Take the first frame to this endpoint itself that `pred` accepts out of the
@@ -267,7 +337,10 @@ impl Fabric {
 
 impl Transport for Fabric {
     fn max_payload(&self) -> usize {
-        self.shm.max_payload()
+        match self.ofi {
+            Some(_) => self.shm.max_payload().min(ofi::MAX_PAYLOAD),
+            None => self.shm.max_payload(),
+        }
     }
 
     /// Routes; a frame to this endpoint always goes (into the loopback queue), and one to a
@@ -290,6 +363,10 @@ impl Transport for Fabric {
             Route::Shm => {
                 self.queued[peer as usize].is_empty() && self.shm.try_send(peer, frame, len, fill)
             }
+            Route::Ofi => {
+                self.queued[peer as usize].is_empty()
+                    && self.far_mut().try_send(peer, frame, len, fill)
+            }
         }
     }
 
@@ -298,6 +375,7 @@ impl Transport for Fabric {
         match self.route(peer) {
             Route::Loopback => self.loopback.front().map(|(f, _)| *f),
             Route::Shm => self.shm.peek(peer),
+            Route::Ofi => self.far().peek(peer),
         }
     }
 
@@ -306,6 +384,7 @@ impl Transport for Fabric {
         match self.route(peer) {
             Route::Loopback => self.loopback.front().map_or(&[], |(_, p)| &p[..]),
             Route::Shm => self.shm.payload(peer, frame),
+            Route::Ofi => self.far().payload(peer, frame),
         }
     }
 
@@ -316,6 +395,7 @@ impl Transport for Fabric {
                 self.loopback.pop_front();
             }
             Route::Shm => self.shm.consume(peer, frame),
+            Route::Ofi => self.far_mut().consume(peer),
         }
     }
 
@@ -323,12 +403,15 @@ impl Transport for Fabric {
         match self.route(peer) {
             Route::Loopback => 0,
             Route::Shm => self.shm.delivered_by(peer),
+            Route::Ofi => self.far().delivered_by(peer),
         }
     }
 
     fn report_delivered(&mut self, from: u32, bytes: u64) {
-        if self.route(from) == Route::Shm {
-            self.shm.report_delivered(from, bytes);
+        match self.route(from) {
+            Route::Loopback => {}
+            Route::Shm => self.shm.report_delivered(from, bytes),
+            Route::Ofi => self.far_mut().report_delivered(from, bytes),
         }
     }
 
@@ -336,6 +419,7 @@ impl Transport for Fabric {
         match self.route(peer) {
             Route::Loopback => true,
             Route::Shm => self.shm.same_process(peer),
+            Route::Ofi => false,
         }
     }
 
@@ -343,6 +427,7 @@ impl Transport for Fabric {
         match self.route(peer) {
             Route::Loopback => bulk::pull(true, 0, remote, dst, n),
             Route::Shm => self.shm.pull(peer, remote, dst, n),
+            Route::Ofi => self.far().pull(peer, remote, dst, n),
         }
     }
 

@@ -439,19 +439,19 @@ impl Engine {
         match *phase {
             Finalizing::Flushing => {
                 if self.fabric.queued_frames() == 0 {
-                    self.job().enter_finalize();
+                    self.fabric.enter_finalize();
                     *phase = Finalizing::Gathering;
                 }
                 false
             }
             Finalizing::Gathering => {
-                if self.job().finalizing() >= self.size() {
+                if self.fabric.finalizing() >= self.size() {
                     *phase = Finalizing::Draining;
                 }
                 false
             }
             Finalizing::Draining => {
-                if did || self.fabric.queued_frames() != 0 {
+                if did || self.fabric.queued_frames() != 0 || !self.fabric.quiet() {
                     return false;
                 }
                 self.job().set_finalized(self.core.me);

@@ -9,6 +9,7 @@ pub(crate) mod copy;
 pub(crate) mod exposed;
 pub(crate) mod layout;
 pub(crate) mod lend;
+pub(crate) mod ofi;
 pub(crate) mod overlap;
 pub(crate) mod plain;
 pub(crate) mod pmem_io;

@@ -90,7 +90,7 @@ pub(crate) struct Pmix {
 // `Pmix` holds plain data and function pointers.
 unsafe impl Send for Pmix {}
 
-fn last_dl_error() -> String {
+pub(super) fn last_dl_error() -> String {
     // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call.
     let e = unsafe { libc::dlerror() };
     if e.is_null() {
