@@ -628,12 +628,8 @@ fn a_job_runs_on_three_namespace_hosts() {
         ("EB_NETNS_PREFIX", hosts.prefix.as_str()),
         ("EB_RANKS_PER_HOST", "2"),
     ];
-    let mut hydra = in_host1();
-    hydra
-        .arg(hydra_path())
-        .args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
-        .arg(&ssh)
-        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3", "-n", "6"]);
+    let mut hydra = hydra_on_namespace_hosts(&hosts.prefix);
+    hydra.args(["-n", "6"]);
     let mut mpirun = in_host1();
     mpirun
         .args(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe"])

@@ -45,6 +45,12 @@ const K_CREDIT: u8 = 2;
 const K_FINALIZE: u8 = 3;
 const K_PULL: u8 = 4;
 
+/// A message received into one of the frame receive buffers, which it keeps until consumed.
+struct Received {
+    buf: Box<[u8]>,
+    len: usize,
+}
+
 /// An operation in flight: the provider's scratch space first (the context libfabric is
 /// given points here), then what the operation is.
 #[repr(C)]
@@ -93,7 +99,9 @@ struct Wire {
     /// Receives to post again when the provider has room.
     unposted: Vec<*mut Op>,
     /// Frames arrived, in arrival order, with their senders, not yet sorted per peer.
-    stash: Vec<(u32, Vec<u8>)>,
+    stash: Vec<(u32, Received)>,
+    /// Receive buffers taken back from consumed frames, for the next receives.
+    spare: Vec<Box<[u8]>>,
     /// Per peer: the eager bytes it says it has delivered.
     delivered_by: Vec<u64>,
     /// Per peer: bulk sends to it in flight.
@@ -117,7 +125,7 @@ struct Wire {
 pub(crate) struct Ofi {
     wire: RefCell<Wire>,
     /// Per peer: frames taken from the stash, in order.
-    arrived: Vec<VecDeque<Vec<u8>>>,
+    arrived: Vec<VecDeque<Received>>,
     /// Per peer: delivered eager bytes reported so far, and how many are not yet sent.
     credit: Vec<(u64, u64)>,
     job: JobSegment,
@@ -157,6 +165,7 @@ impl Ofi {
             recvs: Receives(Vec::with_capacity(RECVS)),
             unposted: Vec::new(),
             stash: Vec::new(),
+            spare: Vec::new(),
             delivered_by: vec![0; n],
             bulk_out: vec![0; n],
             sends: 0,
@@ -245,17 +254,22 @@ impl Ofi {
             return None;
         }
         let m = self.arrived[peer as usize].front()?;
-        Some(bytemuck::pod_read_unaligned(&m[..HEADER]))
+        Some(bytemuck::pod_read_unaligned(
+            &m.buf[PREFIX..PREFIX + HEADER],
+        ))
     }
 
     pub(crate) fn payload<'f>(&'f self, peer: u32, frame: &'f Frame) -> &'f [u8] {
-        self.arrived[peer as usize]
-            .front()
-            .map_or(&[], |m| &m[HEADER..HEADER + frame.len as usize])
+        self.arrived[peer as usize].front().map_or(&[], |m| {
+            let at = PREFIX + HEADER;
+            &m.buf[at..(at + frame.len as usize).min(m.len)]
+        })
     }
 
     pub(crate) fn consume(&mut self, peer: u32) {
-        self.arrived[peer as usize].pop_front();
+        if let Some(m) = self.arrived[peer as usize].pop_front() {
+            self.wire.get_mut().spare.push(m.buf);
+        }
     }
 
     pub(crate) fn delivered_by(&self, peer: u32) -> u64 {
@@ -505,15 +519,21 @@ impl Wire {
 
     fn complete(&mut self, o: *mut Op, len: usize) -> Result<(), String> {
         if is_recv(o) {
+            // Its buffer goes with the message; a spare one takes its place.
+            let fresh = self
+                .spare
+                .pop()
+                .unwrap_or_else(|| vec![0u8; BUF_BYTES].into_boxed_slice());
             // SAFETY: `o` is one of our posted receives, now complete: the provider no
-            // longer writes its buffer until we post it again below.
-            let msg = unsafe {
-                let What::Recv(buf) = &(*o).what else {
+            // longer writes its buffer, which we swap out, until we post it again below.
+            let buf = unsafe {
+                let What::Recv(buf) = &mut (*o).what else {
                     unreachable!("a receive operation")
                 };
-                buf[..len.min(buf.len())].to_vec()
+                std::mem::replace(buf, fresh)
             };
-            self.take(msg)?;
+            let len = len.min(buf.len());
+            self.take(Received { buf, len })?;
             if let Posted::Failed(e) = self.post_recv(o) {
                 return Err(e);
             }
@@ -537,22 +557,38 @@ impl Wire {
         Ok(())
     }
 
-    /// A message that arrived.
-    fn take(&mut self, mut m: Vec<u8>) -> Result<(), String> {
-        if m.len() < PREFIX {
-            return Err(format!("a message of {} bytes", m.len()));
+    /// A message that arrived: a frame goes to the stash with its buffer, the buffer of
+    /// anything else back to the spares.
+    fn take(&mut self, r: Received) -> Result<(), String> {
+        if r.len >= PREFIX + HEADER && r.buf[0] == K_FRAME {
+            let src = self.source(&r.buf)?;
+            self.stash.push((src, r));
+            return Ok(());
         }
+        let m = &r.buf[..r.len];
+        let done = self.control(m);
+        self.spare.push(r.buf);
+        done
+    }
+
+    /// The rank that sent `m`, checked.
+    fn source(&self, m: &[u8]) -> Result<u32, String> {
         let src = u32::from_le_bytes(m[4..8].try_into().expect("4 bytes"));
         if src as usize >= self.addr.len() || self.addr[src as usize].is_none() {
             return Err(format!(
                 "a message from rank {src}, not a rank on another host"
             ));
         }
+        Ok(src)
+    }
+
+    /// A control message that arrived (see the module doc).
+    fn control(&mut self, m: &[u8]) -> Result<(), String> {
+        if m.len() < PREFIX {
+            return Err(format!("a message of {} bytes", m.len()));
+        }
+        let src = self.source(m)?;
         match m[0] {
-            K_FRAME if m.len() >= PREFIX + HEADER => {
-                m.drain(..PREFIX);
-                self.stash.push((src, m));
-            }
             K_CREDIT => {
                 let d = &mut self.delivered_by[src as usize];
                 *d = (*d).max(word(&m, PREFIX));

@@ -56,11 +56,15 @@ pub(crate) enum Started {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
     pub(crate) eager_limit_bytes: usize,
+    /// The eager limit towards ranks on other hosts, where a rendezvous costs two more trips
+    /// over the network instead of saving copies.
+    pub(crate) far_eager_limit_bytes: usize,
     pub(crate) flow_limit_bytes: u64,
 }
 
 impl Limits {
-    /// From `EARLYBIRD_EAGER_LIMIT` and `EARLYBIRD_FLOW_LIMIT` (bytes), with defaults.
+    /// From `EARLYBIRD_EAGER_LIMIT`, `EARLYBIRD_FAR_EAGER_LIMIT` and `EARLYBIRD_FLOW_LIMIT`
+    /// (bytes), with defaults.
     pub(crate) fn from_env(max_payload: usize) -> Limits {
         let get = |k: &str| {
             std::env::var(k)
@@ -70,9 +74,12 @@ impl Limits {
         let eager = get("EARLYBIRD_EAGER_LIMIT").unwrap_or(16 * 1024) as usize;
         let flow = get("EARLYBIRD_FLOW_LIMIT").unwrap_or(1 << 20);
         let eager = eager.min(max_payload);
+        let far = get("EARLYBIRD_FAR_EAGER_LIMIT").unwrap_or(64 * 1024) as usize;
+        let far = far.min(max_payload);
         Limits {
             eager_limit_bytes: eager,
-            flow_limit_bytes: flow.max(eager as u64),
+            far_eager_limit_bytes: far,
+            flow_limit_bytes: flow.max(eager.max(far) as u64),
         }
     }
 }

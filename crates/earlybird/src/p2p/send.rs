@@ -66,8 +66,9 @@ pub(crate) struct How {
 }
 
 impl Core {
-    /// Send `buf` to `peer`: eager (its bytes into the ring now) when it is small and the
-    /// flow limit allows, else a rendezvous request that exposes it for the receiver to pull.
+    /// Send `buf` to `peer`: eager (its bytes into the ring now) when it is small (the limit
+    /// is higher towards another host) and the flow limit allows, else a rendezvous request
+    /// that exposes it for the receiver to pull.
     #[inline(always)]
     pub(crate) fn send(
         &mut self,
@@ -85,7 +86,8 @@ impl Core {
             sig: buf.sig(),
             persistent: how.persistent,
         };
-        let eager = len <= self.limits.eager_limit_bytes
+        let eager = (len <= self.limits.eager_limit_bytes
+            || (len <= self.limits.far_eager_limit_bytes && !fabric.shares_memory_with(peer)))
             && (peer == self.me
                 || self.flow_allows(fabric, peer, len)
                 || (self.unthrottled && len <= UNTHROTTLED_MAX));

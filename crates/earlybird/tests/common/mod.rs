@@ -143,8 +143,24 @@ pub(crate) const CHILD_ARGS: &[&str] = &[
 /// Environment variable that runs the process-mode tests under another launcher:
 /// `EB_LAUNCHER=hydra` starts them with MPICH's `mpiexec.hydra -n N` (PMI-1 over an
 /// inherited socket), `hydra-port` with `mpiexec.hydra -pmi-port`, `hydra-pmi2` with PMI-2,
-/// `openmpi` with Open MPI's `mpirun` (PMIx).
+/// `openmpi` with Open MPI's `mpirun` (PMIx), `hydra-hosts` with Hydra across the three
+/// namespace hosts that `suites/netns-hosts.sh up 3 $EB_NETNS_PREFIX` made (ranks placed on
+/// them in turn).
 pub(crate) const ENV_LAUNCHER: &str = "EB_LAUNCHER";
+
+/// Hydra in namespace host 1 of `prefix` (`suites/netns-hosts.sh`), starting ranks on hosts
+/// 1, 2 and 3 in turn through `suites/netns-ssh.sh`.
+pub(crate) fn hydra_on_namespace_hosts(prefix: &str) -> Command {
+    let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites");
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &format!("{prefix}h1")])
+        .arg(hydra_path())
+        .args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
+        .arg(suites.join("netns-ssh.sh"))
+        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3"])
+        .env("EB_NETNS_PREFIX", prefix);
+    cmd
+}
 
 /// Start scenario `name` on `n` ranks under MPICH's Hydra (`mpiexec.hydra`) with the extra
 /// launcher arguments `args` and environment `env`, bounded as [`ebrun_scenario`].
@@ -330,9 +346,22 @@ pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
             env,
             &format!("mpirun.openmpi job {name} (-n {n})"),
         ),
+        "hydra-hosts" => {
+            let prefix = std::env::var("EB_NETNS_PREFIX").unwrap_or_else(|_| {
+                panic!("{ENV_LAUNCHER}=hydra-hosts needs EB_NETNS_PREFIX (suites/netns-hosts.sh up 3 PREFIX)")
+            });
+            let mut cmd = hydra_on_namespace_hosts(&prefix);
+            cmd.args(["-n", &n.to_string()]);
+            launch_scenario(
+                cmd,
+                name,
+                env,
+                &format!("mpiexec.hydra job {name} (-n {n}) on namespace hosts"),
+            )
+        }
         other => panic!(
-            "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port, hydra-pmi2 \
-             and openmpi"
+            "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port, hydra-pmi2, \
+             openmpi and hydra-hosts"
         ),
     };
     assert_job_ran(name, n, &out);
