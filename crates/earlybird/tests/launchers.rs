@@ -186,12 +186,26 @@ scenarios! {
 /// Run scenario `name` on `n` ranks under Hydra with a directory for the ranks' pids, and
 /// check that every rank process is gone within 2 s of the job's end.
 fn hydra_job_leaving_no_rank(name: &str, n: u32) -> JobOutput {
+    let mut hydra = Command::new(hydra_path());
+    hydra.args(["-n", &n.to_string()]);
+    job_leaving_no_rank(hydra, name, n)
+}
+
+/// Run scenario `name` on `n` ranks by `launcher` (given its arguments up to the program)
+/// with a directory for the ranks' pids, and check that every rank process is gone within
+/// 2 s of the job's end.
+fn job_leaving_no_rank(launcher: Command, name: &str, n: u32) -> JobOutput {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("pids-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("pid directory");
     let d = dir.to_string_lossy().to_string();
-    let out = hydra_scenario(name, n, &[], &[("EB_PID_DIR", &d)]);
+    let out = launch_scenario(
+        launcher,
+        name,
+        &[("EB_PID_DIR", &d)],
+        &format!("job {name}"),
+    );
     let pids: Vec<String> = (0..n)
         .filter_map(|r| std::fs::read_to_string(dir.join(r.to_string())).ok())
         .collect();
@@ -653,6 +667,23 @@ fn a_job_runs_on_three_namespace_hosts() {
         );
         assert_job_ran("across_hosts", 6, &out);
     }
+    // Faults: the last rank (on host 3) killed while the others wait for it, then the proxy
+    // of host 1 killed. The job ends, naming the host and the signal, and no rank process is
+    // left on any host (the namespaces share the PID space, so /proc shows them all).
+    let mut hydra = hydra_on_namespace_hosts(&hosts.prefix);
+    hydra.args(["-n", "6"]);
+    let out = job_leaving_no_rank(hydra, "killed_rank", 6);
+    assert!(!out.status.success(), "{}", out.dump());
+    // Hydra names the host and the signal (a remote proxy reports it as the exit code).
+    assert!(
+        out.stdout.contains("RUNNING AT 10.77.0.3") && out.stdout.contains("EXIT CODE: 9"),
+        "{}",
+        out.dump()
+    );
+    let mut hydra = hydra_on_namespace_hosts(&hosts.prefix);
+    hydra.args(["-n", "6"]);
+    let out = job_leaving_no_rank(hydra, "proxy_killed", 6);
+    assert!(!out.status.success(), "{}", out.dump());
     // What the launchers left on the hosts (their daemons, whose "ssh" mpiexec killed) goes
     // with the hosts: none of it outlives the test.
     let left: Vec<String> = (1..=3)
