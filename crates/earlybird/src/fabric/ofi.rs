@@ -4,9 +4,10 @@
 //! # Messages
 //!
 //! Every untagged message starts with 8 bytes: its kind, a flag byte, two spare bytes and
-//! the sender's rank. A *frame* carries a [`Frame`] and its payload after them, and frames
+//! the sender's rank. A *frame* carries a [`Frame`] and its payload (inside the frame when it
+//! fits, as in a ring, else after it), and frames
 //! from one peer are taken in the order it sent them; *credit* carries the eager bytes the
-//! sender has delivered so far (flow control, [`Transport::delivered_by`]); *finalize*
+//! sender has delivered so far (flow control, [`super::Transport::delivered_by`]); *finalize*
 //! counts the sender into the job's finalize; *pull* asks for a peer's exposed bytes.
 //!
 //! # Bulk transfers (rendezvous)
@@ -22,7 +23,7 @@
 //! its peers' pulls, so two ranks pulling from each other both finish.
 
 use super::bulk::{self, RemoteRef};
-use super::frame::Frame;
+use super::frame::{Frame, INLINE_BYTES};
 use super::job::JobSegment;
 use crate::sys::lend::Loan;
 use crate::sys::ofi::{Addr, Completion, Endpoint, Posted, CONTEXT_BYTES};
@@ -235,9 +236,16 @@ impl Ofi {
         m.extend_from_slice(&prefix(K_FRAME, 0, w.me));
         let mut f = *frame;
         f.len = len as u32;
-        m.extend_from_slice(bytemuck::bytes_of(&f));
-        m.resize(PREFIX + HEADER + len, 0);
-        fill(&mut m[PREFIX + HEADER..]);
+        if len <= INLINE_BYTES {
+            // Inside the frame, as in a ring: the message is 64 bytes, which every provider
+            // injects (rxm's inject size is 64), without an operation to complete.
+            fill(&mut f.inline[..len]);
+            m.extend_from_slice(bytemuck::bytes_of(&f));
+        } else {
+            m.extend_from_slice(bytemuck::bytes_of(&f));
+            m.resize(PREFIX + HEADER + len, 0);
+            fill(&mut m[PREFIX + HEADER..]);
+        }
         let r = w.post_msg(peer, m);
         match r {
             Posted::Yes => true,
@@ -260,6 +268,10 @@ impl Ofi {
     }
 
     pub(crate) fn payload<'f>(&'f self, peer: u32, frame: &'f Frame) -> &'f [u8] {
+        let len = frame.len as usize;
+        if len <= INLINE_BYTES {
+            return &frame.inline[..len];
+        }
         self.arrived[peer as usize].front().map_or(&[], |m| {
             let at = PREFIX + HEADER;
             &m.buf[at..(at + frame.len as usize).min(m.len)]

@@ -26,6 +26,7 @@ const FI_SOCKADDR_IN: u32 = 2;
 const FI_EP_RDM: c_int = 3;
 const FI_AV_TABLE: c_int = 2;
 const FI_THREAD_DOMAIN: c_int = 3;
+const FI_PROGRESS_MANUAL: c_int = 2;
 const FI_CQ_FORMAT_TAGGED: c_int = 4;
 const FI_WAIT_NONE: c_int = 0;
 const FI_ENABLE: c_int = 6;
@@ -504,6 +505,10 @@ impl Endpoint {
             h.addr_format = FI_SOCKADDR_IN;
             (*h.ep_attr).kind = FI_EP_RDM;
             (*h.domain_attr).threading = FI_THREAD_DOMAIN;
+            // The rank polls its completion queue whenever it waits: no provider thread
+            // needs to compete with the ranks for the cores.
+            (*h.domain_attr).data_progress = FI_PROGRESS_MANUAL;
+            (*h.domain_attr).control_progress = FI_PROGRESS_MANUAL;
             (*h.domain_attr).av_type = FI_AV_TABLE;
             (*h.tx_attr).msg_order = FI_ORDER_SAS;
             (*h.rx_attr).msg_order = FI_ORDER_SAS;
