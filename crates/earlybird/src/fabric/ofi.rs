@@ -518,11 +518,11 @@ impl Wire {
         if o.is_null() || is_recv(o) {
             return e;
         }
-        self.sends = self.sends.saturating_sub(1);
         // SAFETY: a failed send or pull receive is reported once; `o` is ours again.
         let o = unsafe { Box::from_raw(o) };
         match o.what {
             What::Send { peer, .. } | What::PullSend { peer, .. } => {
+                self.sends = self.sends.saturating_sub(1);
                 format!("sending to rank {peer}: {e}")
             }
             _ => e,
