@@ -499,6 +499,9 @@ fn from_pmi(offer: &pmi::Offer) -> Result<Placement> {
 
 /// Join a job started by a PMIx launcher, through the system's libpmix.
 fn from_pmix() -> Result<Placement> {
+    // Before PMIx starts its thread: the job may span hosts, and libfabric's settings are
+    // environment variables (see `sys::ofi`).
+    crate::sys::ofi::tune_rxm();
     let p = Pmix::init().map_err(|e| {
         launch_error(format!(
             "started by a PMIx launcher (PMIX_RANK or PMIX_NAMESPACE is set: Open MPI's mpirun, srun --mpi=pmix): {e}"

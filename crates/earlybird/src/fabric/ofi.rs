@@ -38,6 +38,8 @@ pub(crate) const MAX_PAYLOAD: usize = 64 << 10;
 const BUF_BYTES: usize = PREFIX + HEADER + MAX_PAYLOAD;
 /// Frame receives kept posted.
 const RECVS: usize = 32;
+/// Messages up to this many bytes are copied out of their receive buffer.
+const SMALL: usize = 4096;
 /// Delivered bytes owed to a peer before a credit message goes.
 const CREDIT_BATCH: u64 = 64 << 10;
 
@@ -246,7 +248,7 @@ impl Ofi {
             m.resize(PREFIX + HEADER + len, 0);
             fill(&mut m[PREFIX + HEADER..]);
         }
-        let r = w.post_msg(peer, m);
+        let r = w.post_msg(peer, m, false);
         match r {
             Posted::Yes => true,
             Posted::Again => false,
@@ -301,7 +303,7 @@ impl Ofi {
         let w = self.wire.get_mut();
         let mut m = prefix(K_CREDIT, 0, w.me).to_vec();
         m.extend_from_slice(&total.to_le_bytes());
-        if let Posted::Yes = w.post_msg(from, m) {
+        if let Posted::Yes = w.post_msg(from, m, false) {
             self.credit[from as usize].1 = 0;
         }
     }
@@ -316,7 +318,8 @@ impl Ofi {
                 continue;
             }
             loop {
-                match w.post_msg(peer, prefix(K_FINALIZE, 0, w.me).to_vec()) {
+                // Tracked, so that this rank does not leave while it is still queued.
+                match w.post_msg(peer, prefix(K_FINALIZE, 0, w.me).to_vec(), true) {
                     Posted::Again => {
                         let _ = w.poll();
                     }
@@ -370,7 +373,13 @@ impl Ofi {
             // is boxed and freed only when that completion is reaped.
             match unsafe { w.ep.recv(into, n, src, Some(tag), o.cast()) } {
                 Posted::Yes => break,
-                Posted::Again => w.poll().map_err(io::Error::other)?,
+                Posted::Again => {
+                    if let Err(e) = w.poll() {
+                        // SAFETY: the receive was not posted; `o` is ours again.
+                        drop(unsafe { Box::from_raw(o) });
+                        return Err(io::Error::other(e));
+                    }
+                }
                 Posted::Failed(e) => {
                     // SAFETY: the receive was not posted; `o` is ours again.
                     drop(unsafe { Box::from_raw(o) });
@@ -383,35 +392,58 @@ impl Ofi {
         for v in [tag, addr, entries.unwrap_or(0), n as u64] {
             m.extend_from_slice(&v.to_le_bytes());
         }
-        let mut m = Some(m);
-        while let Some(msg) = m.take() {
-            match w.post_msg(peer, msg.clone()) {
-                Posted::Yes => {}
+        // From here the receive is posted into `into`: this function returns only once its
+        // completion (or cancellation) has been reaped, so the provider never writes a
+        // buffer that has been given back.
+        let mut failure: Option<String> = None;
+        loop {
+            match w.post_msg(peer, m.clone(), false) {
+                Posted::Yes => break,
                 Posted::Again => {
                     if let Err(e) = w.poll() {
-                        std::mem::forget(bounce);
-                        return Err(io::Error::other(e));
+                        failure = Some(e);
+                        break;
                     }
-                    m = Some(msg);
                 }
                 Posted::Failed(e) => {
-                    std::mem::forget(bounce);
-                    return Err(io::Error::other(e));
+                    failure = Some(e);
+                    break;
                 }
             }
         }
+        if failure.is_some() {
+            w.ep.cancel(o.cast());
+        }
         let mut spins = 0u32;
+        let mut cancelled_at: Option<std::time::Instant> = None;
         while !w.landed.contains(&tag) {
-            if let Err(e) = w.poll() {
-                std::mem::forget(bounce);
-                return Err(io::Error::other(format!("pulling from rank {peer}: {e}")));
+            let polled = w.poll();
+            if failure.is_none() {
+                let aborted = self.job.aborted();
+                if let Err(e) = polled {
+                    failure = Some(format!("pulling from rank {peer}: {e}"));
+                } else if let Some((r, _)) = aborted {
+                    failure = Some(format!(
+                        "the job was aborted (rank {r}) while pulling from rank {peer}"
+                    ));
+                }
+                if failure.is_some() {
+                    w.ep.cancel(o.cast());
+                }
             }
-            if let Some((r, _)) = self.job.aborted() {
-                // The receive stays posted: its buffer must never be freed.
-                std::mem::forget(bounce);
-                return Err(io::Error::other(format!(
-                    "the job was aborted (rank {r}) while pulling from rank {peer}"
-                )));
+            if failure.is_some() {
+                let t = *cancelled_at.get_or_insert_with(std::time::Instant::now);
+                if t.elapsed() > std::time::Duration::from_secs(10) {
+                    // The provider holds a receive into our buffer and neither completes nor
+                    // cancels it: nothing sound is left to return to.
+                    eprintln!(
+                        "earlybird: rank {}: a pull from rank {peer} failed ({}) and its \
+                         receive cannot be cancelled",
+                        w.me,
+                        failure.as_deref().unwrap_or("")
+                    );
+                    std::process::abort();
+                }
             }
             spins += 1;
             if spins > 1000 {
@@ -419,6 +451,12 @@ impl Ofi {
             } else {
                 std::hint::spin_loop();
             }
+        }
+        if let Some(e) = failure {
+            w.landed.retain(|&t| t != tag);
+            drop(w);
+            self.note(Err(e.clone()));
+            return Err(io::Error::other(e));
         }
         w.landed.retain(|&t| t != tag);
         if let Some(b) = bounce {
@@ -455,12 +493,13 @@ impl Wire {
         r
     }
 
-    /// Send `m` to `peer`: injected when small, else from an operation that owns it.
-    fn post_msg(&mut self, peer: u32, m: Vec<u8>) -> Posted {
+    /// Send `m` to `peer`: injected when small and not `tracked`, else from an operation
+    /// that owns it (and that finalize waits for).
+    fn post_msg(&mut self, peer: u32, m: Vec<u8>, tracked: bool) -> Posted {
         let Some(dest) = self.addr[peer as usize] else {
             return Posted::Failed(format!("rank {peer} is not on another host"));
         };
-        if m.len() <= self.ep.inject_size {
+        if !tracked && m.len() <= self.ep.inject_size {
             let r = self.ep.inject(&m, dest);
             self.scratch = m;
             return r;
@@ -507,9 +546,15 @@ impl Wire {
             if n == 0 {
                 return Ok(());
             }
+            // Every completion read is handled, even after one fails: each is read once.
+            let mut first = Ok(());
             for c in &cs[..n] {
-                self.complete(c.context.cast(), c.len)?;
+                let r = self.complete(c.context.cast(), c.len);
+                if first.is_ok() {
+                    first = r;
+                }
             }
+            first?;
         }
     }
 
@@ -521,16 +566,43 @@ impl Wire {
         // SAFETY: a failed send or pull receive is reported once; `o` is ours again.
         let o = unsafe { Box::from_raw(o) };
         match o.what {
-            What::Send { peer, .. } | What::PullSend { peer, .. } => {
+            What::Send { peer, .. } => {
                 self.sends = self.sends.saturating_sub(1);
                 format!("sending to rank {peer}: {e}")
             }
-            _ => e,
+            What::PullSend { peer, .. } => {
+                self.sends = self.sends.saturating_sub(1);
+                self.bulk_out[peer as usize] -= 1;
+                format!("sending to rank {peer}: {e}")
+            }
+            // The receive is over, cancelled or failed: its pull stops waiting.
+            What::PullRecv(tag) => {
+                self.landed.push(tag);
+                e
+            }
+            What::Recv(_) => e,
         }
     }
 
     fn complete(&mut self, o: *mut Op, len: usize) -> Result<(), String> {
         if is_recv(o) {
+            if len <= SMALL {
+                // A small message is copied out and the buffer posted again: a flood of them
+                // then holds their bytes, not 64 KiB each.
+                // SAFETY: `o` is one of our posted receives, now complete: the provider no
+                // longer writes its buffer until we post it again below.
+                let copy: Box<[u8]> = unsafe {
+                    let What::Recv(buf) = &(*o).what else {
+                        unreachable!("a receive operation")
+                    };
+                    buf[..len].into()
+                };
+                let r = self.take(Received { buf: copy, len });
+                if let Posted::Failed(e) = self.post_recv(o) {
+                    return Err(e);
+                }
+                return r;
+            }
             // Its buffer goes with the message; a spare one takes its place.
             let fresh = self
                 .spare
@@ -614,6 +686,9 @@ impl Wire {
                     remote: RemoteRef::from_words(word(&m, PREFIX + 8), entries),
                     n: word(&m, PREFIX + 24) as usize,
                 };
+                // Frames from the puller wait from now until the answer has left, so that its
+                // FIN cannot release the buffer before (or while) it is read.
+                self.bulk_out[src as usize] += 1;
                 if !self.asked.is_empty() || !self.answer(&a)? {
                     self.asked.push_back(a);
                 }
@@ -645,10 +720,7 @@ impl Wire {
         // flight (`bulk_out`, module doc).
         let r = unsafe { self.ep.send(ptr, a.n, dest, Some(a.tag), o.cast()) };
         match self.posted(o, r) {
-            Posted::Yes => {
-                self.bulk_out[a.peer as usize] += 1;
-                Ok(true)
-            }
+            Posted::Yes => Ok(true),
             Posted::Again => Ok(false),
             Posted::Failed(e) => Err(format!("answering rank {}'s pull: {e}", a.peer)),
         }

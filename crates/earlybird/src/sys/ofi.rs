@@ -241,9 +241,15 @@ struct CqErr {
 }
 
 #[repr(C)]
+struct EpOps {
+    size: usize,
+    cancel: unsafe extern "C" fn(*mut Fid, *mut c_void) -> isize,
+}
+
+#[repr(C)]
 struct FidEp {
     fid: Fid,
-    ops: *const c_void,
+    ops: *const EpOps,
     cm: *const CmOps,
     msg: *const MsgOps,
     rma: *const c_void,
@@ -420,15 +426,14 @@ const RXM_TUNING: [(&str, &str); 2] = [
 
 /// Set [`RXM_TUNING`] where the environment does not say otherwise, before libfabric reads it
 /// (its providers read their variables when first asked for, at the first `fi_getinfo`).
-fn tune_rxm() {
+pub(crate) fn tune_rxm() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for (k, v) in RXM_TUNING {
             if std::env::var_os(k).is_none() {
-                // Called once, from init, before libfabric is loaded: the program's threads
-                // are not reading the environment through libc at that point (MPI_Init is
-                // called before the program starts threads that use MPI, and libfabric, which
-                // reads these, is not loaded yet).
+                // Called once, from init, before the launcher's library (PMIx, whose
+                // progress thread reads the environment) or libfabric is loaded; MPI_Init
+                // comes before the program starts threads of its own.
                 std::env::set_var(k, v);
             }
         }
@@ -764,6 +769,15 @@ impl Endpoint {
             }
         };
         self.posted(rc, "fi_recv")
+    }
+
+    /// Ask the provider to cancel the receive posted with `context`. Its completion still
+    /// comes (an error entry when it was cancelled): until it is read, the receive's buffer
+    /// and context stay the provider's.
+    pub(crate) fn cancel(&self, context: *mut c_void) {
+        // SAFETY: ep is open; cancelling takes only the context as a key and touches no
+        // memory of ours.
+        unsafe { ((*(*self.ep).ops).cancel)(&mut (*self.ep).fid, context) };
     }
 
     /// Completions into `out`: how many; `Err` with the failed operation's context and the
