@@ -372,7 +372,7 @@ impl Conn {
     }
 
     /// From PMI's `PMI_process_mapping`, or PMIx's node count, node ids and local peers.
-    fn whereabouts(&mut self) -> Result<Whereabouts> {
+    fn whereabouts(&mut self, size: u32) -> Result<Whereabouts> {
         let rank = self.rank();
         match self {
             Conn::Pmi(c) => {
@@ -405,7 +405,6 @@ impl Conn {
                     .ok_or_else(|| {
                         launch_error(format!("PMIx's local peers {peers:?} do not parse"))
                     })?;
-                let size = p.get_u32(None, "pmix.job.size").map_err(launch_error)?;
                 Ok(Whereabouts {
                     hosts,
                     node,
@@ -550,7 +549,7 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
         node,
         leader,
         local,
-    } = c.whereabouts()?;
+    } = c.whereabouts(size)?;
     // A job across hosts: this rank's network endpoint, its address published with the
     // segment's card.
     let endpoint = if hosts > 1 {
@@ -625,7 +624,7 @@ fn join_node(c: &mut Conn) -> Result<(JobSegment, Option<OwnedFd>)> {
         Some(ep) => {
             let mut cards = Vec::with_capacity(size as usize);
             for r in 0..size {
-                cards.push(if local.get(r as usize).copied().unwrap_or(true) {
+                cards.push(if local[r as usize] {
                     None
                 } else {
                     let v = c.get(r, &ofi_key(r))?;

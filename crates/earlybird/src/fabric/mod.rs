@@ -159,14 +159,10 @@ impl Fabric {
         let n = job.nranks() as usize;
         let shm = Shm::new(job.clone(), me)?;
         let (ofi, far) = match job.hosts() {
-            Some(h) => {
-                let ep = h.take_endpoint(me)?;
-                let far: Vec<bool> = (0..n).map(|r| h.card(r as u32).is_some()).collect();
-                let cards: Vec<Option<Vec<u8>>> = (0..n)
-                    .map(|r| h.card(r as u32).map(<[u8]>::to_vec))
-                    .collect();
-                (Some(ofi::Ofi::new(job.clone(), me, ep, &cards)?), far)
-            }
+            Some(h) => (
+                Some(ofi::Ofi::new(job.clone(), me, h)?),
+                (0..n).map(|r| h.card(r as u32).is_some()).collect(),
+            ),
             None => (None, Vec::new()),
         };
         Ok(Fabric {
@@ -191,6 +187,11 @@ impl Fabric {
         } else {
             Route::Shm
         }
+    }
+
+    /// Whether some peers are on other hosts.
+    pub(crate) fn spans_hosts(&self) -> bool {
+        self.ofi.is_some()
     }
 
     /// Whether `peer`'s memory can be mapped here (it is on this host).

@@ -24,6 +24,7 @@
 
 use super::bulk::{self, RemoteRef};
 use super::frame::{Frame, INLINE_BYTES};
+use super::hosts::Hosts;
 use super::job::JobSegment;
 use crate::sys::lend::Loan;
 use crate::sys::ofi::{Addr, Completion, Endpoint, Posted, CONTEXT_BYTES};
@@ -141,18 +142,13 @@ impl std::fmt::Debug for Ofi {
 }
 
 impl Ofi {
-    /// Rank `me`'s transport through `ep`, to the ranks whose addresses `cards` holds
-    /// (`None`: a rank of this host).
-    pub(crate) fn new(
-        job: JobSegment,
-        me: u32,
-        mut ep: Endpoint,
-        cards: &[Option<Vec<u8>>],
-    ) -> Result<Ofi, String> {
-        let addr = cards
-            .iter()
-            .enumerate()
-            .map(|(r, c)| match c {
+    /// Rank `me`'s transport, to the ranks of `job` that `hosts` gives an address (the
+    /// others share this host), through the endpoint `hosts` holds for `me`.
+    pub(crate) fn new(job: JobSegment, me: u32, hosts: &Hosts) -> Result<Ofi, String> {
+        let mut ep = hosts.take_endpoint(me)?;
+        let n = job.nranks() as usize;
+        let addr = (0..n as u32)
+            .map(|r| match hosts.card(r) {
                 Some(name) => ep
                     .insert(name)
                     .map(Some)
@@ -160,7 +156,6 @@ impl Ofi {
                 None => Ok(None),
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let n = cards.len();
         let mut w = Wire {
             ep,
             me,

@@ -63,9 +63,9 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    /// From `EARLYBIRD_EAGER_LIMIT`, `EARLYBIRD_FAR_EAGER_LIMIT` and `EARLYBIRD_FLOW_LIMIT`
-    /// (bytes), with defaults.
-    pub(crate) fn from_env(max_payload: usize) -> Limits {
+    /// From `EARLYBIRD_EAGER_LIMIT`, `EARLYBIRD_FAR_EAGER_LIMIT` (read only when the job
+    /// `spans_hosts`) and `EARLYBIRD_FLOW_LIMIT` (bytes), with defaults.
+    pub(crate) fn from_env(max_payload: usize, spans_hosts: bool) -> Limits {
         let get = |k: &str| {
             std::env::var(k)
                 .ok()
@@ -74,8 +74,12 @@ impl Limits {
         let eager = get("EARLYBIRD_EAGER_LIMIT").unwrap_or(16 * 1024) as usize;
         let flow = get("EARLYBIRD_FLOW_LIMIT").unwrap_or(1 << 20);
         let eager = eager.min(max_payload);
-        let far = get("EARLYBIRD_FAR_EAGER_LIMIT").unwrap_or(64 * 1024) as usize;
-        let far = far.min(max_payload);
+        let far = match spans_hosts {
+            true => {
+                (get("EARLYBIRD_FAR_EAGER_LIMIT").unwrap_or(64 * 1024) as usize).min(max_payload)
+            }
+            false => eager,
+        };
         Limits {
             eager_limit_bytes: eager,
             far_eager_limit_bytes: far,
@@ -192,7 +196,7 @@ impl Engine {
     pub(crate) fn new(job: JobSegment, me: u32, ranks_are_threads: bool) -> Result<Engine> {
         let n = job.nranks();
         let fabric = Fabric::new(job, me).map_err(|e| Error::new(ErrorClass::Other, e))?;
-        let limits = Limits::from_env(fabric.max_payload());
+        let limits = Limits::from_env(fabric.max_payload(), fabric.spans_hosts());
         Ok(Engine {
             core: Core {
                 me,
