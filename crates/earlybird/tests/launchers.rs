@@ -121,6 +121,31 @@ fn across_hosts(u: &Universe) -> Result<()> {
     let mut got = [0i64];
     w.sendrecv(&[me as i64], right, 3, &mut got[..], left, 3)?;
     assert_eq!(got[0], left as i64);
+    // Small and large eager messages in turn (a small one is copied out of its receive
+    // buffer, a large one keeps it): every size arrives whole, whatever came before.
+    let sizes = [8usize, 8192, 8, 8192, 32768, 100, 65536, 4096, 4097, 65536];
+    for round in 0..3u64 {
+        let data: Vec<Vec<u8>> = (0..sizes.len())
+            .map(|i| pattern(round * 100 + i as u64 + me as u64, sizes[i]))
+            .collect();
+        earlybird::scope(|s| -> Result<()> {
+            let mut reqs = Vec::new();
+            for (i, d) in data.iter().enumerate() {
+                reqs.push(w.isend(s, &d[..], right, 40 + i as i32)?);
+            }
+            for (i, &n) in sizes.iter().enumerate() {
+                let mut b = vec![0u8; n];
+                w.recv(&mut b[..], left, 40 + i as i32)?;
+                assert_eq!(
+                    b,
+                    pattern(round * 100 + i as u64 + left as u64, n),
+                    "{n} bytes"
+                );
+            }
+            earlybird::wait_all(&mut reqs)?;
+            Ok(())
+        })?;
+    }
     // 1 MiB: a rendezvous pulled across the network.
     let big: Vec<u64> = (0..1u64 << 17).map(|i| i * 7 + me as u64).collect();
     let mut back = vec![0u64; big.len()];

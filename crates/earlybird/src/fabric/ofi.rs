@@ -277,7 +277,7 @@ impl Ofi {
 
     pub(crate) fn consume(&mut self, peer: u32) {
         if let Some(m) = self.arrived[peer as usize].pop_front() {
-            self.wire.get_mut().spare.push(m.buf);
+            self.wire.get_mut().recycle(m.buf);
         }
     }
 
@@ -646,8 +646,16 @@ impl Wire {
         }
         let m = &r.buf[..r.len];
         let done = self.control(m);
-        self.spare.push(r.buf);
+        self.recycle(r.buf);
         done
+    }
+
+    /// Keep a received message's buffer for a later receive, if it is a whole one (a small
+    /// message's copy is not: posted again, it would truncate the next large message).
+    fn recycle(&mut self, buf: Box<[u8]>) {
+        if buf.len() == BUF_BYTES {
+            self.spare.push(buf);
+        }
     }
 
     /// The rank that sent `m`, checked.
