@@ -50,9 +50,13 @@ pub mod threads;
 /// programs.
 #[doc(hidden)]
 pub mod launch {
+    pub use crate::bootstrap::pmi::{
+        parse_mapping as parse_pmi_mapping, parse_v1 as parse_pmi1, Reply as Pmi1Message,
+    };
+    pub use crate::bootstrap::{hex, is_launch_variable, unhex};
     pub use crate::bootstrap::{launched, LaunchedJob, ENV_RANK, ENV_SHM_DIR};
     pub use crate::fabric::job::{BlockedIn, JobSegment, Published, RankState};
-    pub use crate::sys::process::{cpus, pin_to_cpu, signal};
+    pub use crate::sys::process::{cpus, die_with_spawner, pin_to_cpu, signal};
 }
 
 pub use assertions::Assertions;

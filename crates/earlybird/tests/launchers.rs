@@ -109,6 +109,24 @@ fn proxy_killed(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// Every rank records its pid; then the last rank takes its host's network link down (it
+/// runs in that host's network namespace, as root) while every rank waits in a receive that
+/// never completes.
+fn link_down(u: &Universe) -> Result<()> {
+    let w = u.world();
+    record_pid(w);
+    w.barrier()?;
+    if w.rank() == w.size() - 1 {
+        let st = Command::new("ip")
+            .args(["link", "set", "eth0", "down"])
+            .status();
+        assert!(st.is_ok_and(|s| s.success()), "ip link set eth0 down");
+    }
+    let mut b = [0u8];
+    w.recv(&mut b, (w.rank() + 1) % w.size(), 0)?;
+    Ok(())
+}
+
 /// Ranks on several hosts (`EB_RANKS_PER_HOST` each): eager and rendezvous messages around
 /// the ring, a flood past the flow limit, collectives, the shared-memory split (which groups
 /// the ranks of each host), and a window, which needs shared memory and is refused with a
@@ -206,6 +224,7 @@ scenarios! {
     child_only exit_early;
     child_only killed_rank;
     child_only proxy_killed;
+    child_only link_down;
 }
 
 /// Run scenario `name` on `n` ranks under Hydra with a directory for the ranks' pids, and
@@ -220,8 +239,11 @@ fn hydra_job_leaving_no_rank(name: &str, n: u32) -> JobOutput {
 /// with a directory for the ranks' pids, and check that every rank process is gone within
 /// 2 s of the job's end.
 fn job_leaving_no_rank(launcher: Command, name: &str, n: u32) -> JobOutput {
+    // Tests of this binary run at once, some with the same scenario.
+    static JOBS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("pids-{name}-{}", std::process::id()));
+        .join(format!("pids-{name}-{}-{job}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("pid directory");
     let d = dir.to_string_lossy().to_string();
@@ -627,8 +649,11 @@ impl NetnsHosts {
     }
 
     fn up(n: u32) -> NetnsHosts {
+        // Tests of this binary run at once: each set of hosts gets its own names.
+        static SETS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let set = SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let h = NetnsHosts {
-            prefix: format!("eb{}", std::process::id()),
+            prefix: format!("eb{}x{set}", std::process::id()),
             n,
         };
         let mut cmd = Command::new("bash");
@@ -709,29 +734,141 @@ fn a_job_runs_on_three_namespace_hosts() {
     hydra.args(["-n", "6"]);
     let out = job_leaving_no_rank(hydra, "proxy_killed", 6);
     assert!(!out.status.success(), "{}", out.dump());
-    // What the launchers left on the hosts (their daemons, whose "ssh" mpiexec killed) goes
-    // with the hosts: none of it outlives the test.
-    let left: Vec<String> = (1..=3)
-        .flat_map(|k| {
-            let out = Command::new("ip")
-                .args(["netns", "pids", &format!("{}h{k}", hosts.prefix)])
-                .output()
-                .expect("ip netns pids");
-            String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    drop(hosts);
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    for p in left {
-        while std::path::Path::new(&format!("/proc/{p}")).exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "process {p} of a namespace host outlived it"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+    hosts.down_leaving_nothing();
+}
+
+impl NetnsHosts {
+    /// The processes still running on the hosts.
+    fn pids(&self) -> Vec<String> {
+        (1..=self.n)
+            .flat_map(|k| {
+                let out = Command::new("ip")
+                    .args(["netns", "pids", &format!("{}h{k}", self.prefix)])
+                    .output()
+                    .expect("ip netns pids");
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Remove the hosts; whatever the launchers left on them (daemons whose "ssh" was
+    /// killed) goes with them, within 2 s.
+    fn down_leaving_nothing(self) {
+        let left = self.pids();
+        drop(self);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        for p in left {
+            while std::path::Path::new(&format!("/proc/{p}")).exists() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "process {p} of a namespace host outlived it"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
     }
+}
+
+/// `ebrun --hosts` across three namespace hosts (a proxy on each through
+/// `suites/netns-ssh.sh`, PMI-1 served by ebrun): the job runs with two ranks on each host;
+/// then faults, each ending the job with the cause named, its status, and no process left on
+/// any host: a rank killed, a rank aborting, a rank leaving without finalize, the proxy of
+/// a host killed, and a host's link taken down.
+#[test]
+fn ebrun_runs_a_job_across_namespace_hosts_and_ends_it_on_faults() {
+    let hosts = NetnsHosts::up(3);
+    let ebrun = |n: u32| {
+        let mut cmd = ebrun_on_namespace_hosts(&hosts.prefix);
+        cmd.args(["-n", &n.to_string()]);
+        cmd
+    };
+    // After each job, nothing of it is left on any host: the proxies and the "ssh" that
+    // started them exit by themselves.
+    let nothing_left = |out: &JobOutput| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = hosts.pids();
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "processes {left:?} outlived the job on the hosts\n{}",
+                out.dump()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let out = launch_scenario(
+        ebrun(6),
+        "across_hosts",
+        &[("EB_RANKS_PER_HOST", "2")],
+        "ebrun --hosts job",
+    );
+    assert_job_ran("across_hosts", 6, &out);
+    nothing_left(&out);
+    // Uneven: 3 ranks on the first host, 2 on the second.
+    let mut cmd = ebrun_on_namespace_hosts(&hosts.prefix);
+    cmd.args(["--hosts", "10.77.0.1:3,10.77.0.2:2"]);
+    let out = launch_scenario(cmd, "across_hosts", &[], "ebrun --hosts with slots");
+    assert_job_ran("across_hosts", 5, &out);
+    nothing_left(&out);
+
+    let out = job_leaving_no_rank(ebrun(6), "killed_rank", 6);
+    assert_eq!(out.status.code(), Some(137), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("on host 10.77.0.3) killed by signal 9 (SIGKILL)")
+            && out.stderr.contains("ebrun: rank 5 (pid"),
+        "{}",
+        out.dump()
+    );
+    nothing_left(&out);
+    let out = launch_scenario(ebrun(3), "abort_seven", &[], "ebrun --hosts abort");
+    assert_eq!(out.status.code(), Some(7), "{}", out.dump());
+    assert_abort_named(&out);
+    assert!(
+        out.stderr
+            .contains("on host 10.77.0.3) aborted the job with code 7"),
+        "{}",
+        out.dump()
+    );
+    nothing_left(&out);
+    // The rank that left is named, even when its neighbour on the host saw it go and
+    // aborted (two ranks per host).
+    for n in [3, 6] {
+        let out = launch_scenario(ebrun(n), "exit_early", &[], "ebrun --hosts exit");
+        assert_eq!(out.status.code(), Some(3), "{}", out.dump());
+        let last = format!("ebrun: rank {} (pid", n - 1);
+        assert!(
+            out.stderr.contains(&last) && out.stderr.contains("exited with status 3"),
+            "{}",
+            out.dump()
+        );
+        nothing_left(&out);
+    }
+    let out = job_leaving_no_rank(ebrun(6), "proxy_killed", 6);
+    assert_eq!(out.status.code(), Some(255), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("lost host 10.77.0.1 (its proxy's connection closed); its ranks 0, 1"),
+        "{}",
+        out.dump()
+    );
+    nothing_left(&out);
+    let start = std::time::Instant::now();
+    let out = job_leaving_no_rank(ebrun(6), "link_down", 6);
+    assert_eq!(out.status.code(), Some(255), "{}", out.dump());
+    assert!(
+        out.stderr
+            .contains("lost host 10.77.0.3 (its proxy: no word for 3 s); its ranks 4, 5"),
+        "{}",
+        out.dump()
+    );
+    assert!(start.elapsed() < Duration::from_secs(20), "{}", out.dump());
+    nothing_left(&out);
+    drop(hosts);
 }

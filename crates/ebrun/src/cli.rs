@@ -6,25 +6,43 @@
 //! accepted as mpiexec accepts it, which is why this is not clap: clap has no single-dash
 //! long options.
 
+use crate::hosts::{self, HostSpec};
 use std::ffi::OsString;
 use std::time::Duration;
 
 /// The help text printed by `ebrun --help`.
 pub(crate) const HELP: &str = "\
-ebrun - start an earlybird MPI job of N ranks on this host
+ebrun - start an earlybird MPI job of N ranks on this host or on several
 
 USAGE:
     ebrun -n N [--timeout SECONDS] [--tag-output] PROGRAM [ARGS...]
+    ebrun [-n N] --hosts H1[:SLOTS],H2,... [--launcher-exec CMD] [...] PROGRAM [ARGS...]
 
 Starts N processes of PROGRAM, ranks 0 to N-1, that share one job segment in /dev/shm
 (created and unlinked at once, so nothing of the job is ever left there), forwards their
 output, and exits with the job's status. Everything after PROGRAM is passed to PROGRAM.
 
+With --hosts, ebrun starts one proxy per host through ssh (`ssh HOST ebrun --proxy ...`,
+with ebrun at the same path there, a path without spaces), which starts that host's ranks;
+ebrun serves them PMI-1 over a TCP port. Ranks on one host share memory; ranks on
+different hosts talk through libfabric (libfabric1 must be installed on every host). The
+ranks get ebrun's environment over that of the proxy on their host (less the variables
+that describe ebrun's host, and any launcher's own) and start in ebrun's directory.
+
 OPTIONS:
-    -n, -np, --np N        number of ranks (required, at least 1)
+    -n, -np, --np N        number of ranks (at least 1; required unless every --hosts
+                           entry has :SLOTS)
     --timeout SECONDS      end the job after SECONDS (fractions allowed) and print, for
-                           each rank, what it was blocked in; exit status 124
+                           each rank, what it was blocked in (across hosts: the ranks
+                           still running, and where); exit status 124
     --tag-output           prefix every line a rank writes with \"[rank] \"
+    --hosts LIST           run across the hosts of LIST (names or IPv4 addresses, comma
+                           separated): without SLOTS the ranks are spread in even blocks
+                           (0..k on the first host, ...); with HOST:SLOTS each host takes
+                           its slots in turn, round the list again if N is larger, and N
+                           defaults to the sum of the slots
+    --launcher-exec CMD    reach the hosts with `CMD HOST COMMAND...` instead of ssh (CMD
+                           is one executable; a script can add options)
     -h, --help             print this help
     -V, --version          print the version
     --                     end of ebrun's options (for a PROGRAM that starts with '-')
@@ -38,6 +56,10 @@ FAILURES:
     (status 128+N). If ebrun itself is killed, even by SIGKILL, the ranks are killed too.
     A program that never initialises earlybird (e.g. `ebrun -n 4 hostname`) may exit 0
     without finalizing.
+    Across hosts, also: a host is lost when its proxy's connection ends or it is silent
+    for 3 s (a host down, a link down); ebrun names the host and its ranks, ends the job
+    on the others and exits 255 (also when a host cannot be reached). A proxy that stops
+    hearing ebrun for 3 s ends its ranks. A timeout names the ranks still running.
 
 ENVIRONMENT:
     EARLYBIRD_SHM_DIR      directory (a tmpfs) for the job segment; default /dev/shm
@@ -60,12 +82,21 @@ pub(crate) struct Options {
     pub tag_output: bool,
     pub program: OsString,
     pub args: Vec<OsString>,
+    /// `--hosts`: a job across these hosts.
+    pub hosts: Option<Vec<HostSpec>>,
+    pub launcher_exec: Option<OsString>,
 }
 
 /// The outcome of parsing.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
     Run(Options),
+    /// `ebrun --proxy ADDR COOKIE HOST`, as ebrun starts it on each host.
+    Proxy {
+        addr: String,
+        cookie: String,
+        host: u32,
+    },
     Help,
     Version,
 }
@@ -75,13 +106,23 @@ pub(crate) const MAX_RANKS: u32 = 4096;
 
 /// Parse the arguments after the program name. `Err` carries a one-line message.
 pub(crate) fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, String> {
-    let mut it = args.into_iter();
+    let mut it = args.into_iter().peekable();
+    if it.peek().is_some_and(|a| a == "--proxy") {
+        it.next();
+        let mut word = || it.next().map(|a| a.to_string_lossy().into_owned());
+        return match (word(), word(), word().and_then(|h| h.parse().ok())) {
+            (Some(addr), Some(cookie), Some(host)) => Ok(Command::Proxy { addr, cookie, host }),
+            _ => Err("--proxy ADDR COOKIE HOST is how ebrun starts itself on a host".into()),
+        };
+    }
     let mut nranks: Option<u32> = None;
+    let mut host_list: Option<Vec<HostSpec>> = None;
+    let mut launcher_exec: Option<OsString> = None;
     let mut timeout: Option<Duration> = None;
     let mut tag_output = false;
     let program = loop {
         let Some(arg) = it.next() else {
-            return Err("no PROGRAM given (usage: ebrun -n N [--timeout SECONDS] [--tag-output] PROGRAM [ARGS...])".into());
+            return Err("no PROGRAM given (usage: ebrun -n N [--hosts LIST] [--timeout SECONDS] [--tag-output] PROGRAM [ARGS...])".into());
         };
         // A non-UTF-8 argument cannot be one of our options: it is PROGRAM.
         let Some(s) = arg.to_str() else { break arg };
@@ -119,6 +160,13 @@ pub(crate) fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command
                 let v = value(name)?;
                 timeout = Some(parse_timeout(&v)?);
             }
+            "--hosts" => {
+                let v = value(name)?;
+                host_list = Some(hosts::parse(&v)?);
+            }
+            "--launcher-exec" => {
+                launcher_exec = Some(value(name)?.into());
+            }
             "--tag-output" => {
                 if inline.is_some() {
                     return Err("--tag-output takes no value".into());
@@ -139,13 +187,25 @@ pub(crate) fn parse<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command
             }
         }
     };
-    let nranks = nranks.ok_or("the number of ranks is required: ebrun -n N PROGRAM [ARGS...]")?;
+    let nranks = nranks
+        .or_else(|| host_list.as_deref().and_then(hosts::slot_total))
+        .ok_or("the number of ranks is required: ebrun -n N PROGRAM [ARGS...]")?;
+    if launcher_exec.is_some() && host_list.is_none() {
+        return Err("--launcher-exec goes with --hosts".into());
+    }
+    if nranks > MAX_RANKS {
+        return Err(format!(
+            "the slots add up to {nranks} ranks; at most {MAX_RANKS}"
+        ));
+    }
     Ok(Command::Run(Options {
         nranks,
         timeout,
         tag_output,
         program,
         args: it.collect(),
+        hosts: host_list,
+        launcher_exec,
     }))
 }
 
@@ -264,6 +324,34 @@ mod tests {
             .unwrap_err()
             .contains("\"soon\""));
         assert!(p(&["--bogus", "prog"]).unwrap_err().contains("--bogus"));
+    }
+
+    #[test]
+    fn hosts_and_the_proxy() {
+        let o = run(&["--hosts", "a:2,b:3", "--launcher-exec", "./x.sh", "prog"]);
+        assert_eq!(o.nranks, 5);
+        assert_eq!(o.hosts.as_ref().map(Vec::len), Some(2));
+        assert_eq!(o.launcher_exec, Some("./x.sh".into()));
+        let o = run(&["-n", "3", "--hosts=a,b", "prog"]);
+        assert_eq!(o.nranks, 3);
+        assert!(p(&["--hosts", "a,b", "prog"])
+            .unwrap_err()
+            .contains("number of ranks"));
+        assert!(p(&["--hosts", "a:0", "prog"])
+            .unwrap_err()
+            .contains("\"0\""));
+        assert!(p(&["-n", "2", "--launcher-exec", "x", "prog"])
+            .unwrap_err()
+            .contains("--hosts"));
+        assert_eq!(
+            p(&["--proxy", "1.2.3.4:5", "c0ffee", "2"]),
+            Ok(Command::Proxy {
+                addr: "1.2.3.4:5".into(),
+                cookie: "c0ffee".into(),
+                host: 2
+            })
+        );
+        assert!(p(&["--proxy", "x"]).is_err());
     }
 
     #[test]

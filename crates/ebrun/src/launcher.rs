@@ -17,31 +17,32 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// Longest sleep of the supervisor between looks at the abort flag and the clock.
-const POLL: Duration = Duration::from_millis(50);
+pub(crate) const POLL: Duration = Duration::from_millis(50);
 /// Between SIGTERM (or a forwarded signal) and SIGKILL when ending a job.
 const TERM_GRACE: Duration = Duration::from_millis(300);
 /// How long after SIGKILL ebrun waits to reap (a process in uninterruptible sleep).
 const KILL_REAP_LIMIT: Duration = Duration::from_secs(5);
 /// A rank that set the abort flag normally exits right after; how long ebrun waits for that
 /// exit (to report the exit) before it ends the job itself.
-const ABORT_GRACE: Duration = Duration::from_millis(200);
+pub(crate) const ABORT_GRACE: Duration = Duration::from_millis(200);
 /// How long ebrun waits, once the ranks are gone, for their output pipes to drain.
-const OUTPUT_DRAIN_LIMIT: Duration = Duration::from_secs(2);
+pub(crate) const OUTPUT_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Exit status on `--timeout` expiry (as timeout(1) uses).
 pub(crate) const TIMEOUT_STATUS: i32 = 124;
 
-struct Rank {
-    rank: u32,
-    pid: u32,
-    child: Child,
-    /// Set once reaped, with the rank's state in the segment at that moment.
-    exit: Option<(ExitStatus, RankState)>,
+pub(crate) struct Rank {
+    pub rank: u32,
+    pub pid: u32,
+    pub child: Child,
+    /// Set once reaped, with the rank's state in the segment at that moment (`NotStarted`
+    /// where no segment is watched: a proxy's ranks, or ranks reaped while ending the job).
+    pub exit: Option<(ExitStatus, RankState)>,
 }
 
 /// How a rank failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Failure {
+pub(crate) enum Failure {
     Status(i32),
     Signal { sig: i32, core: bool },
     NoFinalize,
@@ -51,7 +52,7 @@ impl Failure {
     /// Whether this failure looks like a cause rather than a consequence of another rank's
     /// failure: a signal first, then a missing finalize, then a non-zero status (the usual
     /// reaction of a rank whose peer died).
-    fn priority(self) -> u8 {
+    pub(crate) fn priority(self) -> u8 {
         match self {
             Failure::Signal { .. } => 0,
             Failure::NoFinalize => 1,
@@ -59,7 +60,7 @@ impl Failure {
         }
     }
 
-    fn exit_code(self) -> i32 {
+    pub(crate) fn exit_code(self) -> i32 {
         match self {
             Failure::Status(c) => clamp_code(c),
             Failure::Signal { sig, .. } => 128 + sig,
@@ -67,7 +68,7 @@ impl Failure {
         }
     }
 
-    fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         match self {
             Failure::Status(c) => format!("exited with status {c}"),
             Failure::Signal { sig, core } => {
@@ -83,7 +84,7 @@ impl Failure {
 }
 
 /// An exit status a shell sees the same way: 1..=255 (0 would read as success).
-fn clamp_code(c: i32) -> i32 {
+pub(crate) fn clamp_code(c: i32) -> i32 {
     match c & 0xff {
         0 => 1,
         c => c,
@@ -92,7 +93,7 @@ fn clamp_code(c: i32) -> i32 {
 
 /// The failure, if any, of a rank that exited with `st` while its slot said `state`.
 /// A program that never initialised earlybird may exit 0 (e.g. `ebrun -n 4 hostname`).
-fn classify(st: ExitStatus, state: RankState) -> Option<Failure> {
+pub(crate) fn classify(st: ExitStatus, state: RankState) -> Option<Failure> {
     if let Some(sig) = st.signal() {
         return Some(Failure::Signal {
             sig,
@@ -127,7 +128,7 @@ enum Ending {
 
 /// Print `text` (whole lines) on stderr with a single write, so that it is not cut up by
 /// the ranks' own writes to the same file (`eprintln!` writes each piece separately).
-fn say(text: &str) {
+pub(crate) fn say(text: &str) {
     use std::io::Write;
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
@@ -151,7 +152,7 @@ pub(crate) fn run(opts: &Options) -> i32 {
 
     // Signals first: a SIGCHLD must not be lost between spawn and watch.
     let (tx, rx) = mpsc::channel();
-    if let Err(e) = signals::watch(tx) {
+    if let Err(e) = signals::watch(tx, |e| e) {
         say(&format!("ebrun: cannot install signal handlers: {e}\n"));
         return 1;
     }
@@ -159,41 +160,19 @@ pub(crate) fn run(opts: &Options) -> i32 {
     let mut out = Forwarders::new();
     let mut ranks: Vec<Rank> = Vec::with_capacity(opts.nranks as usize);
     for r in 0..opts.nranks {
-        let mut cmd = Command::new(&opts.program);
-        cmd.args(&opts.args).envs(job.rank_env(r));
-        if r != 0 {
-            cmd.stdin(Stdio::null());
-        }
-        if opts.tag_output {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        }
         // Spawned from the main thread: PR_SET_PDEATHSIG, which every rank requests at init,
         // fires when the *thread* that forked it ends, and this one lives until ebrun exits.
-        match cmd.spawn() {
-            Ok(mut child) => {
-                if let Some(p) = child.stdout.take() {
-                    out.add(r, p, Stream::Stdout);
-                }
-                if let Some(p) = child.stderr.take() {
-                    out.add(r, p, Stream::Stderr);
-                }
-                ranks.push(Rank {
-                    rank: r,
-                    pid: child.id(),
-                    child,
-                    exit: None,
-                });
-            }
-            Err(e) => {
-                say(&format!(
-                    "ebrun: cannot start rank {r}: {}: {e}\n",
-                    opts.program.to_string_lossy()
-                ));
-                let code = if e.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
+        match spawn_rank(
+            r,
+            &opts.program,
+            &opts.args,
+            (&[], job.rank_env(r)),
+            r == 0,
+            opts.tag_output.then_some(&mut out),
+        ) {
+            Ok(rank) => ranks.push(rank),
+            Err((code, why)) => {
+                say(&format!("ebrun: cannot start rank {r}: {why}\n"));
                 seg.abort(-1, code);
                 end_job(&mut ranks, &rx, libc::SIGTERM);
                 out.finish(OUTPUT_DRAIN_LIMIT);
@@ -268,8 +247,66 @@ pub(crate) fn run(opts: &Options) -> i32 {
     code
 }
 
+/// Start rank `r`: `program` with `args`, with the variables `env.0` names removed from
+/// this process's environment and those of `env.1` added, reading stdin if `stdin` (else
+/// /dev/null), its output through `tag` when given (else this process's own). The rank dies
+/// with this thread (`PR_SET_PDEATHSIG`, set before its program runs). The error is the
+/// exit status to report (127: not found, 126: not runnable) and why.
+pub(crate) fn spawn_rank<K, V>(
+    r: u32,
+    program: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+    env: (&[std::ffi::OsString], impl IntoIterator<Item = (K, V)>),
+    stdin: bool,
+    tag: Option<&mut Forwarders>,
+) -> Result<Rank, (i32, String)>
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    for k in env.0 {
+        cmd.env_remove(k);
+    }
+    cmd.envs(env.1);
+    earlybird::launch::die_with_spawner(&mut cmd);
+    if !stdin {
+        cmd.stdin(Stdio::null());
+    }
+    if tag.is_some() {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    match cmd.spawn() {
+        Ok(mut child) => {
+            if let Some(out) = tag {
+                if let Some(p) = child.stdout.take() {
+                    out.add(r, p, Stream::Stdout);
+                }
+                if let Some(p) = child.stderr.take() {
+                    out.add(r, p, Stream::Stderr);
+                }
+            }
+            Ok(Rank {
+                rank: r,
+                pid: child.id(),
+                child,
+                exit: None,
+            })
+        }
+        Err(e) => {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            Err((code, format!("{}: {e}", program.to_string_lossy())))
+        }
+    }
+}
+
 /// "exited with status 0" / "killed by signal 9 (SIGKILL)".
-fn exit_text(st: ExitStatus) -> String {
+pub(crate) fn exit_text(st: ExitStatus) -> String {
     match (st.code(), st.signal()) {
         (_, Some(sig)) => format!("killed by signal {}", signals::describe(sig)),
         (Some(c), None) => format!("exited with status {c}"),
@@ -332,7 +369,7 @@ fn supervise(
             }
             wait = wait.min(ABORT_GRACE - waited);
         } else if !failures.is_empty() {
-            return blame(ranks, &failures);
+            return blame(&failures);
         } else if ranks.iter().all(|r| r.exit.is_some()) {
             return Ending::AllDone;
         }
@@ -354,17 +391,33 @@ fn supervise(
 
 /// Pick the rank to blame among `failures` (seen in the same sweep, or before it): the
 /// likeliest cause (see [`Failure::priority`]), lowest rank first.
-fn blame(ranks: &[Rank], failures: &[(usize, Failure)]) -> Ending {
-    let &(idx, failure) = failures
-        .iter()
-        .min_by_key(|(i, f)| (f.priority(), ranks[*i].rank))
-        .expect("blame needs at least one failure");
+fn blame(failures: &[(usize, Failure)]) -> Ending {
+    let (idx, failure) = blame_first(failures);
     Ending::Failed { idx, failure }
 }
 
-/// End every rank still running: `first` (SIGTERM, or the signal ebrun was sent), SIGKILL
-/// after [`TERM_GRACE`] (at once if ebrun is told to stop again), then reap them all.
+/// The failure to blame among `failures`, keyed by rank (or by index in rank order).
+pub(crate) fn blame_first<K: Copy + Ord>(failures: &[(K, Failure)]) -> (K, Failure) {
+    *failures
+        .iter()
+        .min_by_key(|(k, f)| (f.priority(), *k))
+        .expect("blame needs at least one failure")
+}
+
+/// [`end_ranks`] for ebrun's own ranks, whose signals come as [`Event`]s.
 fn end_job(ranks: &mut [Rank], rx: &Receiver<Event>, first: i32) {
+    end_ranks(ranks, rx, |e| matches!(e, Event::Stop(_)), first)
+}
+
+/// End every rank still running: `first` (SIGTERM, or the signal ebrun was sent), SIGKILL
+/// after [`TERM_GRACE`] (at once if an event on `rx` that `is_stop` picks says to stop
+/// again), then reap them all.
+pub(crate) fn end_ranks<T>(
+    ranks: &mut [Rank],
+    rx: &Receiver<T>,
+    is_stop: impl Fn(&T) -> bool,
+    first: i32,
+) {
     let running = |ranks: &mut [Rank]| {
         for r in ranks.iter_mut().filter(|r| r.exit.is_none()) {
             if let Ok(Some(st)) = r.child.try_wait() {
@@ -403,7 +456,7 @@ fn end_job(ranks: &mut [Rank], rx: &Receiver<Event>, first: i32) {
         let until = if killed { give_up } else { kill_at };
         let wait = (until - now).min(Duration::from_millis(10));
         match rx.recv_timeout(wait) {
-            Ok(Event::Stop(_)) if !killed => {
+            Ok(ev) if !killed && is_stop(&ev) => {
                 // Told again: no more grace.
                 for r in ranks.iter().filter(|r| r.exit.is_none()) {
                     signals::send(r.pid, libc::SIGKILL);

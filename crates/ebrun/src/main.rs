@@ -1,8 +1,12 @@
-//! `ebrun` — the launcher of earlybird jobs on one host.
+//! `ebrun` — the launcher of earlybird jobs, on one host or across several.
 //!
 //! ```text
 //! ebrun -n N [--timeout SECONDS] [--tag-output] PROGRAM [ARGS...]
+//! ebrun [-n N] --hosts H1[:SLOTS],... [--launcher-exec CMD] [...] PROGRAM [ARGS...]
 //! ```
+//!
+//! Across hosts ([`remote`], [`proxy`]), ebrun starts a proxy per host through ssh and
+//! serves PMI-1 to the ranks ([`pmi_server`]); what follows is the one-host launcher.
 //!
 //! ebrun sits above every layer of the library and uses only two of them: **bootstrap**
 //! ([`earlybird::bootstrap::LaunchedJob`] makes the job segment — created in `/dev/shm` or
@@ -34,8 +38,13 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod control;
+mod hosts;
 mod launcher;
 mod output;
+mod pmi_server;
+mod proxy;
+mod remote;
 mod signals;
 
 fn main() {
@@ -48,8 +57,12 @@ fn main() {
             println!("ebrun {}", env!("CARGO_PKG_VERSION"));
             0
         }
+        Ok(cli::Command::Proxy { addr, cookie, host }) => proxy::run(&addr, &cookie, host),
         Ok(cli::Command::Run(mut opts)) => match cli::timeout_from_env(&mut opts) {
-            Ok(()) => launcher::run(&opts),
+            Ok(()) => match opts.hosts.clone() {
+                Some(hosts) => remote::run(&opts, &hosts),
+                None => launcher::run(&opts),
+            },
             Err(e) => {
                 eprintln!("ebrun: {e}");
                 1

@@ -18,9 +18,9 @@ pub(crate) enum Event {
 /// The signals ebrun catches and forwards.
 pub(crate) const FORWARDED: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
-/// Start the thread that turns signals into events. Must be called before any rank is
-/// spawned, so that no SIGCHLD can be missed.
-pub(crate) fn watch(tx: Sender<Event>) -> std::io::Result<()> {
+/// Start the thread that turns signals into events, sent on `tx` as `wrap` makes them. Must
+/// be called before any rank is spawned, so that no SIGCHLD can be missed.
+pub(crate) fn watch<T: Send + 'static>(tx: Sender<T>, wrap: fn(Event) -> T) -> std::io::Result<()> {
     let mut wanted = vec![libc::SIGCHLD];
     wanted.extend(FORWARDED);
     let mut signals = signal_hook::iterator::Signals::new(&wanted)?;
@@ -33,7 +33,7 @@ pub(crate) fn watch(tx: Sender<Event>) -> std::io::Result<()> {
                 } else {
                     Event::Stop(sig)
                 };
-                if tx.send(ev).is_err() {
+                if tx.send(wrap(ev)).is_err() {
                     break;
                 }
             }

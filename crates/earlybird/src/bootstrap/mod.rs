@@ -41,6 +41,21 @@ pub(crate) const ENV_SEGMENT_FD: &str = "EARLYBIRD_SEGMENT_FD";
 pub(crate) const ENV_LAUNCHER_PID: &str = "EARLYBIRD_LAUNCHER_PID";
 pub use crate::sys::segment::ENV_SHM_DIR;
 
+/// Whether `key` names an environment variable through which a launcher talks to its ranks
+/// (earlybird's own, PMI's, PMIx's, Open MPI's, Slurm's): a launcher that passes its
+/// environment on must not pass these to the ranks of another job.
+pub fn is_launch_variable(key: &[u8]) -> bool {
+    const NAMES: [&[u8]; 5] = [
+        ENV_RANK.as_bytes(),
+        ENV_SIZE.as_bytes(),
+        ENV_SEGMENT_FD.as_bytes(),
+        ENV_LAUNCHER_PID.as_bytes(),
+        b"EARLYBIRD_PMI",
+    ];
+    const PREFIXES: [&[u8]; 5] = [b"PMI_", b"PMI2_", b"PMIX_", b"OMPI_", b"SLURM_"];
+    NAMES.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
 /// Whether a launcher started this process as a rank: ebrun, Hydra or Slurm through PMI, or
 /// one that init refuses (PMIx, Open MPI's, srun without PMI).
 pub fn launched() -> bool {
@@ -644,17 +659,20 @@ fn ofi_key(r: u32) -> String {
     format!("earlybird-ofi-{r}")
 }
 
-fn hex(b: &[u8]) -> String {
+/// `b` in lower-case hex (addresses and cards in a launcher's key-value space).
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
+/// The bytes [`hex`] wrote; `None` for anything that is not pairs of hex digits.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    if !b.len().is_multiple_of(2) || !b.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    b.chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
         .collect()
 }
 
@@ -697,4 +715,36 @@ fn singleton() -> Result<Placement> {
         job,
         processes: true,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_hex() {
+        let b = [0u8, 1, 0x7f, 0xff, 0xa5];
+        assert_eq!(hex(&b), "00017fffa5");
+        assert_eq!(unhex(&hex(&b)).as_deref(), Some(&b[..]));
+        assert_eq!(unhex("ABcd"), Some(vec![0xab, 0xcd]));
+        for bad in ["0", "+f", "-1", "zz", "0g", " 1"] {
+            assert_eq!(unhex(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn launch_variables() {
+        for k in [
+            "EARLYBIRD_RANK",
+            "EARLYBIRD_PMI",
+            "PMI_PORT",
+            "PMI2_SUN_PATH",
+            "PMIX_RANK",
+        ] {
+            assert!(is_launch_variable(k.as_bytes()), "{k}");
+        }
+        for k in ["EARLYBIRD_FAR_EAGER_LIMIT", "PATH", "PMIXER", "FI_PROVIDER"] {
+            assert!(!is_launch_variable(k.as_bytes()), "{k}");
+        }
+    }
 }

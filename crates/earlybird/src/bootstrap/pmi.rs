@@ -63,9 +63,10 @@ fn pmi_error(what: impl std::fmt::Display) -> Error {
     Error::new(ErrorClass::Other, format!("PMI: {what}"))
 }
 
-/// One message from the server: its command and its `key=value` pairs in order.
+/// One PMI message: its command and its `key=value` pairs in order. (Public for ebrun,
+/// whose PMI server reads the same lines from the other side.)
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reply {
+pub struct Reply {
     pub cmd: String,
     pairs: Vec<(String, String)>,
     /// The message as received, for error messages.
@@ -73,7 +74,8 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+    /// The value of the first pair named `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs
             .iter()
             .find(|(k, _)| k == key)
@@ -109,7 +111,7 @@ impl Reply {
 /// Parse one PMI-1 line (without its newline): space-separated `key=value` tokens, the first
 /// `cmd=NAME`. A token without `=` continues the previous value (servers put spaces in
 /// `msg`).
-pub(crate) fn parse_v1(line: &str) -> Result<Reply> {
+pub fn parse_v1(line: &str) -> Result<Reply> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for tok in line.split(' ').filter(|t| !t.is_empty()) {
         match tok.split_once('=') {
@@ -178,7 +180,7 @@ fn reply(mut pairs: Vec<(String, String)>, raw: &str) -> Result<Reply> {
 /// list of blocks each placing `per` consecutive ranks on each of the nodes `first` ..
 /// `first + count`, the list repeated until every rank has a node. `None` for an empty value
 /// (the launcher does not know).
-pub(crate) fn parse_mapping(value: &str, size: u32) -> Result<Option<Vec<u32>>> {
+pub fn parse_mapping(value: &str, size: u32) -> Result<Option<Vec<u32>>> {
     let bad = || pmi_error(format!("cannot parse PMI_process_mapping {value:?}"));
     let v = value.trim();
     if v.is_empty() {

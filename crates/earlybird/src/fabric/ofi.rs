@@ -312,14 +312,9 @@ impl Ofi {
             if w.addr[peer as usize].is_none() {
                 continue;
             }
-            loop {
-                // Tracked, so that this rank does not leave while it is still queued.
-                match w.post_msg(peer, prefix(K_FINALIZE, 0, w.me).to_vec(), true) {
-                    Posted::Again => {
-                        let _ = w.poll();
-                    }
-                    _ => break,
-                }
+            // Tracked, so that this rank does not leave while it is still queued.
+            while let Posted::Again = w.post_msg(peer, prefix(K_FINALIZE, 0, w.me).to_vec(), true) {
+                let _ = w.poll();
             }
         }
     }
@@ -678,16 +673,16 @@ impl Wire {
         match m[0] {
             K_CREDIT => {
                 let d = &mut self.delivered_by[src as usize];
-                *d = (*d).max(word(&m, PREFIX));
+                *d = (*d).max(word(m, PREFIX));
             }
             K_FINALIZE => self.finalizing += 1,
             K_PULL => {
-                let entries = (m[1] != 0).then(|| word(&m, PREFIX + 16));
+                let entries = (m[1] != 0).then(|| word(m, PREFIX + 16));
                 let a = Asked {
                     peer: src,
-                    tag: word(&m, PREFIX),
-                    remote: RemoteRef::from_words(word(&m, PREFIX + 8), entries),
-                    n: word(&m, PREFIX + 24) as usize,
+                    tag: word(m, PREFIX),
+                    remote: RemoteRef::from_words(word(m, PREFIX + 8), entries),
+                    n: word(m, PREFIX + 24) as usize,
                 };
                 // Frames from the puller wait from now until the answer has left, so that its
                 // FIN cannot release the buffer before (or while) it is read.

@@ -390,7 +390,7 @@ fn load() -> Result<Calls, String> {
             Ok(p)
         }
     };
-    // SAFETY (each transmute): the symbol is the libfabric 1.x function of that name, whose
+    // SAFETY: for each transmute, the symbol is the libfabric 1.x function of that name, whose
     // C signature the type alias spells out.
     unsafe {
         Ok(Calls {

@@ -123,7 +123,7 @@ impl Pmix {
                 Ok(p)
             }
         };
-        // SAFETY (each transmute): the symbol is the PMIx 4 function of that name, whose C
+        // SAFETY: for each transmute, the symbol is the PMIx 4 function of that name, whose C
         // signature the type alias spells out.
         let calls = unsafe {
             Calls {

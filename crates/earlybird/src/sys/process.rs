@@ -30,6 +30,33 @@ pub(crate) fn die_with_parent() {
     };
 }
 
+/// Make the process `cmd` starts die (SIGKILL) when this thread ends, from before its
+/// program runs: a launcher's child then never outlives it, even one killed before the
+/// child reaches MPI init (which asks the same again). Call it from the thread that spawns
+/// and lives as long as the launcher.
+pub fn die_with_spawner(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let spawner = pid();
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl and
+    // getppid, which are async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            // The spawner died before the request took effect: do not run orphaned.
+            if libc::getppid() as u32 != spawner {
+                return Err(std::io::Error::other("the launcher died while starting it"));
+            }
+            Ok(())
+        })
+    };
+}
+
 /// This process's parent.
 pub(crate) fn parent() -> u32 {
     // SAFETY: getppid cannot fail and touches no memory.

@@ -145,20 +145,42 @@ pub(crate) const CHILD_ARGS: &[&str] = &[
 /// inherited socket), `hydra-port` with `mpiexec.hydra -pmi-port`, `hydra-pmi2` with PMI-2,
 /// `openmpi` with Open MPI's `mpirun` (PMIx), `hydra-hosts` with Hydra across the three
 /// namespace hosts that `suites/netns-hosts.sh up 3 $EB_NETNS_PREFIX` made (ranks placed on
-/// them in turn).
+/// them in turn), `ebrun-hosts` with `ebrun --hosts` across them (ranks in blocks).
 pub(crate) const ENV_LAUNCHER: &str = "EB_LAUNCHER";
 
 /// Hydra in namespace host 1 of `prefix` (`suites/netns-hosts.sh`), starting ranks on hosts
 /// 1, 2 and 3 in turn through `suites/netns-ssh.sh`.
 pub(crate) fn hydra_on_namespace_hosts(prefix: &str) -> Command {
+    let (mut cmd, ssh) = in_namespace_host1(prefix, hydra_path());
+    cmd.args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
+        .arg(ssh)
+        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3"]);
+    cmd
+}
+
+/// `program` run in namespace host 1 of `prefix`, with `EB_NETNS_PREFIX` set for
+/// `suites/netns-ssh.sh`, and the path of that script.
+fn in_namespace_host1(prefix: &str, program: PathBuf) -> (Command, PathBuf) {
     let suites = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites");
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &format!("{prefix}h1")])
-        .arg(hydra_path())
-        .args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
-        .arg(suites.join("netns-ssh.sh"))
-        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3"])
+        .arg(program)
         .env("EB_NETNS_PREFIX", prefix);
+    (cmd, suites.join("netns-ssh.sh"))
+}
+
+/// `ebrun --hosts` in namespace host 1 of `prefix` (`suites/netns-hosts.sh`), starting a
+/// proxy on each of hosts 1, 2 and 3 through `suites/netns-ssh.sh`, with a timeout of
+/// [`JOB_TIMEOUT_S`].
+pub(crate) fn ebrun_on_namespace_hosts(prefix: &str) -> Command {
+    let (mut cmd, ssh) = in_namespace_host1(prefix, ebrun_path());
+    cmd.args(["--timeout", &JOB_TIMEOUT_S.to_string()])
+        .args([
+            "--hosts",
+            "10.77.0.1,10.77.0.2,10.77.0.3",
+            "--launcher-exec",
+        ])
+        .arg(ssh);
     cmd
 }
 
@@ -359,9 +381,22 @@ pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
                 &format!("mpiexec.hydra job {name} (-n {n}) on namespace hosts"),
             )
         }
+        "ebrun-hosts" => {
+            let prefix = std::env::var("EB_NETNS_PREFIX").unwrap_or_else(|_| {
+                panic!("{ENV_LAUNCHER}=ebrun-hosts needs EB_NETNS_PREFIX (suites/netns-hosts.sh up 3 PREFIX)")
+            });
+            let mut cmd = ebrun_on_namespace_hosts(&prefix);
+            cmd.args(["-n", &n.to_string()]);
+            launch_scenario(
+                cmd,
+                name,
+                env,
+                &format!("ebrun --hosts job {name} (-n {n}) on namespace hosts"),
+            )
+        }
         other => panic!(
             "{ENV_LAUNCHER}={other:?}: the launchers are ebrun, hydra, hydra-port, hydra-pmi2, \
-             openmpi and hydra-hosts"
+             openmpi, hydra-hosts and ebrun-hosts"
         ),
     };
     assert_job_ran(name, n, &out);
