@@ -5,7 +5,8 @@
 # hosts for the run and place the ranks on them, in turn under Hydra, in blocks under
 # ebrun). Each mode runs `EB_LAUNCHER=MODE cargo test -p earlybird -- procs_2 procs_3` and
 # prints how many tests passed and failed; the logs stay in
-# target/launcher-suite/MODE.log.
+# target/launcher-suite/MODE.log. With EB_NETNS_SLOTS=2 the host modes place two ranks on
+# each host (at 3 ranks: two share host 1, the third is on host 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 modes=("$@")

@@ -154,8 +154,19 @@ pub(crate) fn hydra_on_namespace_hosts(prefix: &str) -> Command {
     let (mut cmd, ssh) = in_namespace_host1(prefix, hydra_path());
     cmd.args(["-iface", "eth0", "-launcher", "ssh", "-launcher-exec"])
         .arg(ssh)
-        .args(["-hosts", "10.77.0.1,10.77.0.2,10.77.0.3"]);
+        .args(["-hosts", &namespace_host_list()]);
     cmd
+}
+
+/// The three namespace hosts, as `-hosts` and `--hosts` take them: each with
+/// `EB_NETNS_SLOTS` slots when that is set (so that ranks share hosts: `2` puts ranks 0 and
+/// 1 on host 1, rank 2 on host 2, ...), else one rank each in turn (Hydra) or in blocks
+/// (ebrun).
+fn namespace_host_list() -> String {
+    match std::env::var("EB_NETNS_SLOTS") {
+        Ok(k) => format!("10.77.0.1:{k},10.77.0.2:{k},10.77.0.3:{k}"),
+        Err(_) => "10.77.0.1,10.77.0.2,10.77.0.3".into(),
+    }
 }
 
 /// `program` run in namespace host 1 of `prefix`, with `EB_NETNS_PREFIX` set for
@@ -175,11 +186,7 @@ fn in_namespace_host1(prefix: &str, program: PathBuf) -> (Command, PathBuf) {
 pub(crate) fn ebrun_on_namespace_hosts(prefix: &str) -> Command {
     let (mut cmd, ssh) = in_namespace_host1(prefix, ebrun_path());
     cmd.args(["--timeout", &JOB_TIMEOUT_S.to_string()])
-        .args([
-            "--hosts",
-            "10.77.0.1,10.77.0.2,10.77.0.3",
-            "--launcher-exec",
-        ])
+        .args(["--hosts", &namespace_host_list(), "--launcher-exec"])
         .arg(ssh);
     cmd
 }
