@@ -545,6 +545,12 @@ impl Wire {
                 }
             }
             first?;
+            // Fewer than asked for: the queue was empty. Reading it again would only run the
+            // provider's progress once more (a poll(2) of its sockets, about a microsecond)
+            // before the caller can use what arrived.
+            if n < cs.len() {
+                return Ok(());
+            }
         }
     }
 
