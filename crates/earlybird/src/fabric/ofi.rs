@@ -41,6 +41,8 @@ const BUF_BYTES: usize = PREFIX + HEADER + MAX_PAYLOAD;
 const RECVS: usize = 32;
 /// Messages up to this many bytes are copied out of their receive buffer.
 const SMALL: usize = 4096;
+/// Small-message buffers kept for reuse (what a flood leaves behind beyond them is freed).
+const SMALL_SPARES: usize = 64;
 /// Delivered bytes owed to a peer before a credit message goes.
 const CREDIT_BATCH: u64 = 64 << 10;
 
@@ -106,6 +108,9 @@ struct Wire {
     stash: Vec<(u32, Received)>,
     /// Receive buffers taken back from consumed frames, for the next receives.
     spare: Vec<Box<[u8]>>,
+    /// Buffers of [`SMALL`] bytes taken back from consumed small messages, for the next
+    /// copies (at most [`SMALL_SPARES`]).
+    small_spare: Vec<Box<[u8]>>,
     /// Per peer: the eager bytes it says it has delivered.
     delivered_by: Vec<u64>,
     /// Per peer: bulk sends to it in flight.
@@ -164,6 +169,7 @@ impl Ofi {
             unposted: Vec::new(),
             stash: Vec::new(),
             spare: Vec::new(),
+            small_spare: Vec::new(),
             delivered_by: vec![0; n],
             bulk_out: vec![0; n],
             sends: 0,
@@ -584,15 +590,19 @@ impl Wire {
         if is_recv(o) {
             if len <= SMALL {
                 // A small message is copied out and the buffer posted again: a flood of them
-                // then holds their bytes, not 64 KiB each.
+                // then holds their bytes, not 64 KiB each. The copy goes to a reused buffer.
+                let mut copy = self
+                    .small_spare
+                    .pop()
+                    .unwrap_or_else(|| vec![0u8; SMALL].into_boxed_slice());
                 // SAFETY: `o` is one of our posted receives, now complete: the provider no
                 // longer writes its buffer until we post it again below.
-                let copy: Box<[u8]> = unsafe {
+                unsafe {
                     let What::Recv(buf) = &(*o).what else {
                         unreachable!("a receive operation")
                     };
-                    buf[..len].into()
-                };
+                    copy[..len].copy_from_slice(&buf[..len]);
+                }
                 let r = self.take(Received { buf: copy, len });
                 if let Posted::Failed(e) = self.post_recv(o) {
                     return Err(e);
@@ -651,11 +661,14 @@ impl Wire {
         done
     }
 
-    /// Keep a received message's buffer for a later receive, if it is a whole one (a small
-    /// message's copy is not: posted again, it would truncate the next large message).
+    /// Keep a received message's buffer for reuse: a whole one for a later receive, a small
+    /// message's copy for a later copy (posted as a receive, it would truncate the next large
+    /// message).
     fn recycle(&mut self, buf: Box<[u8]>) {
-        if buf.len() == BUF_BYTES {
-            self.spare.push(buf);
+        match buf.len() {
+            BUF_BYTES => self.spare.push(buf),
+            SMALL if self.small_spare.len() < SMALL_SPARES => self.small_spare.push(buf),
+            _ => {}
         }
     }
 

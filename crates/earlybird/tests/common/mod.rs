@@ -375,30 +375,20 @@ pub(crate) fn run_procs_env(name: &str, n: u32, env: &[(&str, &str)]) {
             env,
             &format!("mpirun.openmpi job {name} (-n {n})"),
         ),
-        "hydra-hosts" => {
+        "hydra-hosts" | "ebrun-hosts" => {
             let prefix = std::env::var("EB_NETNS_PREFIX").unwrap_or_else(|_| {
-                panic!("{ENV_LAUNCHER}=hydra-hosts needs EB_NETNS_PREFIX (suites/netns-hosts.sh up 3 PREFIX)")
+                panic!("{ENV_LAUNCHER}={launcher} needs EB_NETNS_PREFIX (suites/netns-hosts.sh up 3 PREFIX)")
             });
-            let mut cmd = hydra_on_namespace_hosts(&prefix);
+            let mut cmd = match launcher.as_str() {
+                "hydra-hosts" => hydra_on_namespace_hosts(&prefix),
+                _ => ebrun_on_namespace_hosts(&prefix),
+            };
             cmd.args(["-n", &n.to_string()]);
             launch_scenario(
                 cmd,
                 name,
                 env,
-                &format!("mpiexec.hydra job {name} (-n {n}) on namespace hosts"),
-            )
-        }
-        "ebrun-hosts" => {
-            let prefix = std::env::var("EB_NETNS_PREFIX").unwrap_or_else(|_| {
-                panic!("{ENV_LAUNCHER}=ebrun-hosts needs EB_NETNS_PREFIX (suites/netns-hosts.sh up 3 PREFIX)")
-            });
-            let mut cmd = ebrun_on_namespace_hosts(&prefix);
-            cmd.args(["-n", &n.to_string()]);
-            launch_scenario(
-                cmd,
-                name,
-                env,
-                &format!("ebrun --hosts job {name} (-n {n}) on namespace hosts"),
+                &format!("{launcher} job {name} (-n {n}) on namespace hosts"),
             )
         }
         other => panic!(
