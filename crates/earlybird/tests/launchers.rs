@@ -264,7 +264,7 @@ fn job_leaving_no_rank(launcher: Command, name: &str, n: u32) -> JobOutput {
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     for p in pids {
-        while std::path::Path::new(&format!("/proc/{p}")).exists() {
+        while p.trim().parse().is_ok_and(running) {
             assert!(
                 std::time::Instant::now() < deadline,
                 "rank process {p} outlived its job\n{}",
@@ -761,7 +761,7 @@ impl NetnsHosts {
         drop(self);
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         for p in left {
-            while std::path::Path::new(&format!("/proc/{p}")).exists() {
+            while p.parse().is_ok_and(running) {
                 assert!(
                     std::time::Instant::now() < deadline,
                     "process {p} of a namespace host outlived it"

@@ -46,13 +46,6 @@ fn children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-fn alive(pid: u32) -> bool {
-    // A zombie is dead for our purpose (its locks are gone).
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
-
 fn sweep(kills: u32) {
     let root = std::env::temp_dir().join(format!("eb-pmem-sweep-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -129,7 +122,7 @@ fn sweep(kills: u32) {
         // Every process of the job must be gone before the next starts (ebrun ends the
         // ranks when one dies, and the ranks end themselves when ebrun dies).
         let t1 = Instant::now();
-        while ranks.iter().any(|&p| alive(p)) || alive(ebrun) {
+        while ranks.iter().any(|&p| common::running(p)) || common::running(ebrun) {
             assert!(
                 t1.elapsed() < Duration::from_secs(20),
                 "round {round}: the job outlived the kill of {victim}"

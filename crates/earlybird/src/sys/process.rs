@@ -81,18 +81,29 @@ pub(crate) fn has_ancestor(pid: u32) -> bool {
     false
 }
 
-fn parent_of(pid: u32) -> Option<u32> {
+/// The fields of `/proc/PID/stat` after the command name (field 2, in parentheses, which may
+/// hold spaces): state, parent, ...
+fn stat_after_name(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: parse after it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
+    Some(stat[stat.rfind(')')? + 1..].to_string())
 }
 
-/// Whether a process with this pid exists (signal 0 probe).
+fn parent_of(pid: u32) -> Option<u32> {
+    stat_after_name(pid)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether a process with this pid runs: it exists (signal 0 probe) and is not a zombie.
+/// A killed rank whose parent died too stays a zombie where PID 1 never reaps orphans (some
+/// containers' init), and must read as dead.
 pub(crate) fn alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && stat_after_name(pid).is_none_or(|rest| !rest.trim_start().starts_with(['Z', 'X']))
 }
 
 /// Send a signal to a process.
@@ -127,4 +138,33 @@ pub fn cpus() -> usize {
 /// Number of CPUs this process may run on now (its affinity mask).
 pub(crate) fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zombie_is_not_alive() {
+        assert!(alive(pid()));
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let id = child.id();
+        // Not reaped yet: it stays a zombie until `wait`.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while alive(id) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "`true` still runs after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            stat_after_name(id).is_some(),
+            "the zombie is still in /proc"
+        );
+        child.wait().expect("reap");
+        assert!(!alive(id));
+    }
 }

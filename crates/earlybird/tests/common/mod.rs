@@ -24,6 +24,18 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// Whether process `pid` still runs: it exists and is not a zombie. An orphan that nobody
+/// reaps (PID 1 of some containers never does) stays a zombie, dead for every purpose here.
+pub(crate) fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
+}
+
 /// A scenario that borrows its universe (the harness finalizes it).
 pub(crate) type Scenario = fn(&Universe) -> Result<()>;
 /// A scenario that takes its universe and must finalize it itself.
