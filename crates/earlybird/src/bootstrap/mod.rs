@@ -157,13 +157,13 @@ fn create_segment(nranks: u32, dir: Option<&Path>, launcher: u32) -> Result<(Job
         None => segment::shm_dir(),
     };
     let shape = JobShape::for_ranks(nranks);
-    let bytes = shape.total_bytes();
-    let (seg, fd) = Segment::create_unlinked(&dir, bytes).map_err(|e| {
+    let (bytes, reserved) = (shape.total_bytes(), shape.reserved_bytes());
+    let (seg, fd) = Segment::create_unlinked(&dir, bytes, reserved).map_err(|e| {
         Error::new(
             ErrorClass::NoMem,
             format!(
                 "cannot reserve {} KiB in {} for the job's shared segment ({} ranks): {e}",
-                bytes.div_ceil(1024),
+                reserved.div_ceil(1024),
                 dir.display(),
                 nranks
             ),

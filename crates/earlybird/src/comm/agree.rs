@@ -188,31 +188,12 @@ impl Exchange {
             }
             self.recvs.swap_remove(i);
             let want = self.got[who].len();
-            match e.take(op) {
-                Ok(st) if st.bytes() == want => {}
-                Ok(st) => {
-                    return Some(Err(Error::new(
-                        ErrorClass::Intern,
-                        format!(
-                            "communicator creation: {} bytes from participant {who} where {want} were expected",
-                            st.bytes()
-                        ),
-                    )))
-                }
-                Err(err) => return Some(Err(err)),
-            }
-        }
-        let mut i = 0;
-        while i < self.sends.len() {
-            let op = self.sends[i];
-            if !e.is_done(op) {
-                i += 1;
-                continue;
-            }
-            self.sends.swap_remove(i);
-            if let Err(err) = e.take(op) {
+            if let Err(err) = take_received(e, op, want, format_args!("from participant {who}")) {
                 return Some(Err(err));
             }
+        }
+        if let Err(err) = take_done(e, &mut self.sends) {
+            return Some(Err(err));
         }
         if self.recvs.is_empty() && self.sends.is_empty() {
             let got: std::result::Result<Vec<Vec<u8>>, _> =
@@ -225,23 +206,194 @@ impl Exchange {
 
     /// Withdraw what can be withdrawn (the job is ending).
     pub(crate) fn abandon(&mut self, e: &mut Engine) {
-        for op in self
-            .recvs
-            .iter()
-            .map(|&(_, op)| op)
-            .chain(self.sends.iter().copied())
-        {
-            e.abandon(op);
-            if e.is_done(op) {
-                let _ = e.take(op);
-            }
-        }
+        withdraw(
+            e,
+            self.recvs
+                .iter()
+                .map(|&(_, op)| op)
+                .chain(self.sends.iter().copied()),
+        );
         self.recvs.retain(|&(_, op)| !e.is_done(op));
         self.sends.retain(|&op| !e.is_done(op));
     }
 }
 
-/// A blocking all-to-all exchange (see [`Exchange`]).
+/// Take the completed receive `op`, which must have brought `want` bytes (`Intern` naming
+/// `whence` otherwise).
+fn take_received(
+    e: &mut Engine,
+    op: OpId,
+    want: usize,
+    whence: std::fmt::Arguments<'_>,
+) -> Result<()> {
+    let st = e.take(op)?;
+    if st.bytes() != want {
+        return Err(Error::new(
+            ErrorClass::Intern,
+            format!(
+                "communicator creation: {} bytes {whence} where {want} were expected",
+                st.bytes()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Take the operations of `ops` that have completed out of it; the first error among them.
+fn take_done(e: &mut Engine, ops: &mut Vec<OpId>) -> Result<()> {
+    let mut i = 0;
+    while i < ops.len() {
+        let op = ops[i];
+        if !e.is_done(op) {
+            i += 1;
+            continue;
+        }
+        ops.swap_remove(i);
+        e.take(op)?;
+    }
+    Ok(())
+}
+
+/// Abandon `ops` (the job is ending), taking those that completed.
+fn withdraw(e: &mut Engine, ops: impl Iterator<Item = OpId>) {
+    for op in ops {
+        e.abandon(op);
+        if e.is_done(op) {
+            let _ = e.take(op);
+        }
+    }
+}
+
+/// The exchange of a blocking call, as [`Exchange`]'s result but in rounds of doubling
+/// distance (Bruck's allgather): in round k each participant sends the blocks it holds to
+/// the one 2^k before it and receives as many from the one 2^k after it, so it talks to
+/// about log2(n) others instead of n - 1 (a large job's shared memory grows with the pairs
+/// that talk, see `fabric::job`). It relays others' blocks, which is safe here because
+/// every participant is inside the same blocking call, driving it, until its own result is
+/// complete, and it starts every send before then.
+#[derive(Debug)]
+struct Doubling {
+    ctx: u32,
+    tag: i32,
+    parts: Vec<u32>,
+    me: usize,
+    /// Bytes of one participant's string.
+    len: usize,
+    /// The blocks held: those of participants me, me + 1, ... (mod n), in that order.
+    held: Vec<u8>,
+    /// This round's distance (the exchange is complete once it reaches n).
+    dist: usize,
+    /// This round's receive: the operation and its buffer.
+    recv: Option<(OpId, Loan)>,
+    /// Sends in flight.
+    sends: Vec<OpId>,
+    /// The buffers of the sends (kept to the end: a few, of at most n strings in all).
+    sent: Vec<Loan>,
+}
+
+impl Doubling {
+    fn start(
+        e: &mut Engine,
+        ctx: u32,
+        tag: i32,
+        parts: &[u32],
+        me: usize,
+        mine: Vec<u8>,
+    ) -> Result<Doubling> {
+        let mut x = Doubling {
+            ctx,
+            tag,
+            parts: parts.to_vec(),
+            me,
+            len: mine.len(),
+            held: mine,
+            dist: 1,
+            recv: None,
+            sends: Vec::new(),
+            sent: Vec::new(),
+        };
+        if x.dist < x.parts.len() {
+            x.round(e)?;
+        }
+        Ok(x)
+    }
+
+    /// Start the round of distance `dist`: its receive, then its send.
+    fn round(&mut self, e: &mut Engine) -> Result<()> {
+        let n = self.parts.len();
+        let count = self.dist.min(n - self.dist);
+        let from = self.parts[(self.me + self.dist) % n];
+        let to = self.parts[(self.me + n - self.dist) % n];
+        let buf = Loan::zeroed(count * self.len);
+        let pat = Pattern {
+            ctx: self.ctx,
+            src: Some(from),
+            tag: Some(self.tag),
+        };
+        self.recv = Some((e.recv_start(pat, buf.clone()), buf));
+        let out = Loan::copied(&self.held[..count * self.len]);
+        if let Started::Op(op) =
+            e.send_start(to as i32, self.ctx, self.tag, &out, SendMode::Standard)?
+        {
+            self.sends.push(op);
+            self.sent.push(out);
+        }
+        Ok(())
+    }
+
+    /// Collect what has completed and start the rounds it allows: every participant's
+    /// bytes, in participant order, once all have arrived and every send has completed.
+    fn poll(&mut self, e: &mut Engine) -> Option<Result<Vec<Vec<u8>>>> {
+        while let Some((op, buf)) = self.recv.take() {
+            if !e.is_done(op) {
+                self.recv = Some((op, buf));
+                break;
+            }
+            let round = format_args!("in the round of distance {}", self.dist);
+            if let Err(err) = take_received(e, op, buf.len(), round) {
+                return Some(Err(err));
+            }
+            match buf.to_packed() {
+                Ok(b) => self.held.extend_from_slice(&b),
+                Err(u) => return Some(Err(Error::new(ErrorClass::Intern, u.to_string()))),
+            }
+            self.dist *= 2;
+            if self.dist < self.parts.len() {
+                if let Err(err) = self.round(e) {
+                    return Some(Err(err));
+                }
+            }
+        }
+        if let Err(err) = take_done(e, &mut self.sends) {
+            return Some(Err(err));
+        }
+        if self.recv.is_some() || !self.sends.is_empty() {
+            return None;
+        }
+        let n = self.parts.len();
+        let mut got = vec![Vec::new(); n];
+        for (j, block) in self.held.chunks_exact(self.len.max(1)).take(n).enumerate() {
+            got[(self.me + j) % n] = block[..self.len].to_vec();
+        }
+        Some(Ok(got))
+    }
+
+    /// Withdraw what can be withdrawn (the job is ending).
+    fn abandon(&mut self, e: &mut Engine) {
+        withdraw(
+            e,
+            self.recv
+                .iter()
+                .map(|(op, _)| *op)
+                .chain(self.sends.iter().copied()),
+        );
+        self.recv = self.recv.take().filter(|(op, _)| !e.is_done(*op));
+        self.sends.retain(|&op| !e.is_done(op));
+    }
+}
+
+/// A blocking exchange among `parts` of equal-length byte strings (see [`Exchange`] for
+/// what it returns, [`Doubling`] for how).
 pub(crate) fn exchange(
     eng: &EngineRef,
     ctx: u32,
@@ -251,7 +403,7 @@ pub(crate) fn exchange(
     mine: Vec<u8>,
 ) -> Result<Vec<Vec<u8>>> {
     let mut e = eng.borrow_mut();
-    let mut x = Exchange::start(&mut e, ctx, tag, parts, me, mine)?;
+    let mut x = Doubling::start(&mut e, ctx, tag, parts, me, mine)?;
     match e.wait_for(blocked(ctx, tag), |e| x.poll(e)) {
         Ok(r) => r,
         Err(err) => {

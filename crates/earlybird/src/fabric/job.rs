@@ -1,11 +1,20 @@
 //! The job segment: what every rank of a job on one host maps.
 //!
 //! ```text
-//! [JobHeader: 256 B][RankSlot x nranks: 128 B each][pad to 4 KiB][rings]
+//! [JobHeader: 512 B][RankSlot x nranks: 128 B each][doorbells x nranks][pad to 4 KiB][rings]
 //! ```
 //!
 //! There is one `ring` per ordered pair of distinct endpoints; ring (s -> r)
-//! is written by s and read by r. A rank's slot carries its pid (for single-copy transfers),
+//! is written by s and read by r.
+//!
+//! **Small jobs** (at most [`DOORBELLS_ABOVE`] ranks) reserve every ring at creation and
+//! each rank polls all its incoming rings on every progress call. **Large jobs** would need
+//! N^2 rings up front (6 GiB at 256 ranks), so their rings are a hole in the segment file
+//! until used: a sender backs its ring to a peer when it first sends there, and rings the
+//! peer's *doorbell*, one bit per sender in a bitmap of the receiver's, after each frame; a
+//! receiver polls only the rings whose bits it finds set (and those it left frames in).
+//! Memory then grows with the pairs that talk: a rank that sends to k peers backs k rings
+//! (about 96 KiB each), so a ring or a stencil of N ranks costs O(N), an all-to-all O(N^2). A rank's slot carries its pid (for single-copy transfers),
 //! its state, and what it is blocked in (for `ebrun --timeout` reports). The header carries
 //! the abort flag that ends every wait when the job fails.
 //!
@@ -18,9 +27,16 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: u64 = 0x6561_726c_7962_6972; // "earlybir"
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Endpoint communicators' jobs a job's header lists for launcher reports.
 const ENDPOINT_JOBS: usize = 8;
+/// Jobs of more ranks than this use doorbells and back their rings on first use (see the
+/// module's doc); `EARLYBIRD_SHM_DOORBELLS=1` (or `0`) asks for it (or against it) at any size.
+pub(crate) const DOORBELLS_ABOVE: u32 = 32;
+/// Environment variable that forces doorbells on (`1`) or off (`0`).
+pub(crate) const ENV_DOORBELLS: &str = "EARLYBIRD_SHM_DOORBELLS";
+/// Header flag: the job uses doorbells and rings backed on first use.
+const FLAG_DOORBELLS: u32 = 1;
 const HEADER_BYTES: usize = 512;
 const FLOOR_LINE_OFFSET: usize = 256;
 const RANK_SLOT_BYTES: usize = 128;
@@ -33,7 +49,8 @@ struct JobHeader {
     version: AtomicU32,
     nranks: AtomicU32,
     nslots: AtomicU32,
-    _pad: AtomicU32,
+    /// `FLAG_DOORBELLS` or 0.
+    flags: AtomicU32,
     data_bytes: AtomicU64,
     total_bytes: AtomicU64,
     /// 0 while the job runs; once some rank failed or the job was aborted, bit 63 set with
@@ -116,6 +133,8 @@ const _: () = assert!(std::mem::size_of::<RankSlot>() == RANK_SLOT_BYTES);
 pub struct JobShape {
     pub nranks: u32,
     pub(crate) ring: RingShape,
+    /// Doorbells, and rings backed on first use (see the module's doc).
+    pub(crate) doorbells: bool,
 }
 
 impl JobShape {
@@ -133,17 +152,41 @@ impl JobShape {
             data = v.clamp(4096, 64 << 20);
         }
         data = data / 4096 * 4096;
+        let doorbells = match std::env::var(ENV_DOORBELLS).ok().as_deref() {
+            Some("1") => true,
+            Some("0") => false,
+            _ => nranks > DOORBELLS_ABOVE,
+        };
         JobShape {
             nranks,
             ring: RingShape {
                 nslots: 256,
                 data_bytes: data,
             },
+            doorbells,
         }
     }
 
+    /// Words of one rank's doorbell bitmap: a bit per rank, in whole 128-byte lines.
+    fn bell_words(&self) -> usize {
+        (self.nranks as usize).div_ceil(64).div_ceil(16) * 16
+    }
+
+    fn bells_offset(&self) -> usize {
+        HEADER_BYTES + self.nranks as usize * RANK_SLOT_BYTES
+    }
+
     fn rings_offset(&self) -> usize {
-        (HEADER_BYTES + self.nranks as usize * RANK_SLOT_BYTES).div_ceil(4096) * 4096
+        (self.bells_offset() + self.nranks as usize * self.bell_words() * 8).div_ceil(4096) * 4096
+    }
+
+    /// Bytes to back at creation: all of the segment, or (doorbells) all but the rings.
+    pub fn reserved_bytes(&self) -> usize {
+        if self.doorbells {
+            self.rings_offset()
+        } else {
+            self.total_bytes()
+        }
     }
 
     /// Total bytes of the segment.
@@ -233,6 +276,8 @@ impl JobSegment {
         h.version.store(VERSION, Ordering::Relaxed);
         h.nranks.store(shape.nranks, Ordering::Relaxed);
         h.nslots.store(shape.ring.nslots as u32, Ordering::Relaxed);
+        let flags = if shape.doorbells { FLAG_DOORBELLS } else { 0 };
+        h.flags.store(flags, Ordering::Relaxed);
         h.data_bytes
             .store(shape.ring.data_bytes as u64, Ordering::Relaxed);
         h.total_bytes
@@ -259,6 +304,7 @@ impl JobSegment {
                 nslots: h.nslots.load(Ordering::Relaxed) as usize,
                 data_bytes: h.data_bytes.load(Ordering::Relaxed) as usize,
             },
+            doorbells: h.flags.load(Ordering::Relaxed) & FLAG_DOORBELLS != 0,
         };
         if seg.len() < shape.total_bytes() {
             return Err(format!(
@@ -420,6 +466,31 @@ impl JobSegment {
         // data a multiple of 4 KiB) or a header checked at attach; only ring ends touch
         // ring memory.
         unsafe { RingPtrs::at(self.seg.base().wrapping_add(off), self.shape.ring) }
+    }
+
+    /// Back ring (`from` -> `to`) with memory (see [`Segment::populate`]): its sender does
+    /// so before its first frame when the job has doorbells.
+    pub(crate) fn populate_ring(&self, from: u32, to: u32) -> std::io::Result<()> {
+        assert!(from != to && from < self.shape.nranks && to < self.shape.nranks);
+        self.seg
+            .populate(self.shape.ring_offset(from, to), self.shape.ring.bytes())
+    }
+
+    /// Word `word` of rank `rank`'s doorbell bitmap (bit `s % 64` of word `s / 64`: sender
+    /// `s` has published frames since `rank` last looked).
+    #[inline(always)]
+    pub(crate) fn bell(&self, rank: u32, word: usize) -> &AtomicU64 {
+        assert!(rank < self.shape.nranks && word < self.shape.bell_words());
+        let off = self.shape.bells_offset() + (rank as usize * self.shape.bell_words() + word) * 8;
+        // SAFETY: the bitmaps lie between the rank slots and the rings, inside the segment's
+        // reserved part (bounds checked above), 8-aligned (the slots end on a 128-byte
+        // boundary); accessed only as atomics.
+        unsafe { &*(self.seg.base().add(off) as *const AtomicU64) }
+    }
+
+    /// Words in a rank's doorbell bitmap.
+    pub(crate) fn bell_words(&self) -> usize {
+        self.shape.bell_words()
     }
 
     // ---- rank slots -------------------------------------------------------------------
@@ -659,6 +730,31 @@ mod tests {
                 assert!(last + shape.ring.bytes() <= shape.total_bytes());
             }
         }
+    }
+
+    /// The doorbell bitmaps lie between the rank slots and the first ring, a bit for every
+    /// rank, inside the part a job with doorbells backs at creation.
+    #[test]
+    fn doorbells_sit_before_the_rings() {
+        for n in [2u32, 33, 64, 65, 1024] {
+            let mut shape = JobShape::for_ranks(n);
+            shape.doorbells = true;
+            assert!(shape.bell_words() * 64 >= n as usize);
+            let bells_end = shape.bells_offset() + n as usize * shape.bell_words() * 8;
+            assert!(shape.bells_offset() >= HEADER_BYTES + n as usize * RANK_SLOT_BYTES);
+            assert!(bells_end <= shape.rings_offset());
+            assert_eq!(shape.reserved_bytes(), shape.rings_offset());
+            assert!(shape.ring_offset(0, 1) >= shape.reserved_bytes());
+            shape.doorbells = false;
+            assert_eq!(shape.reserved_bytes(), shape.total_bytes());
+        }
+        assert!(
+            !JobShape::for_ranks(DOORBELLS_ABOVE).doorbells || std::env::var(ENV_DOORBELLS).is_ok()
+        );
+        assert!(
+            JobShape::for_ranks(DOORBELLS_ABOVE + 1).doorbells
+                || std::env::var(ENV_DOORBELLS).is_ok()
+        );
     }
 
     #[test]

@@ -227,6 +227,38 @@ impl Fabric {
         self.job.nranks()
     }
 
+    /// Whether every peer is polled on each progress call (a job without doorbells), rather
+    /// than those [`rung`](Self::rung) names.
+    #[inline(always)]
+    pub(crate) fn polls_all(&self) -> bool {
+        !self.shm.doorbells()
+    }
+
+    /// Set `out` to the peers that may have frames for this endpoint (a job with doorbells):
+    /// itself when its loopback queue holds any, peers on this host that rang or were left
+    /// with frames, and every peer on another host.
+    pub(crate) fn rung(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        if !self.loopback.is_empty() {
+            out.push(self.me);
+        }
+        self.shm.rung(out);
+        out.extend(
+            self.far
+                .iter()
+                .enumerate()
+                .filter_map(|(p, &far)| far.then_some(p as u32)),
+        );
+    }
+
+    /// `peer` (on this host) still has frames this endpoint did not take: name it in the next
+    /// [`rung`](Self::rung).
+    pub(crate) fn still_ready(&mut self, peer: u32) {
+        if self.route(peer) == Route::Shm {
+            self.shm.still_ready(peer);
+        }
+    }
+
     /// Send `frame` with `payload` to `peer`: into its ring at once when nothing waits before
     /// it and there is room, else into its queue.
     #[inline(always)]

@@ -92,6 +92,11 @@ impl RingShape {
     pub(crate) const fn bytes(&self) -> usize {
         CONSUMER_LINE_BYTES + self.nslots * SLOT_BYTES + self.data_bytes
     }
+
+    /// Largest payload one frame can carry in the data area.
+    pub(crate) const fn max_payload(&self) -> usize {
+        self.data_bytes / 2
+    }
 }
 
 /// Raw placement of one ring. Made by the job segment's layout (or by a test) with
@@ -173,7 +178,7 @@ impl Producer {
 
     /// Largest payload one frame can carry in the data area.
     pub(crate) fn max_payload(&self) -> usize {
-        self.ring.shape.data_bytes / 2
+        self.ring.shape.max_payload()
     }
 
     /// Eager bytes the consumer reports delivered to user buffers.

@@ -1,6 +1,12 @@
 //! The shared-memory transport: every endpoint of a job on one host, threads of one process
 //! or separate processes alike, through the job segment's rings (one per ordered pair of
 //! endpoints), single-copy bulk transfers, and memory regions mapped by both ends.
+//!
+//! In a job with doorbells (see [`job`](super::job)) a ring is backed when its sender first
+//! uses it, every frame rings the receiver's doorbell, and [`Shm::rung`] says which rings to
+//! poll. The bell after a frame and the receiver's look at the ring after clearing the bell
+//! are ordered by a SeqCst fence on each side (a Dekker pair): either the sender sees the bit
+//! cleared and sets it again, or the receiver sees the frame.
 
 use super::bulk::{self, RemoteRef};
 use super::frame::Frame;
@@ -12,19 +18,27 @@ use crate::sys::segment::Segment;
 use std::cell::Cell;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{fence, Ordering};
 
 /// One endpoint's ends of the job's rings.
 pub(crate) struct Shm {
     me: u32,
     my_pid: u32,
     job: JobSegment,
-    /// Producer of ring (me -> p), for every peer p but me.
+    /// Producer of ring (me -> p), for every peer p but me (with doorbells: once used).
     outs: Vec<Option<Producer>>,
     /// Consumer of ring (p -> me), for every peer p but me.
     ins: Vec<Option<Consumer>>,
     /// Peers' pids as read from their rank slots (0: not read yet).
     peer_pid: Vec<Cell<u32>>,
     max_payload: usize,
+    /// The job has doorbells: rings backed on first use, receivers rung (see the module).
+    doorbells: bool,
+    /// With doorbells: the peers whose rings still held frames when this endpoint last
+    /// stopped reading them, a bit per rank, polled again without a new bell.
+    pending: Vec<u64>,
+    /// A ring could not be backed (reported once; the job is aborted).
+    backing_failed: bool,
 }
 
 impl std::fmt::Debug for Shm {
@@ -39,9 +53,10 @@ impl Shm {
         let my_pid = crate::sys::process::pid();
         job.claim(me, my_pid)?;
         let n = job.nranks();
+        let shape = job.shape();
+        let doorbells = shape.doorbells;
         let mut outs = Vec::with_capacity(n as usize);
         let mut ins = Vec::with_capacity(n as usize);
-        let mut max_payload = usize::MAX;
         for p in 0..n {
             if p == me {
                 outs.push(None);
@@ -51,29 +66,107 @@ impl Shm {
             // SAFETY: this endpoint was claimed above, once for the whole job, and only the
             // endpoint `me` makes ends of rings (me -> p) as producer and (p -> me) as
             // consumer: each ring gets one producer and one consumer. The ends live in this
-            // Shm, which holds a clone of the segment they point into.
+            // Shm, which holds a clone of the segment they point into. Making an end touches
+            // no ring memory.
             let (o, i) = unsafe {
                 (
                     Producer::new(job.ring(me, p)),
                     Consumer::new(job.ring(p, me)),
                 )
             };
-            max_payload = max_payload.min(o.max_payload());
-            outs.push(Some(o));
+            // With doorbells the producer is kept back until its ring is backed.
+            outs.push((!doorbells).then_some(o));
             ins.push(Some(i));
         }
-        if n == 1 {
-            max_payload = 64 * 1024;
-        }
+        let max_payload = if n == 1 {
+            64 * 1024
+        } else {
+            shape.ring.max_payload()
+        };
         Ok(Shm {
             me,
             my_pid,
-            job,
             outs,
             ins,
             peer_pid: (0..n).map(|_| Cell::new(0)).collect(),
             max_payload,
+            doorbells,
+            pending: vec![0; job.bell_words()],
+            backing_failed: false,
+            job,
         })
+    }
+
+    /// Whether the job has doorbells (receivers poll only the rings [`rung`](Self::rung)
+    /// names).
+    pub(crate) fn doorbells(&self) -> bool {
+        self.doorbells
+    }
+
+    /// Add to `out` the peers whose rings may hold frames for this endpoint: those that rang
+    /// since the last call and those it left frames from. Doorbell jobs only.
+    pub(crate) fn rung(&mut self, out: &mut Vec<u32>) {
+        let mut any = false;
+        for (i, p) in self.pending.iter_mut().enumerate() {
+            let w = self.job.bell(self.me, i);
+            if w.load(Ordering::Relaxed) != 0 {
+                *p |= w.swap(0, Ordering::Acquire);
+                any = true;
+            }
+        }
+        if any {
+            // The receiver's half of the Dekker pair (see the module's doc).
+            fence(Ordering::SeqCst);
+        }
+        for (i, p) in self.pending.iter_mut().enumerate() {
+            let mut bits = std::mem::take(p);
+            while bits != 0 {
+                out.push(i as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    /// `peer`'s ring still holds frames this endpoint did not read yet: poll it again on
+    /// the next [`rung`](Self::rung).
+    pub(crate) fn still_ready(&mut self, peer: u32) {
+        self.pending[peer as usize / 64] |= 1 << (peer % 64);
+    }
+
+    /// Tell `peer` that a frame from this endpoint is in its ring.
+    #[inline(always)]
+    fn ring_bell(&self, peer: u32) {
+        // The sender's half of the Dekker pair (see the module's doc).
+        fence(Ordering::SeqCst);
+        let w = self.job.bell(peer, self.me as usize / 64);
+        let bit = 1u64 << (self.me % 64);
+        if w.load(Ordering::Relaxed) & bit == 0 {
+            w.fetch_or(bit, Ordering::Release);
+        }
+    }
+
+    /// Back ring (me -> `peer`) and make its producer; `false` (the job aborted, said once)
+    /// when there is no memory for it.
+    #[cold]
+    fn open_out(&mut self, peer: u32) -> bool {
+        if let Err(e) = self.job.populate_ring(self.me, peer) {
+            if !self.backing_failed {
+                self.backing_failed = true;
+                let bytes = self.job.shape().ring.bytes();
+                eprintln!(
+                    "earlybird: rank {}: cannot back the shared ring to rank {peer} ({} KiB in {}): {e}; ending the job",
+                    self.me,
+                    bytes.div_ceil(1024),
+                    crate::sys::segment::shm_dir().display()
+                );
+                self.job.abort(self.me as i32, 1);
+            }
+            return false;
+        }
+        // SAFETY: as in `new`: this endpoint alone makes the producer of ring (me -> peer),
+        // and makes it once (outs[peer] was None); the segment outlives it (self.job).
+        self.outs[peer as usize] = Some(unsafe { Producer::new(self.job.ring(self.me, peer)) });
+        true
     }
 
     fn pid_of(&self, peer: u32) -> u32 {
@@ -110,7 +203,17 @@ impl Transport for Shm {
         len: usize,
         fill: impl FnOnce(&mut [u8]),
     ) -> bool {
-        self.out(peer).try_push_with(frame, len, fill)
+        if !self.doorbells {
+            return self.out(peer).try_push_with(frame, len, fill);
+        }
+        if self.outs[peer as usize].is_none() && !self.open_out(peer) {
+            return false;
+        }
+        let sent = self.out(peer).try_push_with(frame, len, fill);
+        if sent {
+            self.ring_bell(peer);
+        }
+        sent
     }
 
     #[inline(always)]
@@ -154,7 +257,7 @@ impl Transport for Shm {
     }
 
     fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)> {
-        let (seg, fd) = Segment::create_unlinked(&crate::sys::segment::shm_dir(), bytes)?;
+        let (seg, fd) = Segment::create_unlinked(&crate::sys::segment::shm_dir(), bytes, bytes)?;
         let key = RegionKey {
             pid: self.my_pid,
             fd: std::os::fd::AsRawFd::as_raw_fd(&fd),
@@ -165,5 +268,94 @@ impl Transport for Shm {
 
     fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment> {
         Segment::map_held(key.pid, key.fd, key.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::job::JobShape;
+
+    fn job(n: u32, doorbells: bool) -> JobSegment {
+        let mut shape = JobShape::for_ranks(n);
+        shape.doorbells = doorbells;
+        JobSegment::init(Segment::anonymous(shape.total_bytes()).unwrap(), shape)
+    }
+
+    /// Four senders push numbered frames to endpoint 0, which polls only the rings its
+    /// doorbell names (and those it left frames in): every frame arrives, in order per
+    /// sender, so no race between a bell and the receiver clearing it strands one.
+    #[test]
+    fn doorbells_lose_no_frame() {
+        const FRAMES: u64 = 20_000;
+        let js = job(5, true);
+        let senders: Vec<_> = (1..5u32)
+            .map(|s| {
+                let js = js.clone();
+                std::thread::spawn(move || {
+                    let mut shm = Shm::new(js, s).unwrap();
+                    for i in 0..FRAMES {
+                        let mut f = Frame::new(1, s, 0);
+                        f.a = i;
+                        while !shm.try_send(0, &f, 0, |_| {}) {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut rx = Shm::new(js.clone(), 0).unwrap();
+        let mut next = [0u64; 5];
+        let mut ready = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while next[1..].iter().any(|&k| k < FRAMES) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "frames stranded: {next:?}"
+            );
+            ready.clear();
+            rx.rung(&mut ready);
+            for &p in &ready {
+                for k in 0.. {
+                    let Some(f) = rx.peek(p) else { break };
+                    assert_eq!((f.ctx, f.a), (p, next[p as usize]), "from {p}");
+                    next[p as usize] += 1;
+                    rx.consume(p, &f);
+                    if k == 7 {
+                        rx.still_ready(p);
+                        break;
+                    }
+                }
+            }
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+        ready.clear();
+        rx.rung(&mut ready);
+        assert!(ready.iter().all(|&p| rx.peek(p).is_none()), "{ready:?}");
+    }
+
+    /// With doorbells, a ring is backed and its producer made on the first send only; a
+    /// job without them has every producer from the start.
+    #[test]
+    fn rings_open_on_first_send_with_doorbells() {
+        for doorbells in [false, true] {
+            let js = job(3, doorbells);
+            let mut a = Shm::new(js.clone(), 0).unwrap();
+            assert_eq!(
+                a.outs.iter().filter(|o| o.is_some()).count(),
+                if doorbells { 0 } else { 2 }
+            );
+            assert!(a.try_send(2, &Frame::new(1, 0, 0), 0, |_| {}));
+            assert!(a.outs[2].is_some() && a.outs[1].is_some() != doorbells);
+            let mut c = Shm::new(js, 2).unwrap();
+            let mut ready = Vec::new();
+            if doorbells {
+                c.rung(&mut ready);
+                assert_eq!(ready, [0]);
+            }
+            assert!(c.peek(0).is_some() && c.peek(1).is_none());
+        }
     }
 }

@@ -31,6 +31,10 @@ use crate::fabric::job::{BlockedIn, JobSegment};
 use crate::fabric::{Fabric, Transport};
 use crate::status::Status;
 
+/// Frames a progress call takes from one peer at most, so that one busy peer does not
+/// starve the others.
+const FRAMES_PER_PEER: usize = 64;
+
 /// Send modes (MPI 4.1 §3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SendMode {
@@ -109,6 +113,8 @@ pub(crate) struct Core {
     pub(crate) bsend: super::bsend::Bsends,
     /// Eager bytes delivered per source, not yet reported to it.
     pub(crate) credit: Vec<u64>,
+    /// The sources whose `credit` is not zero, each once.
+    pub(crate) owed: Vec<u32>,
     /// The assertions made at init (seed 002), which hold on every communicator.
     pub(crate) asserts: Assertions,
     /// The assertions in force on each point-to-point context (index: the context), set when
@@ -180,6 +186,8 @@ pub(crate) struct Engine {
     pub(crate) ext: Extensions,
     /// Operations made of steps that every progress call advances.
     pub(crate) background: super::background::BackgroundList,
+    /// The peers a progress call polls, in a job with doorbells (kept for its capacity).
+    ready: Vec<u32>,
     /// Who the job's ranks are (endpoint communicators, seed 003).
     pub(crate) ids: std::sync::Arc<crate::bootstrap::Identities>,
 }
@@ -206,6 +214,7 @@ impl Engine {
                 limits,
                 bsend: Default::default(),
                 credit: vec![0; n as usize],
+                owed: Vec::new(),
                 asserts: Assertions::empty(),
                 ctx_asserts: vec![],
                 strict_len: false,
@@ -219,6 +228,7 @@ impl Engine {
             spin_budget: spin_budget(n),
             ext: Extensions::default(),
             background: Default::default(),
+            ready: Vec::new(),
             ids: std::sync::Arc::new(crate::bootstrap::Identities::first(n, ranks_are_threads)),
         })
     }
@@ -389,7 +399,8 @@ impl Engine {
     // ---- progress ------------------------------------------------------------------------
 
     /// Move every frame that can move: queued frames out, arrived frames in (at most 64 from
-    /// each peer per call); then advance the operations on the background list (see
+    /// each peer per call, from every peer or, in a job with doorbells, from those that rang);
+    /// then advance the operations on the background list (see
     /// [`background`](super::background)). Returns true if a frame moved.
     #[inline]
     pub(crate) fn progress(&mut self) -> bool {
@@ -402,31 +413,55 @@ impl Engine {
 
     #[inline(always)]
     fn progress_frames(&mut self) -> bool {
-        let Engine { fabric, core, .. } = self;
+        let Engine {
+            fabric,
+            core,
+            ready,
+            ..
+        } = self;
         let mut did = fabric.flush();
-        for peer in 0..fabric.nranks() {
-            let mut k = 0;
-            while let Some(f) = fabric.peek(peer) {
-                let reply = {
-                    let payload = fabric.payload(peer, &f);
-                    core.receive(fabric, peer, &f, payload)
-                };
-                fabric.consume(peer, &f);
-                if let Some(r) = reply {
-                    fabric.send(peer, &r, &[]);
-                }
-                did = true;
-                k += 1;
-                if k == 64 {
-                    break;
+        if fabric.polls_all() {
+            for peer in 0..fabric.nranks() {
+                did |= Self::take_frames(fabric, core, peer) > 0;
+            }
+        } else {
+            fabric.rung(ready);
+            for &peer in ready.iter() {
+                let k = Self::take_frames(fabric, core, peer);
+                did |= k > 0;
+                if k == FRAMES_PER_PEER {
+                    fabric.still_ready(peer);
                 }
             }
-            let c = std::mem::take(&mut core.credit[peer as usize]);
-            if c > 0 {
+        }
+        if !core.owed.is_empty() {
+            for peer in core.owed.drain(..) {
+                let c = std::mem::take(&mut core.credit[peer as usize]);
                 fabric.report_delivered(peer, c);
             }
         }
         did
+    }
+
+    /// Take up to [`FRAMES_PER_PEER`] arrived frames from `peer`; how many.
+    #[inline(always)]
+    fn take_frames(fabric: &mut Fabric, core: &mut Core, peer: u32) -> usize {
+        let mut k = 0;
+        while let Some(f) = fabric.peek(peer) {
+            let reply = {
+                let payload = fabric.payload(peer, &f);
+                core.receive(fabric, peer, &f, payload)
+            };
+            fabric.consume(peer, &f);
+            if let Some(r) = reply {
+                fabric.send(peer, &r, &[]);
+            }
+            k += 1;
+            if k == FRAMES_PER_PEER {
+                break;
+            }
+        }
+        k
     }
 
     /// MPI_Finalize's part in p2p: let buffered sends and queued frames leave, then wait

@@ -277,8 +277,12 @@ impl Core {
     /// batch of its frames).
     #[inline(always)]
     fn credit(&mut self, src: u32, bytes: u64) {
-        if src != self.me {
-            self.credit[src as usize] += bytes;
+        if src != self.me && bytes > 0 {
+            let c = &mut self.credit[src as usize];
+            if *c == 0 {
+                self.owed.push(src);
+            }
+            *c += bytes;
         }
     }
 

@@ -5,6 +5,10 @@
 //! `fallocate` (a full tmpfs is an error here, never a SIGBUS later) and hands the open file
 //! descriptor to its children. Nothing of the job is ever left in the directory after that
 //! first instant, whatever kills whom. Thread jobs and singletons map anonymous shared memory.
+//!
+//! A large job's segment reserves only its first part at creation (header, rank slots); the
+//! rest stays a hole until [`Segment::populate`] allocates a range of it, again with an
+//! error rather than a SIGBUS when the directory is full.
 
 use std::ffi::CString;
 use std::io;
@@ -60,16 +64,53 @@ impl Segment {
         })
     }
 
-    /// Create an unlinked, space-reserved file of `len` bytes in `dir` and map it.
-    /// Returns the mapping and the descriptor to hand to the job's processes.
-    pub fn create_unlinked(dir: &Path, len: usize) -> io::Result<(Segment, OwnedFd)> {
+    /// Create an unlinked file of `len` bytes in `dir`, its first `reserved` bytes (all of it
+    /// when `reserved >= len`) backed at once, and map it. The rest is a hole that costs no
+    /// memory until [`populate`](Self::populate)d. Returns the mapping and the descriptor to
+    /// hand to the job's processes.
+    pub fn create_unlinked(
+        dir: &Path,
+        len: usize,
+        reserved: usize,
+    ) -> io::Result<(Segment, OwnedFd)> {
         let fd = match open_tmpfile(dir)? {
             Some(fd) => fd,
             None => create_then_unlink(dir)?,
         };
-        reserve(fd.as_fd(), len)?;
+        if reserved < len {
+            set_len(fd.as_fd(), len)?;
+        }
+        reserve(fd.as_fd(), reserved.min(len).max(1))?;
         let seg = Segment::map_fd(fd.as_fd(), len)?;
         Ok((seg, fd))
+    }
+
+    /// Back `len` bytes from `offset` with memory now (they read as zeros until written, as
+    /// before): `Err` when the filesystem or the memory is full, where a first touch of
+    /// those pages would have raised SIGBUS.
+    pub fn populate(&self, offset: usize, len: usize) -> io::Result<()> {
+        const PAGE: usize = 4096;
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "range outside the segment")
+            })?;
+        let start = offset / PAGE * PAGE;
+        // SAFETY: [start, end) lies inside this mapping (checked above; the base is page
+        // aligned); MADV_POPULATE_WRITE only faults pages in as a write would, without
+        // changing their contents.
+        let rc = unsafe {
+            libc::madvise(
+                self.base.as_ptr().add(start).cast(),
+                end - start,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Map `len` bytes of a segment's descriptor.
@@ -185,6 +226,15 @@ fn create_then_unlink(dir: &Path) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Make the file `len` bytes long without allocating anything (a hole).
+fn set_len(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
+    // SAFETY: plain syscall on a descriptor that is open for the borrow's duration.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Reserve `len` bytes of backing store so that later page faults cannot SIGBUS.
 fn reserve(fd: BorrowedFd<'_>, len: usize) -> io::Result<()> {
     // SAFETY: plain syscall on a descriptor that is open for the borrow's duration.
@@ -265,7 +315,7 @@ mod tests {
     fn unlinked_segment_leaves_nothing_in_dir() {
         let dir = std::env::temp_dir().join(format!("eb-seg-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (seg, fd) = Segment::create_unlinked(&dir, 1 << 16).unwrap();
+        let (seg, fd) = Segment::create_unlinked(&dir, 1 << 16, 1 << 16).unwrap();
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         assert_eq!(fd_len(fd.as_fd()).unwrap(), 1 << 16);
         let again = Segment::map_fd(fd.as_fd(), 1 << 16).unwrap();
@@ -275,5 +325,25 @@ mod tests {
             assert_eq!(*again.base().add(100), 42);
         }
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    /// Only the reserved prefix costs memory at creation; a populated range is backed then.
+    #[test]
+    fn a_sparse_segment_is_backed_where_populated() {
+        use std::os::unix::fs::MetadataExt;
+        let (len, reserved) = (64 << 20, 8192);
+        let (seg, fd) = Segment::create_unlinked(&shm_dir(), len, reserved).unwrap();
+        let file = std::fs::File::from(fd);
+        let backed = |f: &std::fs::File| f.metadata().unwrap().blocks() * 512;
+        assert_eq!(file.metadata().unwrap().len(), len as u64);
+        assert!(backed(&file) < 1 << 20, "{} bytes backed", backed(&file));
+        seg.populate(16 << 20, 4 << 20).unwrap();
+        assert!(backed(&file) >= 4 << 20, "{} bytes backed", backed(&file));
+        // SAFETY: offset 17 MiB is inside the 64 MiB mapping, populated above.
+        unsafe {
+            assert_eq!(*seg.base().add(17 << 20), 0);
+            *seg.base().add(17 << 20) = 7;
+        }
+        assert!(seg.populate(len - 4096, 8192).is_err(), "past the end");
     }
 }
