@@ -18,6 +18,9 @@ fn counts(pattern: &str, n: i32) -> Vec<i32> {
     (0..n)
         .map(|r| match pattern {
             "one" => 1,
+            // 17 each: from two processes, a job above 32 ranks (doorbells, rings backed on
+            // first use).
+            "many" => 17,
             "two" => 2,
             // 4, 1, 3: uneven, the largest first.
             "uneven" => [4, 1, 3][r as usize % 3],
@@ -552,6 +555,22 @@ scenarios! {
     aliased [1, 2];
     bad_input [1, 2];
     attributes_once_per_rank [1, 2];
+    many [2];
+}
+
+/// 17 endpoints per process: the endpoint job of two processes has 34 ranks, so it has
+/// doorbells and its segment backs the rings its ranks use; point-to-point and every
+/// collective run on it.
+fn many(u: &Universe) -> Result<()> {
+    with_endpoints(
+        u,
+        "many",
+        |c, _, _| {
+            point_to_point(c)?;
+            collectives(c)
+        },
+        |_| Ok(()),
+    )
 }
 
 /// The seed's hybrid example as a user runs it: 2 processes x 2 endpoints, 1 x 4, 3 x 1.

@@ -447,7 +447,7 @@ fn accept(eng: &mut Engine, o: &Offer, rb: &mut RecvBind) {
             };
             let (seg, key, fd) = eng
                 .fabric
-                .create_region(shape.total_bytes())
+                .create_region(shape.total_bytes(), shape.total_bytes())
                 .map_err(|e| no_mem(e.to_string()))?;
             let mem = ChannelMem::new(seg, shape).map_err(no_mem)?;
             Ok((mem, key, fd, a, b))

@@ -267,6 +267,7 @@ impl Comm {
             let region = self
                 .shared_region(
                     shape.total_bytes(),
+                    shape.reserved_bytes(),
                     &format!("shared memory for {total} endpoints"),
                     ErrorClass::Endpoints,
                     |seg, created| {

@@ -26,7 +26,8 @@ pub(crate) struct Region<T> {
 }
 
 impl Comm {
-    /// `bytes` of zero-filled shared memory for every process of this (intra)communicator:
+    /// `bytes` of zero-filled shared memory for every process of this (intra)communicator,
+    /// the first `reserved` of them backed at once (see [`Transport::create_region`]):
     /// rank 0 creates the region and makes `T` of it with `prepare` (told that it created
     /// it, so it may write a header) before it sends the key; every other process maps it
     /// and makes its `T`; and no process goes on (nor does rank 0 close the descriptor)
@@ -35,6 +36,7 @@ impl Comm {
     pub(crate) fn shared_region<T>(
         &self,
         bytes: usize,
+        reserved: usize,
         what: &str,
         class: ErrorClass,
         prepare: impl FnOnce(Segment, bool) -> std::result::Result<T, String>,
@@ -62,7 +64,7 @@ impl Comm {
         let mut fd = None;
         let mut failure = None;
         if me == 0 {
-            match self.eng.borrow_mut().fabric.create_region(bytes) {
+            match self.eng.borrow_mut().fabric.create_region(bytes, reserved) {
                 Ok((seg, k, f)) => {
                     let mut v = Vec::with_capacity(16);
                     k.encode(&mut v);

@@ -469,7 +469,9 @@ mod tests {
     fn pair(shape: ChannelShape) -> (RecvSide, SendSide) {
         let job = crate::fabric::job::JobSegment::anonymous(1).unwrap();
         let mut f = crate::fabric::Fabric::new(job, 0).unwrap();
-        let (seg, key, _fd) = f.create_region(shape.total_bytes()).unwrap();
+        let (seg, key, _fd) = f
+            .create_region(shape.total_bytes(), shape.total_bytes())
+            .unwrap();
         let r = ChannelMem::new(seg, shape).unwrap().into_recv();
         let s = ChannelMem::new(f.map_region(&key).unwrap(), shape)
             .unwrap()

@@ -104,8 +104,13 @@ pub(crate) trait Transport {
     fn pull(&self, peer: u32, remote: &RemoteRef, dst: &Loan, n: usize) -> io::Result<()>;
 
     /// A zero-filled region of `bytes` that peers can map with the returned key while the
-    /// returned descriptor is held.
-    fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)>;
+    /// returned descriptor is held; its first `reserved` bytes are backed by memory at once,
+    /// the rest when first touched or populated (see `Segment::create_unlinked`).
+    fn create_region(
+        &mut self,
+        bytes: usize,
+        reserved: usize,
+    ) -> io::Result<(Segment, RegionKey, OwnedFd)>;
 
     /// Map the region a peer created.
     fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment>;
@@ -464,8 +469,12 @@ impl Transport for Fabric {
         }
     }
 
-    fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)> {
-        self.shm.create_region(bytes)
+    fn create_region(
+        &mut self,
+        bytes: usize,
+        reserved: usize,
+    ) -> io::Result<(Segment, RegionKey, OwnedFd)> {
+        self.shm.create_region(bytes, reserved)
     }
 
     fn map_region(&mut self, key: &RegionKey) -> io::Result<Segment> {

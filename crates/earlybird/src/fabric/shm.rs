@@ -256,8 +256,12 @@ impl Transport for Shm {
         bulk::pull(pid == self.my_pid, pid, remote, dst, n)
     }
 
-    fn create_region(&mut self, bytes: usize) -> io::Result<(Segment, RegionKey, OwnedFd)> {
-        let (seg, fd) = Segment::create_unlinked(&crate::sys::segment::shm_dir(), bytes, bytes)?;
+    fn create_region(
+        &mut self,
+        bytes: usize,
+        reserved: usize,
+    ) -> io::Result<(Segment, RegionKey, OwnedFd)> {
+        let (seg, fd) = Segment::create_unlinked(&crate::sys::segment::shm_dir(), bytes, reserved)?;
         let key = RegionKey {
             pid: self.my_pid,
             fd: std::os::fd::AsRawFd::as_raw_fd(&fd),

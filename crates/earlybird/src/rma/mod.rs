@@ -604,6 +604,7 @@ impl Win {
     fn segment(comm: &Comm, shape: WinShape, bytes: usize) -> Result<(WinSegment, u64)> {
         let r = comm.shared_region(
             bytes,
+            bytes,
             "the window's shared memory",
             ErrorClass::NoMem,
             |s, _| WinSegment::new(s, shape),
