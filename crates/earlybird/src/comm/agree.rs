@@ -3,10 +3,8 @@
 //!
 //! Every endpoint keeps a bitmap of the context pairs its communicators use. To make a
 //! communicator, the participants exchange their *offers* (bitmaps of pairs they may take)
-//! all-to-all on an internal context, and each takes the lowest pair set in every offer.
-//! All-to-all rather than gather-and-broadcast: a participant's result depends only on the
-//! others having *started* the exchange, never on one of them relaying messages, so a
-//! nonblocking agreement completes whatever its members do meanwhile.
+//! on an internal context (an allgather in log2(n) rounds, [`Exchange`]), and each takes the
+//! lowest pair set in every offer.
 //!
 //! # No pair is handed out twice
 //!
@@ -123,101 +121,6 @@ pub(crate) fn blocked(ctx: u32, tag: i32) -> Blocked {
     Blocked::collective(tag, ctx)
 }
 
-/// One all-to-all exchange of equal-length byte strings among `parts` (endpoints, the
-/// same list in the same order on every participant), on context `ctx` with tag `tag`.
-/// Owns its buffers (loans of its own memory, which operations still in flight keep alive).
-#[derive(Debug)]
-pub(crate) struct Exchange {
-    /// Each participant's bytes; ours at our index, the others' filled by their receives.
-    got: Vec<Loan>,
-    /// Receives in flight: (participant index, operation).
-    recvs: Vec<(usize, OpId)>,
-    /// Sends in flight (reading `got[me]`).
-    sends: Vec<OpId>,
-}
-
-impl Exchange {
-    /// Post a receive from every other participant, then send `mine` to each.
-    pub(crate) fn start(
-        e: &mut Engine,
-        ctx: u32,
-        tag: i32,
-        parts: &[u32],
-        me: usize,
-        mine: Vec<u8>,
-    ) -> Result<Exchange> {
-        let len = mine.len();
-        let mut x = Exchange {
-            got: parts.iter().map(|_| Loan::zeroed(len)).collect(),
-            recvs: Vec::with_capacity(parts.len()),
-            sends: Vec::new(),
-        };
-        x.got[me] = Loan::copied(&mine);
-        for (i, &p) in parts.iter().enumerate().filter(|&(i, _)| i != me) {
-            let pat = Pattern {
-                ctx,
-                src: Some(p),
-                tag: Some(tag),
-            };
-            x.recvs.push((i, e.recv_start(pat, x.got[i].clone())));
-        }
-        for &p in parts
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != me)
-            .map(|(_, p)| p)
-        {
-            if let Started::Op(op) =
-                e.send_start(p as i32, ctx, tag, &x.got[me], SendMode::Standard)?
-            {
-                x.sends.push(op);
-            }
-        }
-        Ok(x)
-    }
-
-    /// Collect what has completed (no progress of its own): every participant's bytes, in
-    /// order, once all of it has.
-    pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<Vec<Vec<u8>>>> {
-        let mut i = 0;
-        while i < self.recvs.len() {
-            let (who, op) = self.recvs[i];
-            if !e.is_done(op) {
-                i += 1;
-                continue;
-            }
-            self.recvs.swap_remove(i);
-            let want = self.got[who].len();
-            if let Err(err) = take_received(e, op, want, format_args!("from participant {who}")) {
-                return Some(Err(err));
-            }
-        }
-        if let Err(err) = take_done(e, &mut self.sends) {
-            return Some(Err(err));
-        }
-        if self.recvs.is_empty() && self.sends.is_empty() {
-            let got: std::result::Result<Vec<Vec<u8>>, _> =
-                self.got.iter().map(Loan::to_packed).collect();
-            Some(got.map_err(|u| Error::new(ErrorClass::Intern, u.to_string())))
-        } else {
-            None
-        }
-    }
-
-    /// Withdraw what can be withdrawn (the job is ending).
-    pub(crate) fn abandon(&mut self, e: &mut Engine) {
-        withdraw(
-            e,
-            self.recvs
-                .iter()
-                .map(|&(_, op)| op)
-                .chain(self.sends.iter().copied()),
-        );
-        self.recvs.retain(|&(_, op)| !e.is_done(op));
-        self.sends.retain(|&op| !e.is_done(op));
-    }
-}
-
 /// Take the completed receive `op`, which must have brought `want` bytes (`Intern` naming
 /// `whence` otherwise).
 fn take_received(
@@ -264,15 +167,19 @@ fn withdraw(e: &mut Engine, ops: impl Iterator<Item = OpId>) {
     }
 }
 
-/// The exchange of a blocking call, as [`Exchange`]'s result but in rounds of doubling
-/// distance (Bruck's allgather): in round k each participant sends the blocks it holds to
-/// the one 2^k before it and receives as many from the one 2^k after it, so it talks to
-/// about log2(n) others instead of n - 1 (a large job's shared memory grows with the pairs
-/// that talk, see `fabric::job`). It relays others' blocks, which is safe here because
-/// every participant is inside the same blocking call, driving it, until its own result is
-/// complete, and it starts every send before then.
+/// An exchange of equal-length byte strings among `parts` (endpoints, the same list in the
+/// same order on every participant), on context `ctx` with tag `tag`: every participant's
+/// string, in participant order. It runs in rounds of doubling distance (Bruck's allgather):
+/// in round k each participant sends the blocks it holds to the one 2^k before it and
+/// receives as many from the one 2^k after it, so it talks to about log2(n) others instead
+/// of n - 1 (a large job's shared memory grows with the pairs that talk, see `fabric::job`).
+/// A participant relays others' blocks; the exchange still completes whatever its members
+/// do meanwhile, because a blocking one is driven by its caller and a nonblocking one is on
+/// the engine's background list (advanced by every progress call, `p2p::background`), and a
+/// participant starts every send of its own before it completes. Owns its buffers (loans of
+/// its own memory, which operations still in flight keep alive).
 #[derive(Debug)]
-struct Doubling {
+pub(crate) struct Exchange {
     ctx: u32,
     tag: i32,
     parts: Vec<u32>,
@@ -291,16 +198,17 @@ struct Doubling {
     sent: Vec<Loan>,
 }
 
-impl Doubling {
-    fn start(
+impl Exchange {
+    /// Start the exchange of `mine` (its first round).
+    pub(crate) fn start(
         e: &mut Engine,
         ctx: u32,
         tag: i32,
         parts: &[u32],
         me: usize,
         mine: Vec<u8>,
-    ) -> Result<Doubling> {
-        let mut x = Doubling {
+    ) -> Result<Exchange> {
+        let mut x = Exchange {
             ctx,
             tag,
             parts: parts.to_vec(),
@@ -343,7 +251,7 @@ impl Doubling {
 
     /// Collect what has completed and start the rounds it allows: every participant's
     /// bytes, in participant order, once all have arrived and every send has completed.
-    fn poll(&mut self, e: &mut Engine) -> Option<Result<Vec<Vec<u8>>>> {
+    pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<Vec<Vec<u8>>>> {
         while let Some((op, buf)) = self.recv.take() {
             if !e.is_done(op) {
                 self.recv = Some((op, buf));
@@ -379,7 +287,7 @@ impl Doubling {
     }
 
     /// Withdraw what can be withdrawn (the job is ending).
-    fn abandon(&mut self, e: &mut Engine) {
+    pub(crate) fn abandon(&mut self, e: &mut Engine) {
         withdraw(
             e,
             self.recv
@@ -392,8 +300,7 @@ impl Doubling {
     }
 }
 
-/// A blocking exchange among `parts` of equal-length byte strings (see [`Exchange`] for
-/// what it returns, [`Doubling`] for how).
+/// A blocking [`Exchange`].
 pub(crate) fn exchange(
     eng: &EngineRef,
     ctx: u32,
@@ -403,7 +310,7 @@ pub(crate) fn exchange(
     mine: Vec<u8>,
 ) -> Result<Vec<Vec<u8>>> {
     let mut e = eng.borrow_mut();
-    let mut x = Doubling::start(&mut e, ctx, tag, parts, me, mine)?;
+    let mut x = Exchange::start(&mut e, ctx, tag, parts, me, mine)?;
     match e.wait_for(blocked(ctx, tag), |e| x.poll(e)) {
         Ok(r) => r,
         Err(err) => {
