@@ -5,7 +5,9 @@
 //! ```
 //!
 //! There is one `ring` per ordered pair of distinct endpoints; ring (s -> r)
-//! is written by s and read by r.
+//! is written by s and read by r. A rank's slot carries its pid (for single-copy transfers),
+//! its state, and what it is blocked in (for `ebrun --timeout` reports). The header carries
+//! the abort flag that ends every wait when the job fails.
 //!
 //! **Small jobs** (at most [`DOORBELLS_ABOVE`] ranks) reserve every ring at creation and
 //! each rank polls all its incoming rings on every progress call. **Large jobs** would need
@@ -14,12 +16,10 @@
 //! peer's *doorbell*, one bit per sender in a bitmap of the receiver's, after each frame; a
 //! receiver polls only the rings whose bits it finds set (and those it left frames in).
 //! Memory then grows with the pairs that talk: a rank that sends to k peers backs k rings
-//! (about 96 KiB each), so a ring or a stencil of N ranks costs O(N), an all-to-all O(N^2). A rank's slot carries its pid (for single-copy transfers),
-//! its state, and what it is blocked in (for `ebrun --timeout` reports). The header carries
-//! the abort flag that ends every wait when the job fails.
+//! (about 96 KiB each), so a ring or a stencil of N ranks costs O(N), an all-to-all O(N^2).
 //!
-//! All of it is created zero-filled; a zero sequence word is an empty slot, so no rank has
-//! to wait for another before sending.
+//! All of it is created zero-filled (a hole reads as zeros); a zero sequence word is an
+//! empty slot, so no rank has to wait for another before sending.
 
 use super::ring::{RingPtrs, RingShape};
 use crate::sys::segment::Segment;
