@@ -256,11 +256,12 @@ impl Fabric {
         );
     }
 
-    /// `peer` (on this host) still has frames this endpoint did not take: name it in the next
-    /// [`rung`](Self::rung).
-    pub(crate) fn still_ready(&mut self, peer: u32) {
+    /// What polling `peer`, named by [`rung`](Self::rung), gave: `frames` frames, and
+    /// whether it stopped with frames left (`full`); see `Shm::polled`.
+    #[inline]
+    pub(crate) fn polled(&mut self, peer: u32, frames: usize, full: bool) {
         if self.route(peer) == Route::Shm {
-            self.shm.still_ready(peer);
+            self.shm.polled(peer, frames, full);
         }
     }
 

@@ -7,6 +7,13 @@
 //! poll. The bell after a frame and the receiver's look at the ring after clearing the bell
 //! are ordered by a SeqCst fence on each side (a Dekker pair): either the sender sees the bit
 //! cleared and sets it again, or the receiver sees the frame.
+//!
+//! A sender rings only when it finds its bit clear, so a receiver can spare its busiest
+//! peers the bell: it keeps up to [`HOT_PEERS`] *hot* peers whose bits it leaves set and
+//! whose rings it polls on every call, as a small job polls all of them. A peer whose frames
+//! arrive is made hot (its bit set by the receiver); a hot peer silent for [`HOT_IDLE`] polls
+//! is cooled: its bit cleared, a fence, and its ring polled once more (the same Dekker pair).
+//! Two ranks in a ping-pong then pay one fence per frame, not two cache-line transfers.
 
 use super::bulk::{self, RemoteRef};
 use super::frame::Frame;
@@ -19,6 +26,11 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{fence, Ordering};
+
+/// Peers a receiver with doorbells polls on every call without a bell (see the module).
+pub(crate) const HOT_PEERS: usize = 8;
+/// Empty polls after which a hot peer is cooled.
+const HOT_IDLE: u32 = 1024;
 
 /// One endpoint's ends of the job's rings.
 pub(crate) struct Shm {
@@ -37,6 +49,10 @@ pub(crate) struct Shm {
     /// With doorbells: the peers whose rings still held frames when this endpoint last
     /// stopped reading them, a bit per rank, polled again without a new bell.
     pending: Vec<u64>,
+    /// The hot peers (see the module) and how many polls each has been silent.
+    hot: Vec<(u32, u32)>,
+    /// The hot peers as bits of the doorbell's words.
+    hot_mask: Vec<u64>,
     /// A ring could not be backed (reported once; the job is aborted).
     backing_failed: bool,
 }
@@ -92,6 +108,8 @@ impl Shm {
             max_payload,
             doorbells,
             pending: vec![0; job.bell_words()],
+            hot: Vec::with_capacity(HOT_PEERS),
+            hot_mask: vec![0; job.bell_words()],
             backing_failed: false,
             job,
         })
@@ -103,14 +121,17 @@ impl Shm {
         self.doorbells
     }
 
-    /// Add to `out` the peers whose rings may hold frames for this endpoint: those that rang
-    /// since the last call and those it left frames from. Doorbell jobs only.
+    /// Add to `out` the peers whose rings may hold frames for this endpoint: the hot ones,
+    /// those that rang since the last call and those it left frames from. Doorbell jobs
+    /// only; tell [`polled`](Self::polled) what each gave.
     pub(crate) fn rung(&mut self, out: &mut Vec<u32>) {
         let mut any = false;
         for (i, p) in self.pending.iter_mut().enumerate() {
             let w = self.job.bell(self.me, i);
-            if w.load(Ordering::Relaxed) != 0 {
-                *p |= w.swap(0, Ordering::Acquire);
+            let keep = self.hot_mask[i];
+            if w.load(Ordering::Relaxed) & !keep != 0 {
+                // Clear the bells of the others; the hot peers' bits stay set.
+                *p |= w.fetch_and(keep, Ordering::Acquire) & !keep;
                 any = true;
             }
         }
@@ -118,8 +139,9 @@ impl Shm {
             // The receiver's half of the Dekker pair (see the module's doc).
             fence(Ordering::SeqCst);
         }
+        out.extend(self.hot.iter().map(|&(peer, _)| peer));
         for (i, p) in self.pending.iter_mut().enumerate() {
-            let mut bits = std::mem::take(p);
+            let mut bits = std::mem::take(p) & !self.hot_mask[i];
             while bits != 0 {
                 out.push(i as u32 * 64 + bits.trailing_zeros());
                 bits &= bits - 1;
@@ -127,10 +149,44 @@ impl Shm {
         }
     }
 
-    /// `peer`'s ring still holds frames this endpoint did not read yet: poll it again on
-    /// the next [`rung`](Self::rung).
-    pub(crate) fn still_ready(&mut self, peer: u32) {
-        self.pending[peer as usize / 64] |= 1 << (peer % 64);
+    /// What polling `peer` (named by [`rung`](Self::rung)) gave: `frames` frames, and
+    /// whether it stopped with frames left (`full`), to be polled again without a bell.
+    /// Makes it hot, or cools it.
+    pub(crate) fn polled(&mut self, peer: u32, frames: usize, full: bool) {
+        let (word, bit) = (peer as usize / 64, 1u64 << (peer % 64));
+        if self.hot_mask[word] & bit != 0 {
+            let Some(h) = self.hot.iter_mut().find(|(p, _)| *p == peer) else {
+                return;
+            };
+            if frames > 0 {
+                h.1 = 0;
+                return;
+            }
+            h.1 += 1;
+            if h.1 >= HOT_IDLE {
+                // Cool it: clear its bit, then look at its ring once more (Dekker).
+                self.hot.retain(|&(p, _)| p != peer);
+                self.hot_mask[word] &= !bit;
+                self.job
+                    .bell(self.me, word)
+                    .fetch_and(!bit, Ordering::AcqRel);
+                fence(Ordering::SeqCst);
+                self.pending[word] |= bit;
+            }
+            return;
+        }
+        if full {
+            self.pending[word] |= bit;
+        }
+        if frames > 0 && self.hot.len() < HOT_PEERS {
+            // Make it hot: its bit stays set, so it stops ringing, and its ring is polled on
+            // every call from now on.
+            self.hot.push((peer, 0));
+            self.hot_mask[word] |= bit;
+            self.job
+                .bell(self.me, word)
+                .fetch_or(bit, Ordering::Relaxed);
+        }
     }
 
     /// Tell `peer` that a frame from this endpoint is in its ring.
@@ -286,14 +342,17 @@ mod tests {
         JobSegment::init(Segment::anonymous(shape.total_bytes()).unwrap(), shape)
     }
 
-    /// Four senders push numbered frames to endpoint 0, which polls only the rings its
-    /// doorbell names (and those it left frames in): every frame arrives, in order per
-    /// sender, so no race between a bell and the receiver clearing it strands one.
+    /// More senders than there are hot places push numbered frames to endpoint 0, pausing
+    /// now and then (so that hot peers cool and are rung again); endpoint 0 polls only the
+    /// rings `rung` names: every frame arrives, in order per sender, so no race between a
+    /// bell and the receiver clearing or keeping it strands one. Once all is quiet the hot
+    /// peers cool and every bell is clear.
     #[test]
     fn doorbells_lose_no_frame() {
-        const FRAMES: u64 = 20_000;
-        let js = job(5, true);
-        let senders: Vec<_> = (1..5u32)
+        const FRAMES: u64 = 4_000;
+        let n = HOT_PEERS as u32 + 5;
+        let js = job(n, true);
+        let senders: Vec<_> = (1..n)
             .map(|s| {
                 let js = js.clone();
                 std::thread::spawn(move || {
@@ -304,40 +363,48 @@ mod tests {
                         while !shm.try_send(0, &f, 0, |_| {}) {
                             std::thread::yield_now();
                         }
+                        if i % 500 == 499 {
+                            std::thread::sleep(std::time::Duration::from_micros(300));
+                        }
                     }
                 })
             })
             .collect();
         let mut rx = Shm::new(js.clone(), 0).unwrap();
-        let mut next = [0u64; 5];
+        let mut next = vec![0u64; n as usize];
         let mut ready = Vec::new();
+        let mut poll = |rx: &mut Shm, next: &mut Vec<u64>| {
+            ready.clear();
+            rx.rung(&mut ready);
+            for &p in &ready {
+                let mut k = 0;
+                while k < 8 {
+                    let Some(f) = rx.peek(p) else { break };
+                    assert_eq!((f.ctx, f.a), (p, next[p as usize]), "from {p}");
+                    next[p as usize] += 1;
+                    rx.consume(p, &f);
+                    k += 1;
+                }
+                rx.polled(p, k, k == 8);
+            }
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while next[1..].iter().any(|&k| k < FRAMES) {
             assert!(
                 std::time::Instant::now() < deadline,
                 "frames stranded: {next:?}"
             );
-            ready.clear();
-            rx.rung(&mut ready);
-            for &p in &ready {
-                for k in 0.. {
-                    let Some(f) = rx.peek(p) else { break };
-                    assert_eq!((f.ctx, f.a), (p, next[p as usize]), "from {p}");
-                    next[p as usize] += 1;
-                    rx.consume(p, &f);
-                    if k == 7 {
-                        rx.still_ready(p);
-                        break;
-                    }
-                }
-            }
+            poll(&mut rx, &mut next);
         }
         for s in senders {
             s.join().unwrap();
         }
-        ready.clear();
-        rx.rung(&mut ready);
-        assert!(ready.iter().all(|&p| rx.peek(p).is_none()), "{ready:?}");
+        for _ in 0..=HOT_IDLE {
+            poll(&mut rx, &mut next);
+        }
+        assert!(rx.hot.is_empty(), "{:?}", rx.hot);
+        assert!((0..js.bell_words()).all(|i| js.bell(0, i).load(Ordering::Relaxed) == 0));
+        assert!((1..n).all(|p| rx.peek(p).is_none()));
     }
 
     /// With doorbells, a ring is backed and its producer made on the first send only; a

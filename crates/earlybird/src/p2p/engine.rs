@@ -429,9 +429,7 @@ impl Engine {
             for &peer in ready.iter() {
                 let k = Self::take_frames(fabric, core, peer);
                 did |= k > 0;
-                if k == FRAMES_PER_PEER {
-                    fabric.still_ready(peer);
-                }
+                fabric.polled(peer, k, k == FRAMES_PER_PEER);
             }
         }
         if !core.owed.is_empty() {
