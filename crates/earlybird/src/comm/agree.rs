@@ -121,27 +121,6 @@ pub(crate) fn blocked(ctx: u32, tag: i32) -> Blocked {
     Blocked::collective(tag, ctx)
 }
 
-/// Take the completed receive `op`, which must have brought `want` bytes (`Intern` naming
-/// `whence` otherwise).
-fn take_received(
-    e: &mut Engine,
-    op: OpId,
-    want: usize,
-    whence: std::fmt::Arguments<'_>,
-) -> Result<()> {
-    let st = e.take(op)?;
-    if st.bytes() != want {
-        return Err(Error::new(
-            ErrorClass::Intern,
-            format!(
-                "communicator creation: {} bytes {whence} where {want} were expected",
-                st.bytes()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Take the operations of `ops` that have completed out of it; the first error among them.
 fn take_done(e: &mut Engine, ops: &mut Vec<OpId>) -> Result<()> {
     let mut i = 0;
@@ -257,9 +236,20 @@ impl Exchange {
                 self.recv = Some((op, buf));
                 break;
             }
-            let round = format_args!("in the round of distance {}", self.dist);
-            if let Err(err) = take_received(e, op, buf.len(), round) {
-                return Some(Err(err));
+            match e.take(op) {
+                Ok(st) if st.bytes() == buf.len() => {}
+                Ok(st) => {
+                    return Some(Err(Error::new(
+                        ErrorClass::Intern,
+                        format!(
+                            "communicator creation: {} bytes in the round of distance {} where {} were expected",
+                            st.bytes(),
+                            self.dist,
+                            buf.len()
+                        ),
+                    )))
+                }
+                Err(err) => return Some(Err(err)),
             }
             match buf.to_packed() {
                 Ok(b) => self.held.extend_from_slice(&b),
