@@ -209,6 +209,9 @@ impl Universe {
         e.set_assertions(assertions);
         let eng: EngineRef = Rc::new(RefCell::new(e));
         let world = Comm::world(eng.clone());
+        // Init is collective: WORLD's collective region (if it may have one) is made now,
+        // so that its first nonblocking or persistent collective can use it.
+        world.make_coll_shm();
         let self_comm = Comm::self_comm(eng.clone());
         Ok(Universe {
             rank: comm::driven::Driven::new(eng, world, self_comm),

@@ -556,11 +556,30 @@ fn unordered_reductions(u: &Universe) -> Result<()> {
     let mut out = vec![[0i64; 4]; n];
     w.allreduce(&mine[..], &mut out[..], &matmul)?;
     assert_eq!(out, want, "rank order kept");
+    // By default: fold, or shared memory's one round (canonical, and quicker still).
+    let alg = earlybird::coll::last_algorithm();
+    assert!(
+        if asserted {
+            alg == "fold" || alg == "shm"
+        } else {
+            alg != "fold"
+        },
+        "{alg} with the constraint {}",
+        if asserted { "lifted" } else { "in force" }
+    );
+    // Asked for by name, fold runs exactly when the constraint is lifted.
+    let mut info = earlybird::Info::new();
+    info.set("earlybird_coll_allreduce", "fold")?;
+    let f = w.dup_with_info(&info)?;
+    let mut out = vec![[0i64; 4]; n];
+    f.allreduce(&mine[..], &mut out[..], &matmul)?;
+    assert_eq!(out, want, "rank order kept");
     let folded = earlybird::coll::last_algorithm() == "fold";
     assert_eq!(
         folded, asserted,
         "fold runs exactly when the constraint is lifted"
     );
+    f.free()?;
     let vals: Vec<f64> = (0..1000)
         .map(|i| ((rank * 7919 + i * 104729) % 2001) as f64 * 10f64.powi(i % 13 - 6))
         .collect();

@@ -449,16 +449,24 @@ impl Comm {
     /// Whether a call takes a number must not depend on this rank's other arguments (the
     /// ranks' numbers would drift apart): an intracommunicator-only collective on an
     /// intercommunicator fails before it, every other call takes one.
+    ///
+    /// A blocking call makes the communicator's collective region first if it may have one
+    /// (`shm.rs`); every call on a communicator with one takes the next number of its lane,
+    /// which becomes the call's run if it runs in shared memory ([`settle`]).
     fn begin(
         &self,
         what: &'static str,
         reducer: Option<Reducer>,
         intra_only: bool,
+        blocking: bool,
     ) -> Result<Wire> {
         self.check_live()?;
         let inter = self.is_inter();
         if intra_only {
             self.check_intra(what)?;
+        }
+        if blocking && !inter {
+            self.make_coll_shm();
         }
         let seq = self.next_seq();
         Ok(Wire {
@@ -470,6 +478,12 @@ impl Comm {
             notice_tag: coll_tag(seq, 1),
             me: if inter { -1 } else { self.rank },
             size: self.peers(),
+            shm: None,
+            ticket: if inter {
+                None
+            } else {
+                self.coll_shm().map(|s| Rc::new(s.ticket()))
+            },
         })
     }
 
@@ -492,11 +506,12 @@ impl Comm {
     /// A blocking collective: its buffers lent for the call, its steps run as they come.
     pub(super) fn blocking(&self, mut call: Call<'_>) -> Result<()> {
         let what = call.what;
-        if let Ok(a) = &mut call.args {
-            a.unordered = self.unordered();
-        }
         let r = (|| {
-            let wire = self.begin(what, call.reducer, call.intra_only)?;
+            let mut wire = self.begin(what, call.reducer, call.intra_only, true)?;
+            if let Ok(a) = &mut call.args {
+                a.unordered = self.unordered();
+                a.shm = wire.ticket.is_some();
+            }
             let bufs = call.bufs;
             if let Ok(a) = &call.args {
                 if Repeat::may_cache(a) {
@@ -507,6 +522,7 @@ impl Comm {
                 }
             }
             let (args, alg) = self.chosen(call.args, &wire)?;
+            settle(&mut wire, alg.name);
             lending((), |l| {
                 let (send, recv) = bufs.lend(l);
                 self.run_now(&args, alg, &wire, send, recv)
@@ -523,11 +539,12 @@ impl Comm {
         s: &'s Scope<'s, '_>,
     ) -> Result<Request<'s>> {
         let what = call.what;
-        if let Ok(a) = &mut call.args {
-            a.unordered = self.unordered();
-        }
         let r = (|| {
-            let wire = self.begin(what, call.reducer, call.intra_only)?;
+            let mut wire = self.begin(what, call.reducer, call.intra_only, false)?;
+            if let Ok(a) = &mut call.args {
+                a.unordered = self.unordered();
+                a.shm = wire.ticket.is_some();
+            }
             if let Ok(a) = &call.args {
                 if Repeat::may_cache(a) {
                     let (send, recv) = call.bufs.lend(s);
@@ -535,6 +552,7 @@ impl Comm {
                 }
             }
             let (args, alg) = self.chosen(call.args, &wire)?;
+            settle(&mut wire, alg.name);
             let mut rec = Record::new(wire);
             super::algo::run(alg, &args, &mut rec);
             let mut sched = rec.finish(s.inner().id());
@@ -556,7 +574,7 @@ impl Comm {
     fn started_repeat<'s>(
         &self,
         args: &Args,
-        wire: Wire,
+        mut wire: Wire,
         send: Option<Loan>,
         recv: Option<Loan>,
         s: &'s Scope<'s, '_>,
@@ -577,6 +595,7 @@ impl Comm {
             Some(run) => {
                 let mut r = run.borrow_mut();
                 let sched = r.steps_mut();
+                settle(&mut wire, if sched.uses_shm() { SHM } else { "" });
                 sched.reuse_for(&wire);
                 sched.set_scope(s.inner().id());
                 sched.lend(send, recv);
@@ -593,6 +612,7 @@ impl Comm {
                     }
                 };
                 registry::note_last(alg.name);
+                settle(&mut wire, alg.name);
                 let mut rec = Record::new(wire);
                 super::algo::run(alg, args, &mut rec);
                 let mut sched = rec.finish(s.inner().id());
@@ -611,9 +631,33 @@ impl Comm {
     /// chosen (or tuned) and its steps recorded now, replayed at each start.
     pub(super) fn inactive<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
+        let mut call = call;
         let r = (|| {
-            let wire = self.begin(what, call.reducer, call.intra_only)?;
+            let mut wire = self.begin(what, call.reducer, call.intra_only, false)?;
+            // Every rank takes a lane number at every persistent init (whatever happens
+            // next), so that all give the same collective the same lane.
+            let shm = self.coll_shm();
+            let lane = shm.as_ref().and_then(|s| s.take_lane());
+            let lane = match lane.transpose() {
+                Ok(l) => l,
+                Err(e) => {
+                    let err = Error::new(
+                        ErrorClass::NoMem,
+                        format!(
+                            "{what}: cannot back the shared memory of a persistent collective: {e}"
+                        ),
+                    );
+                    notify_error(&mut self.eng.borrow_mut(), &wire, &err);
+                    return Err(err);
+                }
+            };
+            if let Ok(a) = &mut call.args {
+                a.shm = lane.is_some();
+            }
             let (args, alg) = self.chosen(call.args, &wire)?;
+            // Its runs are on its own lane, numbered by its starts, not on the
+            // communicator's.
+            settle(&mut wire, "");
             let (send, recv) = call.bufs.lend_persistent(s);
             let recv = recv.unwrap_or(Loan::EMPTY);
             let alg = if self.init_effort_tune() && Tune::safe(&args) {
@@ -623,6 +667,10 @@ impl Comm {
             } else {
                 alg
             };
+            let lane = match (alg.name == SHM, shm, lane) {
+                (true, Some(shm), Some(lane)) => Some((shm, lane)),
+                _ => None,
+            };
             let mut rec = Record::new(wire);
             super::algo::run(alg, &args, &mut rec);
             let sched = rec.finish(s.inner().id());
@@ -630,7 +678,7 @@ impl Comm {
             Ok(Request::ext(
                 &self.eng,
                 self.origin(),
-                Box::new(Persistent::new(sched, send, recv)),
+                Box::new(Persistent::new(sched, send, recv, lane)),
             ))
         })();
         self.ret(what, r)
@@ -650,6 +698,7 @@ impl Comm {
             send,
             recv,
             scratch: Vec::new(),
+            shm: None,
         };
         let mut now = Now::new(&mut e, wire, bound);
         super::algo::run(alg, args, &mut now);
@@ -666,7 +715,7 @@ impl Comm {
     fn blocking_repeat(
         &self,
         args: &Args,
-        wire: Wire,
+        mut wire: Wire,
         send: Option<Loan>,
         recv: Option<Loan>,
     ) -> Result<()> {
@@ -686,6 +735,14 @@ impl Comm {
                 }
             }
         };
+        settle(
+            &mut wire,
+            match (alg, &slot.kept) {
+                (Some(a), _) => a.name,
+                (None, Some((_, name, _))) => name,
+                (None, None) => "",
+            },
+        );
         if let (Some(alg), true) = (alg, slot.seen.as_ref() != Some(&key)) {
             slot.seen = Some(key);
             drop(cache);
@@ -749,14 +806,23 @@ impl Comm {
             let w = Wire {
                 tag: coll_tag(seq, 0),
                 notice_tag: coll_tag(seq, 1),
+                shm: None,
+                ticket: None,
                 ..wire.clone()
             };
             let mut rec = Record::new(w);
             super::algo::run(alg, args, &mut rec);
             let mut sched = rec.finish(0);
+            let shm = if alg.name == SHM {
+                self.coll_shm()
+            } else {
+                None
+            };
             let t0 = std::time::Instant::now();
             for _ in 0..Tune::RUNS {
                 sched.rewind();
+                // A candidate in shared memory runs on the communicator's lane.
+                sched.set_shm(shm.as_ref().map(|s| s.open(0)));
                 sched.lend(send.clone(), Some(recv.clone()));
                 let mut e = self.eng.borrow_mut();
                 let blocked = sched.blocked();
@@ -930,5 +996,17 @@ impl Comm {
         allreduce, iallreduce, allreduce_init ("Allreduce", "allreduce")
             <> (send: impl Into<Src<'b>>, recv: impl Into<Dst<'b>>, op: &Op)
             => reduction_call(Coll::Allreduce, send.into(), recv.into(), op, None)
+    }
+}
+
+/// The name of every algorithm that runs in the communicator's collective region.
+pub(crate) const SHM: &str = "shm";
+
+/// The call runs `alg` (by name): in shared memory, its number becomes its run of the
+/// collective region; else it gives the number up (it has nothing to read there).
+fn settle(wire: &mut Wire, alg: &str) {
+    let ticket = wire.ticket.take().and_then(|t| Rc::try_unwrap(t).ok());
+    if alg == SHM {
+        wire.shm = ticket.map(super::shm::Ticket::open);
     }
 }

@@ -56,6 +56,7 @@
 pub mod op;
 pub(crate) mod registry;
 pub(crate) mod sched;
+pub(crate) mod shm;
 
 mod algo;
 mod api;
@@ -368,6 +369,9 @@ pub(crate) struct Args {
     pub(crate) stage: Option<Rc<Stage>>,
     /// Elements of the receive buffer the call uses (bytes, when it counts in bytes).
     pub(crate) recv_len: usize,
+    /// The call has a run of the communicator's collective region: the shared-memory
+    /// algorithms may run it (`shm.rs`).
+    pub(crate) shm: bool,
 }
 
 impl Args {
@@ -398,6 +402,7 @@ impl Args {
             cart_pairs: false,
             stage: None,
             recv_len: 0,
+            shm: false,
         }
     }
 

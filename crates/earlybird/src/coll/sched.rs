@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 use super::op::Reducer;
+use super::shm::ShmRun;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
@@ -54,6 +55,9 @@ pub(crate) enum Buf {
     Send,
     Recv,
     Scratch(u32),
+    /// A rank's payload in the run's slot of the communicator's collective region
+    /// (`shm.rs`).
+    Shm(i32),
     /// No bytes (a message of length zero).
     Nothing,
 }
@@ -144,17 +148,24 @@ pub(crate) struct Bound {
     pub(crate) send: Option<Loan>,
     pub(crate) recv: Option<Loan>,
     pub(crate) scratch: Vec<Loan>,
+    /// The run of the collective region the steps' shared-memory blocks are in.
+    pub(crate) shm: Option<ShmRun>,
 }
 
 impl Bound {
     /// The loan of block `b`.
     #[inline(always)]
     fn resolve(&self, b: &Block) -> Loan {
+        let shm;
         let base = match b.buf {
             Buf::Nothing => return Loan::EMPTY,
             Buf::Send => self.send.as_ref(),
             Buf::Recv => self.recv.as_ref(),
             Buf::Scratch(i) => self.scratch.get(i as usize),
+            Buf::Shm(r) => {
+                shm = self.shm.as_ref().map(|run| run.payload(r));
+                shm.as_ref()
+            }
         };
         base.expect("a block's buffer is lent to its run")
             .sub(b.off, b.len, b.layout.clone())
@@ -184,6 +195,39 @@ pub(crate) trait Sink {
     /// A zeroed scratch buffer of `bytes` bytes, aligned for any element type, owned by the
     /// collective for as long as it runs (for a persistent one, until it is freed).
     fn scratch(&mut self, bytes: usize) -> Block;
+    /// A step in the communicator's collective region (an algorithm that runs in shared
+    /// memory, `algo/*_shm.rs`; the call has a run of the region).
+    fn shm(&mut self, step: ShmStep);
+}
+
+/// A step of a collective that runs in shared memory (see `shm.rs` and
+/// `fabric::coll_region` for the protocol).
+#[derive(Clone, Debug)]
+pub(crate) enum ShmStep {
+    /// Once this rank's slot of the run is free, copy the message in the block into it (a
+    /// block of no bytes: nothing) and publish it.
+    Put(Block),
+    /// Wait until the rank (`None`: every other rank) has published its part.
+    Await(Option<i32>),
+    /// This rank has finished reading the run's slots.
+    Done,
+}
+
+impl ShmStep {
+    /// Whether the step may run now: its slot is free, or the parts it waits for are there.
+    #[inline(always)]
+    fn ready(&self, run: &ShmRun) -> bool {
+        match self {
+            ShmStep::Put(_) => run.slot_free(),
+            ShmStep::Await(from) => run.arrived(*from),
+            ShmStep::Done => true,
+        }
+    }
+}
+
+/// A block of `len` bytes of `rank`'s payload in the run's slot.
+pub(crate) fn shm_block(rank: i32, len: usize) -> Block {
+    Block::whole(Buf::Shm(rank), len)
 }
 
 /// What every step of one collective call shares.
@@ -204,6 +248,11 @@ pub(crate) struct Wire {
     /// This rank and the communicator's size (error notices go to everyone).
     pub(crate) me: i32,
     pub(crate) size: i32,
+    /// The call's run of the communicator's collective region, once it runs there.
+    pub(crate) shm: Option<ShmRun>,
+    /// The call's number on the region's lane, until its algorithm is chosen (see
+    /// `api::settle`).
+    pub(crate) ticket: Option<Rc<super::shm::Ticket>>,
 }
 
 impl Wire {
@@ -439,7 +488,8 @@ pub(crate) struct Now<'a> {
 
 impl<'a> Now<'a> {
     /// A blocking run on `e` of the call `wire` with the buffers `bound`.
-    pub(crate) fn new(e: &'a mut Engine, wire: &'a Wire, bound: Bound) -> Now<'a> {
+    pub(crate) fn new(e: &'a mut Engine, wire: &'a Wire, mut bound: Bound) -> Now<'a> {
+        bound.shm.clone_from(&wire.shm);
         Now {
             e,
             wire,
@@ -520,6 +570,55 @@ impl Sink for Now<'_> {
     fn scratch(&mut self, bytes: usize) -> Block {
         self.bound.scratch(bytes)
     }
+
+    fn shm(&mut self, step: ShmStep) {
+        if self.dead {
+            return;
+        }
+        let run = self
+            .bound
+            .shm
+            .clone()
+            .expect("a shared-memory step in a call with a run");
+        if !step.ready(&run) {
+            let wire = self.wire;
+            let mut polls = 0u32;
+            let r = self.e.wait_for(wire.blocked(), |e| {
+                if step.ready(&run) {
+                    return Some(None);
+                }
+                polls = polls.wrapping_add(1);
+                if polls.is_multiple_of(NOTICE_EVERY) {
+                    return notice(e, wire).map(Some);
+                }
+                None
+            });
+            if let Ok(Some(x)) | Err(x) = r {
+                run.close();
+                self.dead = true;
+                self.err.get_or_insert(x);
+                return;
+            }
+        }
+        shm_act(&step, &run, &self.bound, self.wire, &mut self.err);
+    }
+}
+
+/// Carry out a shared-memory step whose wait is over.
+#[inline(always)]
+fn shm_act(step: &ShmStep, run: &ShmRun, bound: &Bound, wire: &Wire, err: &mut Option<Error>) {
+    match step {
+        ShmStep::Put(b) => {
+            if !b.is_empty() {
+                let dst = shm_block(run.me() as i32, b.packed_len());
+                let (s, d) = (bound.resolve(b), bound.resolve(&dst));
+                local(s.copy_to(&d), wire, err);
+            }
+            run.publish();
+        }
+        ShmStep::Await(_) => {}
+        ShmStep::Done => run.close(),
+    }
 }
 
 #[derive(Debug)]
@@ -529,6 +628,7 @@ enum Step {
     Wait,
     Reduce { src: Block, dst: Block },
     Copy { src: Block, dst: Block },
+    Shm(ShmStep),
 }
 
 /// A recorded collective: its steps, its scratch, and where a run of it has got to.
@@ -598,6 +698,9 @@ impl Sink for Record {
     fn scratch(&mut self, bytes: usize) -> Block {
         self.s.bound.scratch(bytes)
     }
+    fn shm(&mut self, step: ShmStep) {
+        self.s.steps.push(Step::Shm(step));
+    }
 }
 
 impl Schedule {
@@ -605,6 +708,7 @@ impl Schedule {
     pub(crate) fn lend(&mut self, send: Option<Loan>, recv: Option<Loan>) {
         self.bound.send = send;
         self.bound.recv = recv;
+        self.bound.shm.clone_from(&self.wire.shm);
     }
 
     /// Take the run's send and receive buffers back (the run has completed, or is
@@ -612,6 +716,19 @@ impl Schedule {
     pub(crate) fn unlend(&mut self) {
         self.bound.send = None;
         self.bound.recv = None;
+        if let Some(run) = self.bound.shm.take() {
+            run.close();
+        }
+    }
+
+    /// Whether the steps use the collective region (its runs are given by [`set_shm`](Self::set_shm)).
+    pub(crate) fn uses_shm(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Shm(_)))
+    }
+
+    /// The run of the collective region the next run of the steps uses.
+    pub(crate) fn set_shm(&mut self, run: Option<ShmRun>) {
+        self.wire.shm = run;
     }
 
     /// Run again as call `wire` (a blocking call that repeats an earlier one: same steps, the
@@ -619,6 +736,7 @@ impl Schedule {
     pub(crate) fn reuse_for(&mut self, wire: &Wire) {
         self.wire.tag = wire.tag;
         self.wire.notice_tag = wire.notice_tag;
+        self.wire.shm.clone_from(&wire.shm);
         if wire.reducer.is_some() {
             self.wire.reducer.clone_from(&wire.reducer);
         }
@@ -680,7 +798,7 @@ impl Steps for Schedule {
     fn posts_more(&self) -> bool {
         self.steps[self.pc..]
             .iter()
-            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. }))
+            .any(|s| matches!(s, Step::Send { .. } | Step::Recv { .. } | Step::Shm(_)))
     }
 }
 
@@ -727,6 +845,14 @@ impl Schedule {
                         let (s, d) = (self.bound.resolve(src), self.bound.resolve(dst));
                         local(s.copy_to(&d), &self.wire, &mut self.err);
                     }
+                    Step::Shm(step) => {
+                        let run = self.bound.shm.as_ref().expect("a run of the region");
+                        if !step.ready(run) {
+                            self.pc -= 1;
+                            return self.waiting(e);
+                        }
+                        shm_act(step, run, &self.bound, &self.wire, &mut self.err);
+                    }
                 }
             }
             if self.fl.is_empty() && self.pc == self.steps.len() {
@@ -750,6 +876,9 @@ pub(crate) struct Persistent {
     /// The send buffer (`None`: in place), and whether it may be handed out.
     send: Option<Loan>,
     recv: Loan,
+    /// The communicator's collective region and the lane of it this collective's runs
+    /// take, if it runs in shared memory.
+    lane: Option<(Rc<super::shm::CollShm>, usize)>,
 }
 
 impl std::fmt::Debug for Persistent {
@@ -761,11 +890,17 @@ impl std::fmt::Debug for Persistent {
 }
 
 impl Persistent {
-    pub(crate) fn new(sched: Schedule, send: Option<Loan>, recv: Loan) -> Persistent {
+    pub(crate) fn new(
+        sched: Schedule,
+        send: Option<Loan>,
+        recv: Loan,
+        lane: Option<(Rc<super::shm::CollShm>, usize)>,
+    ) -> Persistent {
         Persistent {
             run: Run::new(sched),
             send,
             recv,
+            lane,
         }
     }
 }
@@ -785,6 +920,9 @@ impl Completion for Persistent {
         {
             let mut r = self.run.borrow_mut();
             let sched = r.steps_mut();
+            if let Some((shm, lane)) = &self.lane {
+                sched.set_shm(Some(shm.open(*lane)));
+            }
             sched.lend(self.send.clone(), Some(self.recv.clone()));
             sched.rewind();
         }

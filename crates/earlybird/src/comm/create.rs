@@ -87,6 +87,7 @@ pub(super) fn assemble(
         local,
         coll_forced: Default::default(),
         coll_repeat: Default::default(),
+        coll_shm: Default::default(),
     }))
 }
 
@@ -329,10 +330,15 @@ impl Comm {
         Ok((parts, offers))
     }
 
-    /// Claim `pair` and make the communicator of `shape` on it.
+    /// Claim `pair` and make the communicator of `shape` on it, with its collective region
+    /// if it may have one (every member makes it here, in a blocking call).
     pub(super) fn make(&self, pair: u32, shape: Shape, info: Info) -> Comm {
-        let mut e = self.eng.borrow_mut();
-        assemble(&self.eng, &mut e, self.errhandler(), pair, shape, info)
+        let c = {
+            let mut e = self.eng.borrow_mut();
+            assemble(&self.eng, &mut e, self.errhandler(), pair, shape, info)
+        };
+        c.make_coll_shm();
+        c
     }
 
     /// `MPI_ERR_COMM` on an intercommunicator for calls earlybird makes on

@@ -107,6 +107,19 @@ pub(crate) struct CommShared {
     pub(crate) coll_forced: RefCell<Option<Rc<crate::coll::registry::Forced>>>,
     /// Steps of repeated blocking collectives, by kind (coll/api.rs, `blocking_repeat`).
     pub(crate) coll_repeat: RefCell<[crate::coll::RepeatSlot; crate::coll::Coll::ALL.len()]>,
+    /// The shared memory its collectives run through, once made (coll/shm.rs).
+    pub(crate) coll_shm: RefCell<CollShmState>,
+}
+
+/// Whether a communicator has a collective region (coll/shm.rs says when it is made).
+#[derive(Debug, Default)]
+pub(crate) enum CollShmState {
+    /// Not tried yet: made at the first blocking collective.
+    #[default]
+    Untried,
+    /// It has none, and will not.
+    None,
+    Made(Rc<crate::coll::shm::CollShm>),
 }
 
 impl CommShared {
@@ -222,6 +235,7 @@ impl Comm {
             local: None,
             coll_forced: Default::default(),
             coll_repeat: Default::default(),
+            coll_shm: Default::default(),
         }))
     }
 

@@ -16,6 +16,7 @@
 
 pub(crate) mod bulk;
 pub(crate) mod channel;
+pub(crate) mod coll_region;
 pub(crate) mod frame;
 pub(crate) mod hosts;
 pub(crate) mod job;

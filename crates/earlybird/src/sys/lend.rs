@@ -759,6 +759,9 @@ enum Keep {
     Exclusive(Rc<Exclusive>),
     /// Owned by the loan (and its clones).
     Owned(Rc<Owned>),
+    /// Bytes of a shared mapping the loan holds (a collective's shared-memory slot; see
+    /// [`Loan::mapped`]).
+    Mapped { _seg: Rc<super::segment::Segment> },
 }
 
 /// Why a loan's bytes cannot be used.
@@ -826,6 +829,32 @@ impl Loan {
         }
     }
 
+    /// Bytes `off..off + len` of the shared mapping `seg`, kept mapped by the loan (and its
+    /// clones), writable if `writable`. Panics if the range leaves the mapping.
+    ///
+    /// Other processes or threads map the same bytes: the structure placed in the mapping
+    /// must order every access to them by its own atomics, so that nobody writes the bytes
+    /// while this loan reads or writes them (a collective's slot is written by its owner
+    /// only before it publishes the slot's flag, and again only after every reader has said
+    /// it is done with it: see `fabric::coll_region`).
+    pub(crate) fn mapped(
+        seg: &Rc<super::segment::Segment>,
+        off: usize,
+        len: usize,
+        writable: bool,
+    ) -> Loan {
+        assert!(
+            off.checked_add(len).is_some_and(|e| e <= seg.len()),
+            "mapped loan: bytes {off}+{len} of a mapping of {} bytes",
+            seg.len()
+        );
+        Loan {
+            raw: Lent::run(seg.base().wrapping_add(off), len, true),
+            keep: Keep::Mapped { _seg: seg.clone() },
+            writable,
+        }
+    }
+
     /// A copy of `bytes` the loan owns (a buffered send's copy, a small control message).
     pub(crate) fn copied(bytes: &[u8]) -> Loan {
         let l = Loan::zeroed(bytes.len());
@@ -848,7 +877,7 @@ impl Loan {
     #[inline(always)]
     fn alive(&self) -> bool {
         match &self.keep {
-            Keep::Nothing | Keep::Owned(_) => true,
+            Keep::Nothing | Keep::Owned(_) | Keep::Mapped { .. } => true,
             Keep::Region(l) => l.alive.get(),
             Keep::Exclusive(x) => x.life.alive.get(),
         }
@@ -998,7 +1027,8 @@ impl Loan {
             Keep::Exclusive(x) => Rc::strong_count(x) == 1 && x.life.alive.get(),
             Keep::Owned(o) => Rc::strong_count(o) == 1,
             Keep::Nothing => true,
-            Keep::Region(_) => false,
+            // Shared bytes are never handed out as a slice: peers reach them too.
+            Keep::Region(_) | Keep::Mapped { .. } => false,
         };
         if !(sole && self.writable && self.raw.gapless && self.raw.is_contiguous()) {
             return None;

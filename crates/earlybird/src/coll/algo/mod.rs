@@ -16,6 +16,7 @@ mod allreduce_fold;
 mod allreduce_rabenseifner;
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
+mod allreduce_shm;
 mod alltoall_bruck;
 mod alltoall_linear;
 mod alltoall_pairwise;
@@ -24,9 +25,11 @@ mod alltoallv_pairwise;
 mod alltoallw_linear;
 mod alltoallw_pairwise;
 mod barrier_dissemination;
+mod barrier_shm;
 mod bcast_binomial;
 mod bcast_pipeline;
 mod bcast_scatter_allgather;
+mod bcast_shm;
 mod exchange;
 mod exscan_recursive_doubling;
 mod gather_binomial;
@@ -44,6 +47,7 @@ mod reduce_scatter_block_recursive_halving;
 mod reduce_scatter_block_reduce_scatter;
 mod reduce_scatter_recursive_halving;
 mod reduce_scatter_reduce_scatterv;
+mod reduce_shm;
 mod scan_recursive_doubling;
 mod scatter_binomial;
 mod scatter_linear;
@@ -90,7 +94,31 @@ pub(super) static ALL: &[&Algorithm] = &[
     &neighbor_alltoall_linear::ALGO,
     &neighbor_alltoallv_linear::ALGO,
     &neighbor_alltoallw_linear::ALGO,
+    &barrier_shm::ALGO,
+    &bcast_shm::ALGO,
+    &reduce_shm::ALGO,
+    &allreduce_shm::ALGO,
 ];
+
+/// Whether the call may run in the communicator's collective region (`coll/shm.rs`): it
+/// has a run of it (the communicator has a region: ranks of one host, an
+/// intracommunicator of at most `shm::MAX_RANKS`).
+pub(super) fn shm_fits(a: &Args) -> bool {
+    a.shm && a.remote.is_none() && a.size >= 2
+}
+
+/// What the shared-memory reductions require, in words.
+pub(super) const SHM_REDUCTION_RESTRICTIONS: &str = "ranks of one host sharing the communicator's collective region; up to 1008 bytes of a type without gaps";
+
+/// [`shm_fits`], for a reduction whose contributions fit a slot and are runs of elements
+/// (no gaps, not counted in bytes): the size is the send buffer's, which every rank has.
+pub(super) fn shm_reduction_fits(a: &Args) -> bool {
+    shm_fits(a)
+        && a.stage.is_none()
+        && a.elem.is_gapless()
+        && a.selem.is_gapless()
+        && a.count * a.selem.packed_size() <= crate::coll::shm::PAYLOAD
+}
 
 /// The intercommunicator algorithms (see [`inter_linear`]).
 pub(super) static INTER: &[&Algorithm] = &[
@@ -170,6 +198,14 @@ pub(super) const HUGE: usize = 2 << 20;
 /// fits, then any that fits).
 pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
+        // Shared memory where it fits (one host) and was measured to win: the barrier at
+        // any size; the allreduce from four ranks (on two, one exchange of messages is as
+        // quick). Bcast and reduce in shared memory are slower in back-to-back loops (the
+        // root, or the ranks beside it, run ahead until the slots are full, then wait for
+        // the slowest rank to read), so they run only when forced. README "Shared-memory
+        // collectives" has the figures.
+        Coll::Barrier => &["shm", "dissemination"],
+        Coll::Allreduce if a.size >= 4 && shm_reduction_fits(a) => &["shm"],
         Coll::Allreduce if a.bytes >= LARGE && pow2(a.size) => {
             &["rabenseifner", "recursive_doubling", "reduce_bcast"]
         }
