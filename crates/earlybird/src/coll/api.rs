@@ -638,19 +638,6 @@ impl Comm {
             // next), so that all give the same collective the same lane.
             let shm = self.coll_shm();
             let lane = shm.as_ref().and_then(|s| s.take_lane());
-            let lane = match lane.transpose() {
-                Ok(l) => l,
-                Err(e) => {
-                    let err = Error::new(
-                        ErrorClass::NoMem,
-                        format!(
-                            "{what}: cannot back the shared memory of a persistent collective: {e}"
-                        ),
-                    );
-                    notify_error(&mut self.eng.borrow_mut(), &wire, &err);
-                    return Err(err);
-                }
-            };
             if let Ok(a) = &mut call.args {
                 a.shm = lane.is_some();
             }
@@ -668,7 +655,18 @@ impl Comm {
                 alg
             };
             let lane = match (alg.name == SHM, shm, lane) {
-                (true, Some(shm), Some(lane)) => Some((shm, lane)),
+                (true, Some(shm), Some(lane)) => {
+                    if let Err(e) = shm.back_lane(lane) {
+                        // The others learn it from the notice when they start it.
+                        let err = Error::new(
+                            ErrorClass::NoMem,
+                            format!("{what}: cannot back the shared memory of a persistent collective: {e}"),
+                        );
+                        notify_error(&mut self.eng.borrow_mut(), &wire, &err);
+                        return Err(err);
+                    }
+                    Some((shm, lane))
+                }
                 _ => None,
             };
             let mut rec = Record::new(wire);

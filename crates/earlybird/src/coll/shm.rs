@@ -148,11 +148,17 @@ impl CollShm {
     }
 
     /// A lane for a persistent collective, if one is left (every rank calls this at every
-    /// persistent init, so all hand out the same lanes), backed with memory now.
-    pub(crate) fn take_lane(&self) -> Option<std::io::Result<usize>> {
+    /// persistent init, so all hand out the same lanes).
+    pub(crate) fn take_lane(&self) -> Option<usize> {
         let t = self.taken.get() + 1;
         self.taken.set(t);
-        (t <= PERSISTENT_LANES).then(|| self.region.populate(t).map(|()| t))
+        (t <= PERSISTENT_LANES).then_some(t)
+    }
+
+    /// Back lane `lane` with memory now, for a persistent collective that runs there: an
+    /// error here (a full `/dev/shm`) rather than a SIGBUS at its first start.
+    pub(crate) fn back_lane(&self, lane: usize) -> std::io::Result<()> {
+        self.region.populate(lane)
     }
 }
 
