@@ -482,7 +482,10 @@ impl Comm {
             ticket: if inter {
                 None
             } else {
-                self.coll_shm().map(|s| Rc::new(s.ticket()))
+                self.coll_shm().map(|s| {
+                    let seq = s.ticket();
+                    (s, seq)
+                })
             },
         })
     }
@@ -587,15 +590,15 @@ impl Comm {
                 if *k == key && Rc::strong_count(run) == 1 && run.borrow().steps().at_rest() =>
             {
                 registry::note_last(name);
-                Some(run.clone())
+                Some((*name, run.clone()))
             }
             _ => None,
         };
         let run = match idle {
-            Some(run) => {
+            Some((name, run)) => {
                 let mut r = run.borrow_mut();
                 let sched = r.steps_mut();
-                settle(&mut wire, if sched.uses_shm() { SHM } else { "" });
+                settle(&mut wire, name);
                 sched.reuse_for(&wire);
                 sched.set_scope(s.inner().id());
                 sched.lend(send, recv);
@@ -1003,8 +1006,11 @@ pub(crate) const SHM: &str = "shm";
 /// The call runs `alg` (by name): in shared memory, its number becomes its run of the
 /// collective region; else it gives the number up (it has nothing to read there).
 fn settle(wire: &mut Wire, alg: &str) {
-    let ticket = wire.ticket.take().and_then(|t| Rc::try_unwrap(t).ok());
-    if alg == SHM {
-        wire.shm = ticket.map(super::shm::Ticket::open);
+    if let Some((shm, seq)) = wire.ticket.take() {
+        if alg == SHM {
+            wire.shm = Some(shm.open_ticket(seq));
+        } else {
+            shm.give_up(seq);
+        }
     }
 }

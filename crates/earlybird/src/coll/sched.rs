@@ -252,7 +252,7 @@ pub(crate) struct Wire {
     pub(crate) shm: Option<ShmRun>,
     /// The call's number on the region's lane, until its algorithm is chosen (see
     /// `api::settle`).
-    pub(crate) ticket: Option<Rc<super::shm::Ticket>>,
+    pub(crate) ticket: Option<(Rc<super::shm::CollShm>, u64)>,
 }
 
 impl Wire {
@@ -719,11 +719,6 @@ impl Schedule {
         if let Some(run) = self.bound.shm.take() {
             run.close();
         }
-    }
-
-    /// Whether the steps use the collective region (its runs are given by [`set_shm`](Self::set_shm)).
-    pub(crate) fn uses_shm(&self) -> bool {
-        self.steps.iter().any(|s| matches!(s, Step::Shm(_)))
     }
 
     /// The run of the collective region the next run of the steps uses.

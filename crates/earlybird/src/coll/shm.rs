@@ -51,7 +51,9 @@ struct Lane {
     /// Runs opened and not yet closed.
     open: Vec<u64>,
     /// The number the call being made took ([`CollShm::ticket`]), until it opens its run or
-    /// says it will not: the watermark stays below it meanwhile.
+    /// gives the number up: the watermark stays below it meanwhile. A call that fails before
+    /// either leaves it here until the next call takes its own (which only holds the
+    /// watermark back a while: never past a run this rank will open).
     pending: Option<u64>,
     /// The watermark last stored.
     published: u64,
@@ -73,17 +75,28 @@ pub(crate) struct CollShm {
 
 impl CollShm {
     /// The number of the call being made on the communicator (lane 0): taken by every call,
-    /// whatever it runs, and turned into a run by [`Ticket::open`] if it runs in shared
-    /// memory. Nothing is stored in the region for a call that does not.
-    pub(crate) fn ticket(self: &Rc<Self>) -> Ticket {
+    /// whatever it runs, and turned into a run by [`open_ticket`](Self::open_ticket) if it
+    /// runs in shared memory, else given up ([`give_up`](Self::give_up)). Nothing is stored
+    /// in the region for a call that does not run there.
+    pub(crate) fn ticket(&self) -> u64 {
         let mut lanes = self.lanes.borrow_mut();
         let l = &mut lanes[0];
         l.last += 1;
-        debug_assert!(l.pending.is_none(), "one call at a time takes a number");
         l.pending = Some(l.last);
-        Ticket {
-            shm: self.clone(),
-            seq: l.last,
+        l.last
+    }
+
+    /// The call numbered `seq` runs in shared memory: its run.
+    pub(crate) fn open_ticket(self: &Rc<Self>, seq: u64) -> ShmRun {
+        self.open_at(0, seq)
+    }
+
+    /// The call numbered `seq` does not run in shared memory: it has nothing to read.
+    pub(crate) fn give_up(&self, seq: u64) {
+        let mut lanes = self.lanes.borrow_mut();
+        let l = &mut lanes[0];
+        if l.pending == Some(seq) {
+            l.pending = None;
         }
     }
 
@@ -159,32 +172,6 @@ impl CollShm {
     /// error here (a full `/dev/shm`) rather than a SIGBUS at its first start.
     pub(crate) fn back_lane(&self, lane: usize) -> std::io::Result<()> {
         self.region.populate(lane)
-    }
-}
-
-/// A call's number on the communicator's lane, not yet a run (see [`CollShm::ticket`]).
-#[derive(Debug)]
-pub(crate) struct Ticket {
-    shm: Rc<CollShm>,
-    seq: u64,
-}
-
-impl Ticket {
-    /// The call runs in shared memory: its run.
-    pub(crate) fn open(self) -> ShmRun {
-        // Opened first, so the drop that follows finds nothing pending of it.
-        self.shm.open_at(0, self.seq)
-    }
-}
-
-impl Drop for Ticket {
-    /// The call does not run in shared memory (or failed first): it has nothing to read.
-    fn drop(&mut self) {
-        let mut lanes = self.shm.lanes.borrow_mut();
-        let l = &mut lanes[0];
-        if l.pending == Some(self.seq) {
-            l.pending = None;
-        }
     }
 }
 
