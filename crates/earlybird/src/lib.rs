@@ -87,6 +87,7 @@ pub use error::{
 };
 pub use grequest::GrequestCompleter;
 pub use info::Info;
+pub use p2p::wait::{waits_aside, Pause};
 pub use p2p::{Status, ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD, PROC_NULL, ROOT, TAG_UB};
 pub use request::{
     endless_scope, scope, start_all, test_all, test_any, test_some, test_some_into, wait_all,
@@ -97,7 +98,7 @@ pub use rma::{
     SyncCounter, Win, WinErrHandler, MODE_NOCHECK, MODE_NOPRECEDE, MODE_NOPUT, MODE_NOSTORE,
     MODE_NOSUCCEED, MODE_WIN_ACCUMULATE, MODE_WIN_GET, MODE_WIN_PUT,
 };
-pub use shared::{ShareError, Shared, SharedComm};
+pub use shared::{Idle, ShareError, Shared, SharedComm, Watch};
 pub use sys::exposed::ExposedMemory;
 pub use sys::lend::ScratchBuffer;
 pub use sys::plain::Plain;

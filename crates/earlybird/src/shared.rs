@@ -49,31 +49,84 @@ struct State {
 type Guard<'a> = crate::sys::confined::Guard<'a, State>;
 
 /// What every handle of a shared rank holds: the rank's state behind its lock, and what a
-/// wait needs without the lock (the job, to see an abort or the launcher gone, and to say
-/// what the rank is blocked in; the rank's number there).
+/// wait needs without the lock.
 struct Inner {
     rank: Confined<State>,
-    job: JobSegment,
-    me: u32,
+    watch: Watch,
 }
 
 impl Inner {
     fn lock(&self) -> Guard<'_> {
         self.rank.lock()
     }
+}
 
-    /// Between two tries of a wait, with the lock let go: yield the core, and every so
-    /// often look whether the job was aborted or the launcher is gone (an error then).
-    fn idle(&self, w: &mut Option<Waiter>, blocked: Blocked) -> Result<()> {
-        // No spin budget: each try takes the lock, so the others must get their turn.
-        w.get_or_insert_with(|| Waiter::new(0, blocked))
-            .idle(&self.job, self.me)
+/// What a wait needs while the lock of a rank shared by threads is let go: the job, to see
+/// an abort or the launcher gone and to say what the rank is blocked in, and the rank's
+/// number there. `Send + Sync`: made from a [`Universe`] under its owner's lock, used by any
+/// thread with the lock let go. For layers that share a rank behind a lock of their own (the
+/// C ABI's MPI_THREAD_MULTIPLE) as [`Shared`] does behind its.
+#[derive(Clone)]
+pub struct Watch {
+    job: JobSegment,
+    me: u32,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch").field("rank", &self.me).finish()
+    }
+}
+
+impl Universe {
+    /// The [`Watch`] of this rank, for waits that let a lock of their own go between tries.
+    pub fn watch(&self) -> Watch {
+        Watch {
+            job: self.job_segment(),
+            me: self.world().rank() as u32,
+        }
+    }
+}
+
+impl Watch {
+    /// A wait that lets its lock go between tries: call [`Idle::pause`] between them.
+    pub fn idle(&self) -> Idle<'_> {
+        Idle {
+            watch: self,
+            waiter: None,
+        }
+    }
+}
+
+/// One wait of a thread sharing a rank (see [`Watch::idle`]). Dropped when the wait is
+/// over, it takes back what it said to the launcher's report.
+pub struct Idle<'w> {
+    watch: &'w Watch,
+    waiter: Option<Waiter>,
+}
+
+impl Idle<'_> {
+    /// Between two tries of a wait on requests, with the lock let go: yield the core, and
+    /// every so often look whether the job was aborted or the launcher is gone
+    /// (MPIX_ERR_PROC_FAILED then).
+    pub fn pause(&mut self) -> Result<()> {
+        self.pause_in(Blocked::wait())
     }
 
-    /// The wait is over: take back what it published for the launcher's report.
-    fn done(&self, w: Option<Waiter>) {
-        if let Some(mut w) = w {
-            w.finish(&self.job, self.me);
+    /// As [`pause`](Self::pause), the wait reported as `blocked` once it is long.
+    fn pause_in(&mut self, blocked: Blocked) -> Result<()> {
+        // No spin budget: each try takes the lock, so the others must get their turn.
+        let Watch { job, me } = self.watch;
+        self.waiter
+            .get_or_insert_with(|| Waiter::new(0, blocked))
+            .idle(job, *me)
+    }
+}
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        if let Some(mut w) = self.waiter.take() {
+            w.finish(&self.watch.job, self.watch.me);
         }
     }
 }
@@ -152,14 +205,13 @@ impl Universe {
         }
         let world = self.world().clone();
         let me = self.comm_self().clone();
-        let (job, rank) = (self.job_segment(), world.rank() as u32);
+        let watch = self.watch();
         let inner = Arc::new(Inner {
             rank: Confined::new(State {
                 uni: Some(self),
                 comms: vec![Some(world), Some(me)],
             }),
-            job,
-            me: rank,
+            watch,
         });
         Ok(Shared {
             inner,
@@ -241,17 +293,16 @@ impl SharedComm {
     /// yielding) between them; returns with the lock held, also with an error (the job
     /// aborted meanwhile, say).
     fn finish<'g>(&'g self, g: &mut Option<Guard<'g>>, r: &mut Request<'_>) -> Result<Status> {
-        let mut w = None;
+        let mut idle = self.inner.watch.idle();
         loop {
             if let Some(st) = r.test()? {
-                self.inner.done(w);
                 return Ok(st);
             }
             let blocked = r.blocked_in().unwrap_or(Blocked::wait());
             *g = None;
-            let idle = self.inner.idle(&mut w, blocked);
+            let paused = idle.pause_in(blocked);
             *g = Some(self.inner.lock());
-            idle?;
+            paused?;
         }
     }
 
@@ -302,14 +353,12 @@ impl SharedComm {
 
     /// MPI_Probe: iprobe until a message matches, letting the lock go between tries.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
-        let mut w = None;
+        let mut idle = self.inner.watch.idle();
         loop {
             if let Some(st) = self.iprobe(src, tag)? {
-                self.inner.done(w);
                 return Ok(st);
             }
-            let blocked = Blocked::in_call(BlockedIn::Probe).with_peer(src);
-            self.inner.idle(&mut w, blocked)?;
+            idle.pause_in(Blocked::in_call(BlockedIn::Probe).with_peer(src))?;
         }
     }
 

@@ -282,6 +282,19 @@ impl Comm {
         }
     }
 
+    /// What a blocking collective does before it starts, without the collective: make the
+    /// communicator's collective region if it may have one and has not tried yet.
+    /// Collective, at the point of every member's sequence of collective calls where a
+    /// blocking collective would make it. For a layer that runs a blocking collective as its
+    /// nonblocking form and a wait (the C ABI under MPI_THREAD_MULTIPLE, so that the wait
+    /// can let the process's lock go): with this first, the pair matches a blocking call on
+    /// the other members exactly.
+    pub fn prepare_blocking_collective(&self) {
+        if !self.is_inter() && self.check_live().is_ok() {
+            self.make_coll_shm();
+        }
+    }
+
     /// At a blocking collective: make the communicator's region if it may have one and
     /// has not tried yet (see the module doc). Collective; a failure leaves it without
     /// one, on every rank.

@@ -310,6 +310,38 @@ pub(crate) fn exchange(
     }
 }
 
+/// A blocking [`Exchange`] that, when the calling thread runs under
+/// [`crate::p2p::wait::waits_aside`], polls with the endpoint let go and calls the layer's pause
+/// between polls (which lets that layer's lock go, so the process's other threads progress
+/// meanwhile). For exchanges that take nothing other calls may take meanwhile (a shared
+/// region's key): a context agreement must not run this way.
+pub(crate) fn exchange_aside(
+    eng: &EngineRef,
+    ctx: u32,
+    tag: i32,
+    parts: &[u32],
+    me: usize,
+    mine: Vec<u8>,
+) -> Result<Vec<Vec<u8>>> {
+    let Some(pause) = crate::p2p::wait::aside() else {
+        return exchange(eng, ctx, tag, parts, me, mine);
+    };
+    let mut x = Exchange::start(&mut eng.borrow_mut(), ctx, tag, parts, me, mine)?;
+    loop {
+        {
+            let mut e = eng.borrow_mut();
+            e.progress();
+            if let Some(r) = x.poll(&mut e) {
+                return r;
+            }
+        }
+        if let Err(err) = pause() {
+            x.abandon(&mut eng.borrow_mut());
+            return Err(err);
+        }
+    }
+}
+
 /// A blocking agreement's exchange: every participant's free mask, and the `extra` bytes
 /// it added (the same length on all), in participant order. The caller picks the pair
 /// ([`lowest_common`] over the offers of the new communicator's members) and claims it

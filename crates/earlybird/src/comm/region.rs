@@ -88,7 +88,7 @@ impl Comm {
                 Err(e) => failure = Some(format!("cannot create {what} ({bytes} bytes): {e}")),
             }
         }
-        let keys = agree::exchange(
+        let keys = agree::exchange_aside(
             &self.eng,
             ctx,
             coll_tag(self.next_seq(), 0),
@@ -124,7 +124,8 @@ impl Comm {
         let serial = u64::from_le_bytes(key[17..25].try_into().expect("8 bytes"));
         // Every process learns whether every process mapped it.
         let ok = vec![u8::from(failure.is_none())];
-        let oks = agree::exchange(&self.eng, ctx, coll_tag(self.next_seq(), 0), &parts, me, ok)?;
+        let oks =
+            agree::exchange_aside(&self.eng, ctx, coll_tag(self.next_seq(), 0), &parts, me, ok)?;
         if let Some(f) = failure {
             return Err(Error::new(class, f));
         }

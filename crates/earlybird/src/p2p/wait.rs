@@ -101,6 +101,39 @@ impl Blocked {
     }
 }
 
+/// What [`waits_aside`] calls between the polls of a wait.
+pub type Pause = fn() -> Result<()>;
+
+std::thread_local! {
+    static ASIDE: std::cell::Cell<Option<Pause>> = const { std::cell::Cell::new(None) };
+}
+
+/// Run `f`, a blocking call on a rank that a layer above shares between threads behind a
+/// lock of its own (the C ABI under MPI_THREAD_MULTIPLE), with `pause` called between the
+/// polls of those of its waits that may let the lock go: the exchanges that make a shared
+/// region (a communicator's collective region, see
+/// [`Comm::prepare_blocking_collective`](crate::Comm::prepare_blocking_collective)). Those
+/// polls hold nothing of the rank across `pause`; `pause` lets the layer's lock go and
+/// takes it back, and its error (the job aborted meanwhile) ends the wait. The layer must
+/// hold nothing of the rank across `f` either (no borrow of its own tables). Other waits in
+/// `f` keep the lock: a context agreement, for one, relies on nothing else running on the
+/// endpoint meanwhile.
+pub fn waits_aside<R>(pause: Pause, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<Pause>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ASIDE.with(|a| a.set(self.0));
+        }
+    }
+    let _reset = Reset(ASIDE.with(|a| a.replace(Some(pause))));
+    f()
+}
+
+/// The pause of the [`waits_aside`] the calling thread runs under, if any.
+pub(crate) fn aside() -> Option<Pause> {
+    ASIDE.with(std::cell::Cell::get)
+}
+
 /// Backoff for waits: spin first (latency), then yield the core (8 ranks on 2 cores must
 /// progress), checking the job's abort flag now and then.
 pub(crate) struct Waiter {
