@@ -8,6 +8,7 @@
 #  - bench/threads_shared_rank.c on MPICH and Open MPI: two threads sharing one rank under
 #    MPI_THREAD_MULTIPLE (neither has endpoints; Debian's MPICH 4.0.2 has no MPIX_Stream);
 #    MPICH's is bounded by SHARED_TIMEOUT seconds (it livelocks here, see bench/RESULTS.md);
+#    and the MPICH-built binary on earlybird's C ABI (LD_LIBRARY_PATH), MULTIPLE in C;
 #  - bench-ref's pingpong and msgrate (8 B) on MPICH and Open MPI, two processes.
 # Prints the medians over rounds and the ratios the issue judges.
 #
@@ -23,7 +24,11 @@ SHARED_TIMEOUT=${SHARED_TIMEOUT:-30}
 OUT=$ROOT/bench/raw/$(date +%Y%m%d-%H%M%S)-endpoints
 mkdir -p "$OUT"
 
-cargo build --release -p earlybird-bench -p ebrun >/dev/null
+cargo build --release -p earlybird-bench -p ebrun -p earlybird-libmpi >/dev/null
+LIB=$OUT/lib
+mkdir -p "$LIB"
+ln -sf "$ROOT/target/release/libmpi.so" "$LIB/libmpi.so.12"
+ln -sf "$ROOT/target/release/libmpi.so" "$LIB/libmpich.so.12"
 make -s -C "$REF/mpi" pingpong.mpich pingpong.openmpi msgrate.mpich msgrate.openmpi >/dev/null
 mpicc.mpich -O2 -Wno-stringop-overflow -pthread bench/threads_shared_rank.c -o "$OUT/tsr.mpich"
 mpicc.openmpi -O2 -pthread bench/threads_shared_rank.c -o "$OUT/tsr.openmpi"
@@ -37,6 +42,8 @@ for k in $(seq 1 "$ROUNDS"); do
     $EB endpoints >> "$OUT/eb.txt"
     "$ROOT/target/release/ebrun" -n 2 $EB endpoints >> "$OUT/eb.txt"
     "$OUT/tsr.openmpi" >> "$OUT/openmpi_shared.txt" 2>&1
+    timeout "$SHARED_TIMEOUT" env LD_LIBRARY_PATH="$LIB" "$OUT/tsr.mpich" >> "$OUT/earlybird-c_shared.txt" 2>&1 \
+        || echo "TIMEOUT after $SHARED_TIMEOUT s" >> "$OUT/earlybird-c_shared.txt"
     timeout "$SHARED_TIMEOUT" "$OUT/tsr.mpich" 2000 >> "$OUT/mpich_shared.txt" 2>&1 \
         || echo "TIMEOUT after $SHARED_TIMEOUT s" >> "$OUT/mpich_shared.txt"
     $MPICH "$REF/mpi/pingpong.mpich" -s 8 >> "$OUT/mpich_procs.txt" 2>&1
@@ -55,7 +62,7 @@ for l in open(os.path.join(out, "eb.txt")):
         eb.setdefault(d["bench"], []).append(d.get("mmsg_per_s", d["median_us"]))
 ref = {}
 timeouts = {}
-for impl in ["mpich", "openmpi"]:
+for impl in ["mpich", "openmpi", "earlybird-c"]:
     for kind in ["shared", "procs"]:
         f = os.path.join(out, f"{impl}_{kind}.txt")
         for l in open(f) if os.path.exists(f) else []:
@@ -67,15 +74,17 @@ for impl in ["mpich", "openmpi"]:
             name = {"pingpong": "ep_pingpong_processes", "msgrate": "ep_msgrate_processes"}.get(d["bench"], d["bench"])
             ref.setdefault((name, impl), []).append(float(d["median"]))
 med = lambda v: st.median(v) if v else float("nan")
-print("| point | earlybird | MPICH | Open MPI |")
-print("|---|---|---|---|")
+print("| point | earlybird | earlybird, C ABI | MPICH | Open MPI |")
+print("|---|---|---|---|---|")
 for b in ["ep_pingpong_endpoints", "ep_pingpong_processes", "ep_pingpong_shared_rank",
           "ep_msgrate_endpoints", "ep_msgrate_processes", "ep_msgrate_shared_rank"]:
     unit = "M msg/s" if "msgrate" in b else "us"
     m = med(ref.get((b, "mpich"), []))
     o = med(ref.get((b, "openmpi"), []))
+    c = med(ref.get((b, "earlybird-c"), []))
     mt = f" ({timeouts['mpich']} of the launches timed out)" if "shared" in b and timeouts.get("mpich") else ""
-    print(f"| {b} ({unit}) | {med(eb.get(b, [])):.4g} | {m:.4g}{mt} | {o:.4g} |")
+    ct = f" ({timeouts['earlybird-c']} of the launches timed out)" if "shared" in b and timeouts.get("earlybird-c") else ""
+    print(f"| {b} ({unit}) | {med(eb.get(b, [])):.4g} | {c:.4g}{ct} | {m:.4g}{mt} | {o:.4g} |")
 print()
 pe, pp = med(eb.get("ep_pingpong_endpoints", [])), med(eb.get("ep_pingpong_processes", []))
 me, mp = med(eb.get("ep_msgrate_endpoints", [])), med(eb.get("ep_msgrate_processes", []))

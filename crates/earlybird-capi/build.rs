@@ -192,7 +192,8 @@ fn narrowing(
             out,
             "/// {name}: [`P{base}`] on counts that fit in an `int`.\n\
              #[no_mangle]\n\
-             pub unsafe extern \"C\" fn P{name}({args}) -> c_int {{\n    {pre}\n    \
+             pub unsafe extern \"C\" fn P{name}({args}) -> c_int {{\n    \
+             let _entry = crate::state::enter_through();\n    {pre}\n    \
              // SAFETY: P{base} takes these parameters in these classes (the signature check\n    \
              // proves it), so this is its own type with the pointers named alike.\n    \
              let f: unsafe extern \"C\" fn({ftypes}) -> c_int = unsafe {{ std::mem::transmute(P{base} as *const ()) }};\n    \

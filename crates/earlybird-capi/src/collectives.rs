@@ -349,6 +349,11 @@ macro_rules! collectives {
     )*) => {$(
         mpi! {
             fn $b / $pb($($a: $t,)* comm: Handle) {
+                if state::waits_let_go() {
+                    state::prepare_blocking_collective(comm);
+                    // SAFETY: the nonblocking form's contract, its request completed here.
+                    return state::via_request(|r| unsafe { $pi($($a,)* comm, r) }, state::IGNORED);
+                }
                 ok_or_code(with_comm(comm, |c| {
                     // SAFETY: the C caller's buffers and arrays, as MPI's contract says.
                     #[allow(unused_parens)]

@@ -17,11 +17,15 @@
 //! handle, a null pointer) goes through the same handler here. With MPI_ERRORS_RETURN the
 //! function returns the error's class.
 //!
-//! Threads: `MPI_Init_thread` provides the level asked for up to MPI_THREAD_SERIALIZED
-//! (SERIALIZED when MULTIPLE is asked). Below SERIALIZED the MPI state lives in the thread
-//! that called `MPI_Init`, and a call from another thread finds none (MPI_ERR_OTHER); at
-//! SERIALIZED it is the process's, used by one thread at a time as the program promises.
-//! Threads that drive endpoints keep tables of their own at every level (`endpoints.rs`).
+//! Threads: `MPI_Init_thread` provides the level asked for. Below SERIALIZED the MPI state
+//! lives in the thread that called `MPI_Init`, and a call from another thread finds none
+//! (MPI_ERR_OTHER); from SERIALIZED it is the process's. Under SERIALIZED it is used by one
+//! thread at a time as the program promises; under MULTIPLE a call reaches it holding one
+//! lock, and the blocking calls that wait on other processes or threads (point-to-point,
+//! probes, the waits, every collective) run as their nonblocking form and a wait that lets
+//! the lock go between tries, so a blocking call blocks only its own thread (`state::Entry`,
+//! `state::Wait`). Threads that drive endpoints keep tables of their own at every level
+//! (`endpoints.rs`) and take no lock.
 //!
 //! # Safety
 //!
@@ -93,7 +97,10 @@ pub unsafe extern "C" fn MPIR_Dup_fn(
 macro_rules! mpi {
     ($(fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block)*) => {$(
         #[no_mangle]
-        pub unsafe extern "C" fn $pname($($a: $t),*) -> c_int $body
+        pub unsafe extern "C" fn $pname($($a: $t),*) -> c_int {
+            let _entry = crate::state::enter();
+            $body
+        }
 
         #[no_mangle]
         pub unsafe extern "C" fn $name($($a: $t),*) -> c_int {
@@ -268,6 +275,10 @@ mpi! {
     }
 
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, out: *mut Handle) {
+        if state::waits_let_go() {
+            // SAFETY: a handle to write (MPI's contract).
+            return unsafe { comms::dup_letting_go(comm, None, out) };
+        }
         // Copy callbacks run: the communicator is taken out of the state for the call.
         let r = state::with_comm_owned(comm, |c| c.dup()).map(state::add_comm);
         ok_or_code(r.map(|h| {
@@ -469,6 +480,10 @@ mpi! {
     }
 
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() {
+            // SAFETY: MPI_Irecv's contract, the request completed here.
+            return state::via_request(|r| unsafe { PMPI_Irecv(buf, count, dt, src, tag, comm, r) }, status);
+        }
         ok_or_code(with_comm(comm, |c| {
             let src = abi::rank_in(src);
             by_elem!(dt, T => {
@@ -493,6 +508,10 @@ mpi! {
         rbuf: *mut c_void, rcount: c_int, rdt: Handle, src: c_int, rtag: c_int,
         comm: Handle, status: *mut MpiStatus,
     ) {
+        if state::waits_let_go() {
+            // SAFETY: MPI_Isendrecv's contract, the request completed here.
+            return state::via_request(|r| unsafe { pt2pt::PMPI_Isendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, src, rtag, comm, r) }, status);
+        }
         ok_or_code(with_comm(comm, |c| {
             // SAFETY: the two buffers as MPI's contract says.
             let (s, mut r) = unsafe { (buf_in(sbuf, scount, sdt)?, buf_out(rbuf, rcount, rdt)?) };
@@ -557,6 +576,12 @@ mpi! {
     }
 
     fn MPI_Wait / PMPI_Wait(req: *mut Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() && !req.is_null() {
+            // SAFETY: a request handle to read (MPI's contract).
+            if let Err(c) = state::until_ready(&[unsafe { req.read() }]) {
+                return c;
+            }
+        }
         // SAFETY: a request handle to read and write, and a status (MPI's contract).
         unsafe { state::complete(req, status, true) }.map_or_else(|c| c, |_| MPI_SUCCESS)
     }
@@ -574,6 +599,12 @@ mpi! {
     }
 
     fn MPI_Waitall / PMPI_Waitall(n: c_int, reqs: *mut Handle, statuses: *mut MpiStatus) {
+        if state::waits_let_go() && !reqs.is_null() && n > 0 {
+            // SAFETY: `reqs` holds `n` handles (MPI's contract).
+            if let Err(c) = state::until_ready(unsafe { std::slice::from_raw_parts(reqs, n as usize) }) {
+                return c;
+            }
+        }
         // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
         unsafe { state::wait_all(n, reqs, statuses) }
     }
@@ -597,6 +628,7 @@ mpi! {
 
     fn MPI_Waitany / PMPI_Waitany(n: c_int, reqs: *mut Handle, index: *mut c_int, status: *mut MpiStatus) {
         let n = n.max(0) as usize;
+        let mut w = state::Wait::new();
         loop {
             let mut live = false;
             for i in 0..n {
@@ -623,7 +655,9 @@ mpi! {
                 state::empty_status(status);
                 return MPI_SUCCESS;
             }
-            state::progress();
+            if let Err(c) = w.pause() {
+                return c;
+            }
         }
     }
 
@@ -643,10 +677,15 @@ mpi! {
     }
 
     fn MPI_Waitsome / PMPI_Waitsome(n: c_int, reqs: *mut Handle, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        let mut w = state::Wait::new();
         loop {
             // SAFETY: `n` handles, room for `n` indices and statuses (MPI's contract).
             match unsafe { some(n, reqs, outcount, indices, statuses) } {
-                Ok(0) => state::progress(),
+                Ok(0) => {
+                    if let Err(c) = w.pause() {
+                        return c;
+                    }
+                }
                 Ok(_) => return MPI_SUCCESS,
                 Err(c) => return c,
             }
@@ -678,6 +717,20 @@ mpi! {
     }
 
     fn MPI_Probe / PMPI_Probe(src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() {
+            let mut w = state::Wait::new();
+            loop {
+                let mut found = 0;
+                // SAFETY: the caller's status; an int of ours.
+                let rc = unsafe { PMPI_Iprobe(src, tag, comm, &mut found, status) };
+                if rc != MPI_SUCCESS || found != 0 {
+                    return rc;
+                }
+                if let Err(c) = w.pause() {
+                    return c;
+                }
+            }
+        }
         ok_or_code(with_comm(comm, |c| {
             let st = c.probe(abi::rank_in(src), tag)?;
             status_out(status, &st);
@@ -800,6 +853,10 @@ mpi! {
     }
 
     fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, dt: Handle, dest: c_int, stag: c_int, src: c_int, rtag: c_int, comm: Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() {
+            // SAFETY: MPI_Isendrecv_replace's contract, the request completed here.
+            return state::via_request(|r| unsafe { pt2pt::PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, r) }, status);
+        }
         ok_or_code(with_comm(comm, |c| {
             // SAFETY: `buf` holds `count` elements of `dt` (MPI's contract).
             let mut b = unsafe { buf_out(buf, count, dt) }?;
@@ -1451,6 +1508,20 @@ unsafe fn send(
     comm: Handle,
     mode: Blocking,
 ) -> c_int {
+    if state::waits_let_go() {
+        let start = match mode {
+            Blocking::Standard => PMPI_Isend,
+            Blocking::Synchronous => PMPI_Issend,
+            Blocking::Ready => pt2pt::PMPI_Irsend,
+            Blocking::Buffered => pt2pt::PMPI_Ibsend,
+        };
+        // SAFETY: the function's contract is the nonblocking call's, whose buffer is left
+        // alone until the request completes here.
+        return state::via_request(
+            |r| unsafe { start(buf, count, dt, dest, tag, comm, r) },
+            state::IGNORED,
+        );
+    }
     macro_rules! in_mode {
         ($c:expr, $b:expr, $dest:expr) => {
             match mode {

@@ -114,6 +114,20 @@ mpi! {
     }
 
     fn MPI_Mprobe / PMPI_Mprobe(src: c_int, tag: c_int, comm: Handle, msg: *mut Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() {
+            let mut w = state::Wait::new();
+            loop {
+                let mut found = 0;
+                // SAFETY: the caller's message handle and status; an int of ours.
+                let rc = unsafe { PMPI_Improbe(src, tag, comm, &mut found, msg, status) };
+                if rc != MPI_SUCCESS || found != 0 {
+                    return rc;
+                }
+                if let Err(c) = w.pause() {
+                    return c;
+                }
+            }
+        }
         // The message is kept after the communicator is given back (both are the state's).
         let r = with_comm(comm, |c| c.mprobe(abi::rank_in(src), tag)).and_then(|(m, st)| {
             let h = state::add_message(m, &st)?;
@@ -141,6 +155,10 @@ mpi! {
     }
 
     fn MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, dt: Handle, msg: *mut Handle, status: *mut MpiStatus) {
+        if state::waits_let_go() {
+            // SAFETY: MPI_Imrecv's contract, the request completed here.
+            return state::via_request(|r| unsafe { PMPI_Imrecv(buf, count, dt, msg, r) }, status);
+        }
         self_ok((|| {
             // SAFETY: a message handle to read and write (MPI's contract).
             let h = unsafe { crate::read_handle(msg) }?;

@@ -74,32 +74,291 @@ impl Drop for ThreadState {
     }
 }
 
-/// The process's state under MPI_THREAD_SERIALIZED: any thread may call MPI, one at a time,
-/// so the state lives here instead of in the initialising thread's `STATE`. (Threads that
-/// drive endpoints keep tables of their own in `STATE`, at every level.)
+/// The process's state under MPI_THREAD_SERIALIZED and MPI_THREAD_MULTIPLE: any thread may
+/// call MPI, so the state lives here instead of in the initialising thread's `STATE`.
+/// (Threads that drive endpoints keep tables of their own in `STATE`, at every level.)
 struct SerializedState(RefCell<Option<State>>);
 
 // SAFETY: the state is reached only through `cell`, and from here only once MPI_Init_thread
-// provided MPI_THREAD_SERIALIZED, whose contract (MPI 4.1 §11.6.3) is that the program never
-// has two threads in MPI at once and orders its calls with its own synchronization: that
-// synchronization orders one thread's accesses to the state (its `Rc` counts and `RefCell`
-// flags included) before the next thread's, as a lock would. Values of the state a call
-// takes out (a communicator's clone) are dropped before the call returns.
+// provided MPI_THREAD_SERIALIZED or MULTIPLE. Under SERIALIZED the program's contract (MPI
+// 4.1 §11.6.3) is that it never has two threads in MPI at once and orders its calls with its
+// own synchronization; under MULTIPLE `cell` reaches this state only with `BIG` held, kept
+// to the end of the thread's outermost call (`Entry`) but where a wait lets it go holding
+// nothing of the state (`Wait::pause`). Either
+// way one thread's accesses to the state (its `Rc` counts and `RefCell` flags included) are
+// ordered before the next thread's, as by a lock. Values of the state a call takes out (a
+// communicator's clone) are dropped before the call returns or lets the lock go.
 unsafe impl Sync for SerializedState {}
 
 static SERIALIZED: SerializedState = SerializedState(RefCell::new(None));
-/// Set by MPI_Init_thread when it provides MPI_THREAD_SERIALIZED.
+/// Set by MPI_Init_thread when it provides MPI_THREAD_SERIALIZED or MULTIPLE.
 static SERIALIZED_MODE: AtomicBool = AtomicBool::new(false);
+
+/// Set by MPI_Init_thread when it provides MPI_THREAD_MULTIPLE: a call then reaches the
+/// process's state with `BIG` held (see [`Entry`]).
+static MULTIPLE_MODE: AtomicBool = AtomicBool::new(false);
+/// The lock of the process's state under MPI_THREAD_MULTIPLE.
+static BIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// What a wait with `BIG` let go watches (an abort, the launcher gone), from init.
+static WATCH: std::sync::OnceLock<earlybird::Watch> = std::sync::OnceLock::new();
+
+/// What this thread holds of `BIG`: the calls it is in (`depth`), those of them that may be
+/// in the middle of an operation on the state (`opaque`: all but wrappers that only convert
+/// their arguments and call another), and the guard once a call touched the process's state.
+struct BigHeld {
+    depth: u32,
+    opaque: u32,
+    guard: Option<std::sync::MutexGuard<'static, ()>>,
+}
+
+thread_local! {
+    static HELD: RefCell<BigHeld> = const {
+        RefCell::new(BigHeld {
+            depth: 0,
+            opaque: 0,
+            guard: None,
+        })
+    };
+}
+
+fn lock_big() -> std::sync::MutexGuard<'static, ()> {
+    // A thread that panicked holding it ended the process (a panic does not unwind out
+    // of an `extern "C"` call), so poison is never seen by a live program.
+    BIG.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Under MPI_THREAD_MULTIPLE, about to touch the process's state: take `BIG` unless this
+/// thread holds it. Inside a call it is kept until the thread's outermost call returns (or
+/// a wait lets it go, [`Wait::pause`]); outside one (never expected) the guard is given back
+/// for the caller to drop.
+fn hold_big() -> Option<std::sync::MutexGuard<'static, ()>> {
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        if h.guard.is_some() {
+            return None;
+        }
+        let g = lock_big();
+        if h.depth == 0 {
+            return Some(g);
+        }
+        h.guard = Some(g);
+        None
+    })
+}
+
+/// A call into this library. Under MPI_THREAD_MULTIPLE the process's state is reached only
+/// with `BIG` held: the call takes it when it first touches that state ([`cell`]) and keeps
+/// it until the thread's outermost call returns. A thread that drives endpoints reaches
+/// only its own state, and never takes it: so an endpoint thread's first call, which makes
+/// its state, never waits for a thread that holds `BIG` (in a collective of its own, say,
+/// that needs this endpoint). Below MULTIPLE an entry costs one load.
+pub(crate) struct Entry {
+    counted: bool,
+    opaque: bool,
+}
+
+/// The entry of an MPI function (`mpi!`).
+#[inline]
+pub(crate) fn enter() -> Entry {
+    enter_as(true)
+}
+
+/// The entry of a wrapper that only converts its arguments and calls another MPI function
+/// (the generated `_c` forms): it holds nothing of the state across that call, so the call
+/// may let the lock go while it waits.
+#[inline]
+pub(crate) fn enter_through() -> Entry {
+    enter_as(false)
+}
+
+#[inline]
+fn enter_as(opaque: bool) -> Entry {
+    if !MULTIPLE_MODE.load(Ordering::Relaxed) {
+        return Entry {
+            counted: false,
+            opaque,
+        };
+    }
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        h.depth += 1;
+        h.opaque += u32::from(opaque);
+    });
+    Entry {
+        counted: true,
+        opaque,
+    }
+}
+
+impl Drop for Entry {
+    #[inline]
+    fn drop(&mut self) {
+        if self.counted {
+            let g = HELD.with(|h| {
+                let mut h = h.borrow_mut();
+                h.depth -= 1;
+                h.opaque -= u32::from(self.opaque);
+                if h.depth == 0 {
+                    h.guard.take()
+                } else {
+                    None
+                }
+            });
+            drop(g);
+        }
+    }
+}
+
+/// Whether a wait of the calling thread lets `BIG` go between its tries: under
+/// MPI_THREAD_MULTIPLE, in the thread's outermost call (not in a callback of the program
+/// that a call of ours runs, whose caller is in the middle of an operation), on the
+/// process's state (not an endpoint thread's own, which its blocking calls wait on as
+/// below MULTIPLE).
+pub(crate) fn waits_let_go() -> bool {
+    MULTIPLE_MODE.load(Ordering::Relaxed)
+        && HELD.with(|h| h.borrow().opaque == 1)
+        && STATE.with(|ThreadState(t)| t.try_borrow().is_ok_and(|s| s.is_none()))
+}
+
+/// A wait that tries again and again: between tries it drives progress and, when
+/// [`waits_let_go`], lets `BIG` go and yields, so the process's other threads make their
+/// calls meanwhile (MPI 4.1 §11.6.2: a blocking call blocks only the calling thread). The
+/// caller holds nothing of the state across [`pause`](Wait::pause); the next touch of the
+/// state takes the lock again.
+pub(crate) struct Wait {
+    idle: Option<earlybird::Idle<'static>>,
+}
+
+impl Wait {
+    pub(crate) fn new() -> Wait {
+        Wait { idle: None }
+    }
+
+    /// Between two tries. Err (MPIX_ERR_PROC_FAILED, through MPI_COMM_WORLD's handler: its
+    /// code) when the job was aborted or the launcher is gone meanwhile.
+    pub(crate) fn pause(&mut self) -> std::result::Result<(), c_int> {
+        if waits_let_go() {
+            if let Some(w) = WATCH.get() {
+                if let Err(e) = let_go(self.idle.get_or_insert_with(|| w.idle())) {
+                    return Err(fail(abi::COMM_WORLD, "a wait", e));
+                }
+            }
+        }
+        progress();
+        Ok(())
+    }
+}
+
+/// Let `BIG` go (the next touch of the state takes it back), and pause the wait `idle`.
+fn let_go(idle: &mut earlybird::Idle<'static>) -> Result<()> {
+    drop(HELD.with(|h| h.borrow_mut().guard.take()));
+    idle.pause()
+}
+
+/// Under MPI_THREAD_MULTIPLE ([`waits_let_go`]), until the requests `hs` may be waited for
+/// without blocking (each completed, failed, inactive, or not one this thread can wait
+/// for: the wait reports that), with `BIG` let go between tries. Err holds the code to
+/// return (the job aborted meanwhile).
+pub(crate) fn until_ready(hs: &[Handle]) -> std::result::Result<(), c_int> {
+    let mut w = Wait::new();
+    let mut from = 0;
+    while from < hs.len() {
+        if ready(hs[from]) {
+            from += 1;
+        } else {
+            w.pause()?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether waiting for the request `h` would not block (see [`until_ready`]). A channel's
+/// bind in progress counts as ready: its own wait completes it.
+fn ready(h: Handle) -> bool {
+    if h == abi::REQUEST_NULL || is_done_handle(h) {
+        return true;
+    }
+    let Ok(mut p) = take_request(h) else {
+        return true;
+    };
+    let r = p.bind.is_some() || p.req.as_mut().is_none_or(Request::is_complete);
+    put_back(h, p);
+    r
+}
+
+/// Before a blocking collective on `comm` runs as its nonblocking form and a wait
+/// ([`via_request`]): what the blocking form does first (see
+/// `Comm::prepare_blocking_collective`). A bad handle is left to the call to report.
+/// Under MPI_THREAD_MULTIPLE the exchanges that make the region let `BIG` go between polls
+/// ([`pause_aside`]): two threads making the first blocking collectives of two communicators
+/// in opposite orders on two processes must not wait for each other's lock.
+pub(crate) fn prepare_blocking_collective(comm: Handle) {
+    crate::endpoints::attach_pending(comm);
+    if let Ok(c) = cell(|s| comm_ref(&s.borrow(), comm).cloned()) {
+        if waits_let_go() {
+            // The state is not borrowed: `c` is a clone, kept across the pauses untouched.
+            earlybird::waits_aside(pause_aside, || c.prepare_blocking_collective());
+            // The wait is over: what it told the launcher's report goes with it.
+            drop(ASIDE_WAIT.with(|a| a.borrow_mut().take()));
+        } else {
+            c.prepare_blocking_collective();
+        }
+    }
+}
+
+thread_local! {
+    /// The wait [`pause_aside`] serves (one per thread: its waits do not nest).
+    static ASIDE_WAIT: RefCell<Option<earlybird::Idle<'static>>> = const { RefCell::new(None) };
+}
+
+/// Between two polls of a wait inside the core (see `earlybird::waits_aside`): let `BIG` go,
+/// yield (with the checks of a long wait), take it back.
+fn pause_aside() -> Result<()> {
+    let Some(w) = WATCH.get() else {
+        return Ok(());
+    };
+    let r = ASIDE_WAIT.with(|a| let_go(a.borrow_mut().get_or_insert_with(|| w.idle())));
+    let g = lock_big();
+    HELD.with(|h| h.borrow_mut().guard = Some(g));
+    r
+}
+
+/// MPI_STATUS_IGNORE.
+pub(crate) const IGNORED: *mut MpiStatus = abi::STATUS_IGNORE as *mut MpiStatus;
+
+/// A blocking call under MPI_THREAD_MULTIPLE ([`waits_let_go`]): its nonblocking form
+/// `start` (which writes its request), then a wait that lets `BIG` go. The code to return.
+pub(crate) fn via_request(
+    start: impl FnOnce(*mut Handle) -> c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    let mut r = abi::REQUEST_NULL;
+    let rc = start(&mut r);
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    if let Err(rc) = until_ready(&[r]) {
+        return rc;
+    }
+    // SAFETY: a request handle of ours, and the caller's status.
+    unsafe { complete(&mut r, status, true) }.map_or_else(|c| c, |_| MPI_SUCCESS)
+}
 /// The thread that called MPI_Init (MPI_Is_thread_main).
 static INIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
 /// `f` on the state this thread's calls use: its own (the initialising thread's, or an
 /// endpoint thread's tables), or under MPI_THREAD_SERIALIZED the process's, for every thread
 /// that drives no endpoint of its own.
+/// Under MPI_THREAD_MULTIPLE the process's state is reached with `BIG` held (see [`Entry`]).
 #[inline]
 fn cell<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
     STATE.with(|ThreadState(tls)| {
         if SERIALIZED_MODE.load(Ordering::Relaxed) && tls.try_borrow().is_ok_and(|s| s.is_none()) {
+            let _outside_calls = if MULTIPLE_MODE.load(Ordering::Relaxed) {
+                hold_big()
+            } else {
+                None
+            };
             f(&SERIALIZED.0)
         } else {
             f(tls)
@@ -354,14 +613,20 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
         eprintln!("earlybird: MPI_Init called twice");
         return ErrorClass::Other.code();
     }
-    // Up to SERIALIZED: the state then moves to `SERIALIZED`, which any thread reaches, one
-    // at a time. MULTIPLE would need the blocking calls to let the state go while they wait
-    // (as `earlybird::Shared` does); threads that drive endpoints have tables of their own
-    // at every level (endpoints.rs).
+    // From SERIALIZED the state moves to `SERIALIZED`, which any thread reaches. The rank
+    // itself is made for SERIALIZED: under MULTIPLE this layer adds the lock (`Entry`), and
+    // the blocking calls wait with it let go, as `earlybird::Shared` does. Threads that drive
+    // endpoints have tables of their own at every level (endpoints.rs).
+    let multiple = required >= earlybird::ThreadLevel::Multiple;
     let required = required.min(earlybird::ThreadLevel::Serialized);
     match earlybird::init_with_assertions(required, a) {
         Ok(uni) => {
-            let level = uni.query_thread();
+            let level = if multiple {
+                let _ = WATCH.set(uni.watch());
+                earlybird::ThreadLevel::Multiple
+            } else {
+                uni.query_thread()
+            };
             LEVEL.store(abi::thread_level_code(level) as u8, Ordering::Release);
             let _ = INIT_THREAD.set(std::thread::current().id());
             SERIALIZED_MODE.store(
@@ -374,6 +639,7 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
                     LOOSE_INFOS.with(|t| std::mem::replace(&mut *t.borrow_mut(), Table::new()));
                 *s = Some(st);
             });
+            MULTIPLE_MODE.store(multiple, Ordering::Release);
             INITIALIZED.store(true, Ordering::Release);
             MPI_SUCCESS
         }

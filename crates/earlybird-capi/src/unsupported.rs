@@ -59,6 +59,7 @@ macro_rules! unsupported {
     ($how:ident($what:literal): $($name:ident / $pname:ident),* $(,)?) => {$(
         #[no_mangle]
         pub extern "C" fn $pname() -> c_int {
+            let _entry = crate::state::enter();
             $how(stringify!($name), $what)
         }
 

@@ -315,6 +315,13 @@ fn threads_serialized() {
     run_everywhere_with("threads_serialized", BOTH, &["-pthread"]);
 }
 
+/// MPI_THREAD_MULTIPLE: four threads of each rank call at once, blocking calls included
+/// that only another thread of the same process can end.
+#[test]
+fn threads_multiple() {
+    run_everywhere_with("threads_multiple", BOTH, &["-pthread"]);
+}
+
 #[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
