@@ -5,7 +5,7 @@ use crate::abi::{self, Handle, MpiStatus, MPI_SUCCESS};
 use earlybird::{
     Begun, Comm, Datatype, Error, ErrorClass, Request, Result, Typed, TypedMut, Universe,
 };
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,18 +59,32 @@ struct State {
 }
 
 thread_local! {
-    static STATE: ThreadState = const { ThreadState(RefCell::new(None)) };
+    static STATE: ThreadState = const {
+        ThreadState {
+            state: RefCell::new(None),
+            held: BigHeld {
+                depth: Cell::new(0),
+                opaque: Cell::new(0),
+                locked: Cell::new(false),
+                guard: Cell::new(None),
+            },
+        }
+    };
 }
 
 /// A thread's state, left undropped if it is still there when the thread's locals go (the
 /// process exits on a fatal error, or without MPI_Finalize): dropping it would finalize its
 /// rank and run the program's delete callbacks, which call MPI, whose state is this one,
 /// now unreachable. MPI_Finalize takes the state out first, so a finished program drops it.
-struct ThreadState(RefCell<Option<State>>);
+/// Beside it (one thread-local, reached once per call), what the thread holds of `BIG`.
+struct ThreadState {
+    state: RefCell<Option<State>>,
+    held: BigHeld,
+}
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
-        std::mem::forget(self.0.get_mut().take());
+        std::mem::forget(self.state.get_mut().take());
     }
 }
 
@@ -104,46 +118,63 @@ static WATCH: std::sync::OnceLock<earlybird::Watch> = std::sync::OnceLock::new()
 
 /// What this thread holds of `BIG`: the calls it is in (`depth`), those of them that may be
 /// in the middle of an operation on the state (`opaque`: all but wrappers that only convert
-/// their arguments and call another), and the guard once a call touched the process's state.
+/// their arguments and call another), and the guard once a call touched the process's state
+/// (`locked` says whether it is there).
 struct BigHeld {
-    depth: u32,
-    opaque: u32,
-    guard: Option<std::sync::MutexGuard<'static, ()>>,
+    depth: Cell<u32>,
+    opaque: Cell<u32>,
+    locked: Cell<bool>,
+    guard: Cell<Option<std::sync::MutexGuard<'static, ()>>>,
 }
 
-thread_local! {
-    static HELD: RefCell<BigHeld> = const {
-        RefCell::new(BigHeld {
-            depth: 0,
-            opaque: 0,
-            guard: None,
-        })
-    };
+impl BigHeld {
+    fn keep(&self, g: std::sync::MutexGuard<'static, ()>) {
+        self.guard.set(Some(g));
+        self.locked.set(true);
+    }
+
+    fn give_back(&self) -> Option<std::sync::MutexGuard<'static, ()>> {
+        self.locked.set(false);
+        self.guard.take()
+    }
 }
+
+/// `f` on what this thread holds of `BIG`.
+#[inline]
+fn held<R>(f: impl FnOnce(&BigHeld) -> R) -> R {
+    STATE.with(|t| f(&t.held))
+}
+
+/// Threads waiting to take `BIG`: a wait that holds it lets it go between its tries only
+/// when some thread wants it, and otherwise spins as a wait below MULTIPLE does.
+static WANTING: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn lock_big() -> std::sync::MutexGuard<'static, ()> {
     // A thread that panicked holding it ended the process (a panic does not unwind out
     // of an `extern "C"` call), so poison is never seen by a live program.
-    BIG.lock().unwrap_or_else(|p| p.into_inner())
+    if let Ok(g) = BIG.try_lock() {
+        return g;
+    }
+    WANTING.fetch_add(1, Ordering::SeqCst);
+    let g = BIG.lock().unwrap_or_else(|p| p.into_inner());
+    WANTING.fetch_sub(1, Ordering::SeqCst);
+    g
 }
 
 /// Under MPI_THREAD_MULTIPLE, about to touch the process's state: take `BIG` unless this
 /// thread holds it. Inside a call it is kept until the thread's outermost call returns (or
 /// a wait lets it go, [`Wait::pause`]); outside one (never expected) the guard is given back
 /// for the caller to drop.
-fn hold_big() -> Option<std::sync::MutexGuard<'static, ()>> {
-    HELD.with(|h| {
-        let mut h = h.borrow_mut();
-        if h.guard.is_some() {
-            return None;
-        }
-        let g = lock_big();
-        if h.depth == 0 {
-            return Some(g);
-        }
-        h.guard = Some(g);
-        None
-    })
+fn hold_big(h: &BigHeld) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if h.locked.get() {
+        return None;
+    }
+    let g = lock_big();
+    if h.depth.get() == 0 {
+        return Some(g);
+    }
+    h.keep(g);
+    None
 }
 
 /// A call into this library. Under MPI_THREAD_MULTIPLE the process's state is reached only
@@ -179,10 +210,9 @@ fn enter_as(opaque: bool) -> Entry {
             opaque,
         };
     }
-    HELD.with(|h| {
-        let mut h = h.borrow_mut();
-        h.depth += 1;
-        h.opaque += u32::from(opaque);
+    held(|h| {
+        h.depth.set(h.depth.get() + 1);
+        h.opaque.set(h.opaque.get() + u32::from(opaque));
     });
     Entry {
         counted: true,
@@ -194,12 +224,11 @@ impl Drop for Entry {
     #[inline]
     fn drop(&mut self) {
         if self.counted {
-            let g = HELD.with(|h| {
-                let mut h = h.borrow_mut();
-                h.depth -= 1;
-                h.opaque -= u32::from(self.opaque);
-                if h.depth == 0 {
-                    h.guard.take()
+            let g = held(|h| {
+                h.depth.set(h.depth.get() - 1);
+                h.opaque.set(h.opaque.get() - u32::from(self.opaque));
+                if h.depth.get() == 0 {
+                    h.give_back()
                 } else {
                     None
                 }
@@ -216,8 +245,8 @@ impl Drop for Entry {
 /// below MULTIPLE).
 pub(crate) fn waits_let_go() -> bool {
     MULTIPLE_MODE.load(Ordering::Relaxed)
-        && HELD.with(|h| h.borrow().opaque == 1)
-        && STATE.with(|ThreadState(t)| t.try_borrow().is_ok_and(|s| s.is_none()))
+        && STATE
+            .with(|t| t.held.opaque.get() == 1 && t.state.try_borrow().is_ok_and(|s| s.is_none()))
 }
 
 /// A wait that tries again and again: between tries it drives progress and, when
@@ -226,12 +255,18 @@ pub(crate) fn waits_let_go() -> bool {
 /// caller holds nothing of the state across [`pause`](Wait::pause); the next touch of the
 /// state takes the lock again.
 pub(crate) struct Wait {
+    /// Pauses that let the lock go: another thread wants it.
     idle: Option<earlybird::Idle<'static>>,
+    /// Pauses that keep it: no thread wants it.
+    alone: Option<earlybird::Idle<'static>>,
 }
 
 impl Wait {
     pub(crate) fn new() -> Wait {
-        Wait { idle: None }
+        Wait {
+            idle: None,
+            alone: None,
+        }
     }
 
     /// Between two tries. Err (MPIX_ERR_PROC_FAILED, through MPI_COMM_WORLD's handler: its
@@ -239,7 +274,12 @@ impl Wait {
     pub(crate) fn pause(&mut self) -> std::result::Result<(), c_int> {
         if waits_let_go() {
             if let Some(w) = WATCH.get() {
-                if let Err(e) = let_go(self.idle.get_or_insert_with(|| w.idle())) {
+                let r = if WANTING.load(Ordering::SeqCst) > 0 {
+                    let_go(self.idle.get_or_insert_with(|| w.idle()))
+                } else {
+                    self.alone.get_or_insert_with(|| w.idle_alone()).pause()
+                };
+                if let Err(e) = r {
                     return Err(fail(abi::COMM_WORLD, "a wait", e));
                 }
             }
@@ -251,7 +291,7 @@ impl Wait {
 
 /// Let `BIG` go (the next touch of the state takes it back), and pause the wait `idle`.
 fn let_go(idle: &mut earlybird::Idle<'static>) -> Result<()> {
-    drop(HELD.with(|h| h.borrow_mut().guard.take()));
+    drop(held(BigHeld::give_back));
     idle.pause()
 }
 
@@ -319,7 +359,7 @@ fn pause_aside() -> Result<()> {
     };
     let r = ASIDE_WAIT.with(|a| let_go(a.borrow_mut().get_or_insert_with(|| w.idle())));
     let g = lock_big();
-    HELD.with(|h| h.borrow_mut().guard = Some(g));
+    held(|h| h.keep(g));
     r
 }
 
@@ -352,10 +392,10 @@ static INIT_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::Once
 /// Under MPI_THREAD_MULTIPLE the process's state is reached with `BIG` held (see [`Entry`]).
 #[inline]
 fn cell<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
-    STATE.with(|ThreadState(tls)| {
+    STATE.with(|ThreadState { state: tls, held }| {
         if SERIALIZED_MODE.load(Ordering::Relaxed) && tls.try_borrow().is_ok_and(|s| s.is_none()) {
             let _outside_calls = if MULTIPLE_MODE.load(Ordering::Relaxed) {
-                hold_big()
+                hold_big(held)
             } else {
                 None
             };
@@ -2789,7 +2829,7 @@ fn endpoint_state<R>(f: impl FnOnce(&RefCell<Option<State>>) -> R) -> R {
     if is_init_thread() {
         cell(f)
     } else {
-        STATE.with(|ThreadState(tls)| f(tls))
+        STATE.with(|t| f(&t.state))
     }
 }
 

@@ -70,6 +70,8 @@ impl Inner {
 pub struct Watch {
     job: JobSegment,
     me: u32,
+    /// The rank's spin budget (see [`Watch::idle_alone`]).
+    spin: u32,
 }
 
 impl std::fmt::Debug for Watch {
@@ -84,15 +86,28 @@ impl Universe {
         Watch {
             job: self.job_segment(),
             me: self.world().rank() as u32,
+            spin: self.eng().borrow().spin_budget(),
         }
     }
 }
 
 impl Watch {
-    /// A wait that lets its lock go between tries: call [`Idle::pause`] between them.
+    /// A wait that lets its lock go between tries: call [`Idle::pause`] between them. It
+    /// yields the core at every pause, since another thread waits for the lock.
     pub fn idle(&self) -> Idle<'_> {
         Idle {
             watch: self,
+            spin: 0,
+            waiter: None,
+        }
+    }
+
+    /// A wait that keeps its lock between tries, no other thread wanting it: it spins as
+    /// the rank's own waits do (long when the rank has a core of its own) before it yields.
+    pub fn idle_alone(&self) -> Idle<'_> {
+        Idle {
+            watch: self,
+            spin: self.spin,
             waiter: None,
         }
     }
@@ -102,6 +117,7 @@ impl Watch {
 /// over, it takes back what it said to the launcher's report.
 pub struct Idle<'w> {
     watch: &'w Watch,
+    spin: u32,
     waiter: Option<Waiter>,
 }
 
@@ -115,10 +131,10 @@ impl Idle<'_> {
 
     /// As [`pause`](Self::pause), the wait reported as `blocked` once it is long.
     fn pause_in(&mut self, blocked: Blocked) -> Result<()> {
-        // No spin budget: each try takes the lock, so the others must get their turn.
-        let Watch { job, me } = self.watch;
+        let Watch { job, me, .. } = self.watch;
+        let spin = self.spin;
         self.waiter
-            .get_or_insert_with(|| Waiter::new(0, blocked))
+            .get_or_insert_with(|| Waiter::new(spin, blocked))
             .idle(job, *me)
     }
 }

@@ -410,16 +410,16 @@ impl<'s> Request<'s> {
     }
 
     /// Whether [`wait`](Self::wait) would return at once (the request completed, failed,
-    /// is inactive or was collected), after one round of progress. Nothing is collected and
-    /// no error handler runs: for waits that try many times with a lock let go between
-    /// tries, and then wait (the C ABI's MPI_THREAD_MULTIPLE).
+    /// is inactive or was collected). It drives no progress (a caller testing many requests
+    /// drives it once per pass), collects nothing and runs no error handler: for waits that
+    /// try many times with a lock let go between tries, and then wait (the C ABI's
+    /// MPI_THREAD_MULTIPLE).
     pub fn is_complete(&mut self) -> bool {
         if self.consumed || !self.is_active() {
             return true;
         }
         let eng = self.eng.clone();
         let mut e = eng.borrow_mut();
-        e.progress();
         with_completion!(&mut self.body, c => c.peek(&mut e)).is_some()
     }
 
