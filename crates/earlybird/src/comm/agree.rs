@@ -12,7 +12,7 @@
 //!   when it completes; nothing else runs on the endpoint in between (an endpoint is driven
 //!   by one thread, and a blocking agreement advances only itself).
 //! * A **nonblocking** agreement ([`Agreement`], MPI_Comm_idup) offers a *window*, the
-//!   lowest [`WINDOW`] free pairs, and claims (reserves) all of them when it makes the
+//!   lowest [`WINDOW`] free pairs (fewer when pairs run short: [`window_for`]), and claims (reserves) all of them when it makes the
 //!   offer; when the result arrives it keeps the chosen pair and releases the rest.
 //!
 //! Take two agreements X and Y on one endpoint that both end with pair p. Each offered p,
@@ -55,8 +55,16 @@ pub(crate) type Offer = (Mask, Vec<u8>);
 /// Bytes of a [`Mask`] on the wire.
 pub(crate) const MASK_BYTES: usize = CTX_WORDS * 8;
 
-/// Pairs a nonblocking agreement offers (and reserves) per round.
+/// Pairs a nonblocking agreement offers (and reserves) per round, at most.
 pub(crate) const WINDOW: usize = 256;
+
+/// The pairs a round offers when `free` pairs are free: [`WINDOW`], or an eighth of them
+/// when that is fewer (at least one), so that many agreements pending at once on one
+/// endpoint each get a window: five idups started by each of four threads, for one, would
+/// otherwise reserve more pairs than there are and fail.
+fn window_for(free: usize) -> usize {
+    WINDOW.min((free / 8).max(1))
+}
 
 /// Internal tags of collective calls: round `round` of call number `seq` on a communicator.
 /// They are negative, so they never meet the (non-negative) user tags that
@@ -417,10 +425,11 @@ impl Agreement {
             if self.ex.is_none() {
                 let free = context::free_mask(e);
                 let start = self.start();
+                let size = window_for(pairs(&free).count());
                 self.offered = pairs(&free)
                     .filter(|&p| p >= start)
                     .chain(pairs(&free).filter(|&p| p < start))
-                    .take(WINDOW)
+                    .take(size)
                     .collect();
                 let mut window = [0u64; CTX_WORDS];
                 for &p in &self.offered {
@@ -556,6 +565,22 @@ pub(crate) fn swap_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_shrink_so_that_many_pending_agreements_fit() {
+        assert_eq!(window_for(4096), WINDOW);
+        assert_eq!(window_for(800), 100);
+        assert_eq!(window_for(3), 1);
+        // Twenty-one agreements pending at once on an endpoint of 4096 pairs (five idups
+        // started by each of four threads, and one more) each reserve a window.
+        let mut free = 4096;
+        for _ in 0..21 {
+            let w = window_for(free);
+            assert!(w >= 1 && w <= free, "a window of {w} of {free} free pairs");
+            free -= w;
+        }
+        assert!(free > 0);
+    }
 
     #[test]
     fn collective_tags_are_negative_and_distinct() {
