@@ -98,9 +98,9 @@ struct SerializedState(RefCell<Option<State>>);
 // 4.1 §11.6.3) is that it never has two threads in MPI at once and orders its calls with its
 // own synchronization; under MULTIPLE `cell` reaches this state only with `BIG` held, kept
 // to the end of the thread's outermost call (`Entry`) but where a wait lets it go holding
-// nothing of the state (`Wait::pause`). Either
-// way one thread's accesses to the state (its `Rc` counts and `RefCell` flags included) are
-// ordered before the next thread's, as by a lock. Values of the state a call takes out (a
+// nothing of the state (`Wait::pause`, `pause_aside`). Either way one thread's accesses to
+// the state (its `Rc` counts and `RefCell` flags included) are ordered before the next
+// thread's, as by a lock. Values of the state a call takes out (a
 // communicator's clone) are dropped before the call returns or lets the lock go.
 unsafe impl Sync for SerializedState {}
 
