@@ -122,9 +122,10 @@ pub struct Idle<'w> {
 }
 
 impl Idle<'_> {
-    /// Between two tries of a wait on requests, with the lock let go: yield the core, and
-    /// every so often look whether the job was aborted or the launcher is gone
-    /// (MPIX_ERR_PROC_FAILED then).
+    /// Between two tries of a wait on requests: spin or yield the core (an [`Watch::idle`]
+    /// wait, whose lock is let go meanwhile, always yields; an [`Watch::idle_alone`] one
+    /// spins first), and every so often look whether the job was aborted or the launcher is
+    /// gone (MPIX_ERR_PROC_FAILED then).
     pub fn pause(&mut self) -> Result<()> {
         self.pause_in(Blocked::wait())
     }

@@ -101,7 +101,10 @@ static void streams_on_world(int t) {
 }
 
 /* Blocking calls that only another thread of this process can end: thread 0 blocks, thread
- * 1 acts a little later (the others pass). `pthread_barrier_wait` lines the pairs up. */
+ * 1 acts a little later (the others pass). `pthread_barrier_wait` lines the pairs up. The
+ * delay synchronises nothing the results depend on: it only makes it likely that thread 0
+ * is already blocked when thread 1 calls, which is when a library that kept its lock
+ * through a blocking call would hang. */
 static void blocked_until_the_other_thread(int t) {
     const useconds_t later = 20000;
     int v = -1, x = 5;

@@ -12,8 +12,9 @@
 //!   when it completes; nothing else runs on the endpoint in between (an endpoint is driven
 //!   by one thread, and a blocking agreement advances only itself).
 //! * A **nonblocking** agreement ([`Agreement`], MPI_Comm_idup) offers a *window*, the
-//!   lowest [`WINDOW`] free pairs (fewer when pairs run short: [`window_for`]), and claims (reserves) all of them when it makes the
-//!   offer; when the result arrives it keeps the chosen pair and releases the rest.
+//!   lowest [`WINDOW`] free pairs (fewer when pairs run short: [`window_for`]), and claims
+//!   (reserves) all of them when it makes the offer; when the result arrives it keeps the
+//!   chosen pair and releases the rest.
 //!
 //! Take two agreements X and Y on one endpoint that both end with pair p. Each offered p,
 //! so p was free (neither used nor reserved) at each offer. Say X offered first. If X is
@@ -319,9 +320,9 @@ pub(crate) fn exchange(
 }
 
 /// A blocking [`Exchange`] that, when the calling thread runs under
-/// [`crate::p2p::wait::waits_aside`], polls with the endpoint let go and calls the layer's pause
-/// between polls (which lets that layer's lock go, so the process's other threads progress
-/// meanwhile). For exchanges that take nothing other calls may take meanwhile (a shared
+/// [`crate::p2p::wait::waits_aside`], polls with the endpoint let go and calls the layer's
+/// pause between polls (which lets that layer's lock go, so the process's other threads
+/// progress meanwhile). For exchanges that take nothing other calls may take meanwhile (a shared
 /// region's key): a context agreement must not run this way.
 pub(crate) fn exchange_aside(
     eng: &EngineRef,
