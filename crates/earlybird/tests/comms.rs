@@ -318,8 +318,74 @@ fn fault_tolerant_agreement(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// A pause that lets nothing go (a layer's lock would be let go here).
+fn no_lock() -> Result<()> {
+    std::thread::yield_now();
+    Ok(())
+}
+
+/// Constructors run aside (`waits_aside`, as the C ABI runs them under MPI_THREAD_MULTIPLE)
+/// offer windows of the pairs they reserve. Rank 0 first takes 300 pairs that no other rank
+/// holds (dups of MPI_COMM_SELF), so its lowest window misses the others' in every first
+/// round: dup, split, create, create_group, a Cartesian grid, an intercommunicator create
+/// and its merge then agree in later rounds, each on a pair that carries its own messages.
+fn agreements_aside_whose_windows_miss(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    let held = if me == 0 {
+        (0..300)
+            .map(|_| u.comm_self().dup())
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        Vec::new()
+    };
+    let made = earlybird::waits_aside(no_lock, || -> Result<Vec<earlybird::Comm>> {
+        let low = me < n / 2;
+        let local = w.split(i32::from(low), me)?.expect("a color");
+        let remote_leader = if low { n / 2 } else { 0 };
+        let inter = local.intercomm_create(0, w, remote_leader, 9)?;
+        let merged = inter.intercomm_merge(!low)?;
+        assert_eq!(merged.size(), n);
+        Ok(vec![
+            w.dup()?,
+            w.split(0, -me)?.expect("a color"),
+            w.create(&w.group())?.expect("a member"),
+            w.create_group(&w.group(), 5)?.expect("a member"),
+            w.cart_create(&[n], &[true], false)?.expect("in the grid"),
+            local,
+            merged,
+            inter,
+        ])
+    })?;
+    // Every new communicator carries its own messages: a ring of values that differ by
+    // communicator, all posted before any completes.
+    let k = made.len() - 1;
+    let mut got = vec![[0i32; 1]; k];
+    let sent: Vec<[i32; 1]> = (0..k).map(|i| [i as i32 * 1000 + made[i].rank()]).collect();
+    scope(|s| -> Result<()> {
+        let mut reqs = Vec::new();
+        for (c, g) in made.iter().zip(got.iter_mut()) {
+            reqs.push(c.irecv(s, g, ANY_SOURCE, 3)?);
+        }
+        for (c, x) in made.iter().zip(&sent) {
+            reqs.push(c.isend(s, x, common::ring(c).0, 3)?);
+        }
+        wait_all(&mut reqs)?;
+        Ok(())
+    })?;
+    for (i, (c, g)) in made.iter().zip(&got).enumerate() {
+        let left = common::ring(c).1;
+        assert_eq!(g[0], i as i32 * 1000 + left, "communicator {i}");
+    }
+    for c in made.into_iter().chain(held) {
+        c.free()?;
+    }
+    Ok(())
+}
+
 scenarios! {
     comm_self [1, 2, 3, 4, 8];
+    agreements_aside_whose_windows_miss [2, 3, 4];
     fault_tolerant_agreement [1, 2, 3, 4];
     owned comm_self_attributes_deleted_at_finalize [1, 2, 3];
     owned comm_self_attributes_deleted_at_drop [1, 2, 3];

@@ -11,6 +11,11 @@
 //! * A **blocking** agreement offers every pair that is free and claims the chosen pair
 //!   when it completes; nothing else runs on the endpoint in between (an endpoint is driven
 //!   by one thread, and a blocking agreement advances only itself).
+//! * A blocking agreement **run aside** (under [`crate::p2p::wait::waits_aside`]: the C ABI
+//!   under MPI_THREAD_MULTIPLE, whose other threads make calls on the endpoint while it
+//!   waits) offers a window as a nonblocking one does and reserves it for its exchange; when
+//!   the exchange ends it releases the window and, before anything else runs on the
+//!   endpoint, claims the chosen pair ([`offers_windowed`]).
 //! * A **nonblocking** agreement ([`Agreement`], MPI_Comm_idup) offers a *window*, the
 //!   lowest [`WINDOW`] free pairs (fewer when pairs run short: [`window_for`]), and claims
 //!   (reserves) all of them when it makes the offer; when the result arrives it keeps the
@@ -18,12 +23,12 @@
 //!
 //! Take two agreements X and Y on one endpoint that both end with pair p. Each offered p,
 //! so p was free (neither used nor reserved) at each offer. Say X offered first. If X is
-//! nonblocking, p stayed reserved from X's offer until X ended holding it, so Y's offer
-//! could not contain p. If X is blocking, it ended (claiming p) before anything else on the
-//! endpoint offered. Either way Y could not have offered p: a contradiction. Agreements on
-//! different endpoints may end with the same pair only if no endpoint belongs to both
-//! communicators, where a shared pair is harmless (a context only separates messages
-//! between the same endpoints).
+//! nonblocking or runs aside, p stayed reserved from X's offer until X ended holding it, so
+//! Y's offer could not contain p. If X is blocking, it ended (claiming p) before anything
+//! else on the endpoint offered. Either way Y could not have offered p: a contradiction.
+//! Agreements on different endpoints may end with the same pair only if no endpoint
+//! belongs to both communicators, where a shared pair is harmless (a context only
+//! separates messages between the same endpoints).
 //!
 //! # Windows that do not meet
 //!
@@ -38,6 +43,11 @@
 //! 31 rounds without a common pair the agreement fails (no pair is free on all
 //! participants, or others keep holding them). Rounds after the first advance when the
 //! participants test or wait on their requests.
+//!
+//! A blocking agreement whose first round finds no pair common to the new communicator's
+//! members goes on with such rounds among those members ([`settle`]): windows of processes
+//! that run aside may miss each other as nonblocking ones do. Every member sees the same
+//! offers, so all of them go on, or none.
 #![forbid(unsafe_code)]
 
 use super::context::{self, Mask, CTX_WORDS};
@@ -45,7 +55,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::engine::{Engine, SendMode, Started};
 use crate::p2p::matching::Pattern;
 use crate::p2p::ops::OpId;
-use crate::p2p::wait::Blocked;
+use crate::p2p::wait::{aside, Blocked, Pause};
 use crate::request::EngineRef;
 use crate::status::Status;
 use crate::sys::lend::Loan;
@@ -73,6 +83,33 @@ fn window_for(free: usize) -> usize {
 pub(crate) fn coll_tag(seq: u32, round: u32) -> i32 {
     debug_assert!(round < 32);
     i32::MIN + (((seq & 0x03FF_FFFF) << 5) | round) as i32
+}
+
+/// How the rounds of an agreement are tagged.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Tags {
+    /// Round r of collective call number `seq` on the parent: [`coll_tag`]`(seq, r)`.
+    Call(u32),
+    /// Every round on the tag the program gave MPI_Comm_create_group: its rounds run among
+    /// the same processes in the same pattern, so each pair's messages match in order.
+    Fixed(i32),
+}
+
+impl Tags {
+    fn tag(self, round: u32) -> i32 {
+        match self {
+            Tags::Call(seq) => coll_tag(seq, round),
+            Tags::Fixed(t) => t,
+        }
+    }
+
+    /// What tells this agreement's window points from a concurrent one's.
+    fn salt(self) -> u32 {
+        match self {
+            Tags::Call(seq) => seq,
+            Tags::Fixed(t) => t as u32 ^ 0x8000_0000,
+        }
+    }
 }
 
 pub(crate) fn mask_to_bytes(m: &Mask) -> Vec<u8> {
@@ -308,22 +345,94 @@ pub(crate) fn exchange(
     me: usize,
     mine: Vec<u8>,
 ) -> Result<Vec<Vec<u8>>> {
-    let mut e = eng.borrow_mut();
-    let mut x = Exchange::start(&mut e, ctx, tag, parts, me, mine)?;
-    match e.wait_for(blocked(ctx, tag), |e| x.poll(e)) {
-        Ok(r) => r,
-        Err(err) => {
-            x.abandon(&mut e);
-            Err(err)
+    exchange_pausing(eng, (ctx, tag), parts, me, mine, None)
+}
+
+/// A blocking [`Exchange`] on `(ctx, tag)`, [`drive`]n with `pause`.
+fn exchange_pausing(
+    eng: &EngineRef,
+    (ctx, tag): (u32, i32),
+    parts: &[u32],
+    me: usize,
+    mine: Vec<u8>,
+    pause: Option<Pause>,
+) -> Result<Vec<Vec<u8>>> {
+    let mut x = Exchange::start(&mut eng.borrow_mut(), ctx, tag, parts, me, mine)?;
+    let b = blocked(ctx, tag);
+    drive(eng, b, pause, &mut x, Exchange::poll, Exchange::abandon)
+}
+
+/// Where round `round` of an agreement offers its window: the lowest pair in the first
+/// round, then a point drawn from `salt` (which every participant computes alike from the
+/// agreement, and which differs between concurrent agreements; see the module doc).
+pub(crate) fn window_start(salt: u64, round: u32) -> u32 {
+    if round == 0 {
+        return 0;
+    }
+    let h = salt ^ u64::from(round).wrapping_mul(0x1656_67B1_9E37_79F9);
+    ((h ^ (h >> 29)) % (CTX_WORDS as u64 * 64)) as u32
+}
+
+/// Reserve (claim) a window of the endpoint's free pairs, [`window_for`] of them from
+/// `start` on (wrapping round): the pairs, and their mask.
+pub(crate) fn reserve_window(e: &mut Engine, start: u32) -> (Vec<u32>, Mask) {
+    let free = context::free_mask(e);
+    let size = window_for(pairs(&free).count());
+    let offered: Vec<u32> = pairs(&free)
+        .filter(|&p| p >= start)
+        .chain(pairs(&free).filter(|&p| p < start))
+        .take(size)
+        .collect();
+    let mut window = [0u64; CTX_WORDS];
+    for &p in &offered {
+        context::claim(e, p);
+        window[p as usize / 64] |= 1 << (p % 64);
+    }
+    (offered, window)
+}
+
+/// Drive `poll` on `x` to its result: a blocking wait, or, given the `pause` of the
+/// [`crate::p2p::wait::waits_aside`] the calling thread runs under, polls with the endpoint
+/// let go and that pause between them (which lets the layer's lock go, so the process's
+/// other threads progress meanwhile). On an error of the wait, `abandon` withdraws what is
+/// in flight.
+fn drive<S, T>(
+    eng: &EngineRef,
+    blocked: Blocked,
+    pause: Option<Pause>,
+    x: &mut S,
+    poll: impl Fn(&mut S, &mut Engine) -> Option<Result<T>>,
+    abandon: impl FnOnce(&mut S, &mut Engine),
+) -> Result<T> {
+    let Some(pause) = pause else {
+        let mut e = eng.borrow_mut();
+        return match e.wait_for(blocked, |e| poll(x, e)) {
+            Ok(r) => r,
+            Err(err) => {
+                abandon(x, &mut e);
+                Err(err)
+            }
+        };
+    };
+    loop {
+        {
+            let mut e = eng.borrow_mut();
+            e.progress();
+            if let Some(r) = poll(x, &mut e) {
+                return r;
+            }
+        }
+        if let Err(err) = pause() {
+            abandon(x, &mut eng.borrow_mut());
+            return Err(err);
         }
     }
 }
 
 /// A blocking [`Exchange`] that, when the calling thread runs under
-/// [`crate::p2p::wait::waits_aside`], polls with the endpoint let go and calls the layer's
-/// pause between polls (which lets that layer's lock go, so the process's other threads
-/// progress meanwhile). For exchanges that take nothing other calls may take meanwhile (a shared
-/// region's key): a context agreement must not run this way.
+/// [`crate::p2p::wait::waits_aside`], polls with the endpoint let go (see [`drive`]). For
+/// exchanges that take nothing other calls may take meanwhile (a shared region's key, an
+/// offer of reserved pairs).
 pub(crate) fn exchange_aside(
     eng: &EngineRef,
     ctx: u32,
@@ -332,23 +441,67 @@ pub(crate) fn exchange_aside(
     me: usize,
     mine: Vec<u8>,
 ) -> Result<Vec<Vec<u8>>> {
-    let Some(pause) = crate::p2p::wait::aside() else {
-        return exchange(eng, ctx, tag, parts, me, mine);
-    };
-    let mut x = Exchange::start(&mut eng.borrow_mut(), ctx, tag, parts, me, mine)?;
-    loop {
-        {
-            let mut e = eng.borrow_mut();
-            e.progress();
-            if let Some(r) = x.poll(&mut e) {
-                return r;
-            }
-        }
-        if let Err(err) = pause() {
-            x.abandon(&mut eng.borrow_mut());
-            return Err(err);
+    exchange_pausing(eng, (ctx, tag), parts, me, mine, aside())
+}
+
+/// The first round of a blocking agreement that [`settle`] ends: as [`offers`], except that
+/// when the calling thread runs aside (see the module doc) it offers a window of its free
+/// pairs, reserved until the exchange ends. The window is released then: the caller claims
+/// the pair it settles on before anything else runs on the endpoint.
+pub(crate) fn offers_windowed(
+    eng: &EngineRef,
+    ctx: u32,
+    tag: i32,
+    parts: &[u32],
+    me: usize,
+    extra: &[u8],
+) -> Result<Vec<Offer>> {
+    if aside().is_none() {
+        return offers(eng, ctx, tag, parts, me, extra);
+    }
+    let (offered, window) = reserve_window(&mut eng.borrow_mut(), 0);
+    let mut mine = mask_to_bytes(&window);
+    mine.extend_from_slice(extra);
+    let got = exchange_aside(eng, ctx, tag, parts, me, mine);
+    {
+        let mut e = eng.borrow_mut();
+        for p in offered {
+            context::release(&mut e, p);
         }
     }
+    Ok(got?
+        .into_iter()
+        .map(|b| (mask_from_bytes(&b[..MASK_BYTES]), b[MASK_BYTES..].to_vec()))
+        .collect())
+}
+
+/// The pair a blocking agreement ends with, among `group` (the new communicator's
+/// endpoints, the same list in the same order on each of them; this process is `me`) whose
+/// first-round offers are `masks`: their lowest common pair, or, when there is none, the one
+/// later rounds among them agree on (windows from points drawn from the agreement, see the
+/// module doc), left claimed. Those rounds' waits run aside when the caller does.
+pub(crate) fn settle<'a>(
+    eng: &EngineRef,
+    what: &'static str,
+    ctx: u32,
+    tags: Tags,
+    group: &[u32],
+    me: usize,
+    masks: impl IntoIterator<Item = &'a Mask>,
+) -> Result<u32> {
+    if let Some(p) = lowest_common(masks) {
+        return Ok(p);
+    }
+    let mut a = Agreement::new(what, ctx, tags, group.to_vec(), me);
+    a.round = 1;
+    drive(
+        eng,
+        a.blocked(),
+        aside(),
+        &mut a,
+        Agreement::poll,
+        Agreement::abandon,
+    )
 }
 
 /// A blocking agreement's exchange: every participant's free mask, and the `extra` bytes
@@ -381,7 +534,7 @@ pub(crate) const ROUNDS: u32 = 31;
 pub(crate) struct Agreement {
     what: &'static str,
     ctx: u32,
-    seq: u32,
+    tags: Tags,
     parts: Vec<u32>,
     me: usize,
     round: u32,
@@ -394,14 +547,14 @@ impl Agreement {
     pub(crate) fn new(
         what: &'static str,
         ctx: u32,
-        seq: u32,
+        tags: Tags,
         parts: Vec<u32>,
         me: usize,
     ) -> Agreement {
         Agreement {
             what,
             ctx,
-            seq,
+            tags,
             parts,
             me,
             round: 0,
@@ -411,7 +564,7 @@ impl Agreement {
     }
 
     pub(crate) fn blocked(&self) -> Blocked {
-        blocked(self.ctx, coll_tag(self.seq, self.round))
+        blocked(self.ctx, self.tags.tag(self.round))
     }
 
     fn release(&mut self, e: &mut Engine) {
@@ -424,20 +577,9 @@ impl Agreement {
     pub(crate) fn poll(&mut self, e: &mut Engine) -> Option<Result<u32>> {
         loop {
             if self.ex.is_none() {
-                let free = context::free_mask(e);
-                let start = self.start();
-                let size = window_for(pairs(&free).count());
-                self.offered = pairs(&free)
-                    .filter(|&p| p >= start)
-                    .chain(pairs(&free).filter(|&p| p < start))
-                    .take(size)
-                    .collect();
-                let mut window = [0u64; CTX_WORDS];
-                for &p in &self.offered {
-                    context::claim(e, p);
-                    window[p as usize / 64] |= 1 << (p % 64);
-                }
-                let tag = coll_tag(self.seq, self.round);
+                let window;
+                (self.offered, window) = reserve_window(e, self.start());
+                let tag = self.tags.tag(self.round);
                 match Exchange::start(
                     e,
                     self.ctx,
@@ -475,17 +617,11 @@ impl Agreement {
         }
     }
 
-    /// Where this round's window starts: the lowest pair in the first round, then a point
-    /// drawn from the agreement (the same on every participant, apart for concurrent
-    /// agreements; see the module doc).
+    /// Where this round's window starts (see [`window_start`]).
     fn start(&self) -> u32 {
-        if self.round == 0 {
-            return 0;
-        }
-        let h = (u64::from(self.ctx).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-            ^ (u64::from(self.seq).wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
-            ^ (u64::from(self.round).wrapping_mul(0x1656_67B1_9E37_79F9));
-        ((h ^ (h >> 29)) % (CTX_WORDS as u64 * 64)) as u32
+        let salt = u64::from(self.ctx).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ u64::from(self.tags.salt()).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+        window_start(salt, self.round)
     }
 
     /// Withdraw what can be withdrawn and give the reservation back (the job is ending).
@@ -499,20 +635,34 @@ impl Agreement {
 
 // ---- library point-to-point on internal contexts --------------------------------------------
 
-/// Blocking send of library bytes to endpoint `to`.
+/// Wait for the operation `op` to complete: blocking, or aside when the calling thread
+/// runs under [`crate::p2p::wait::waits_aside`] (see [`drive`]).
+fn wait_op(eng: &EngineRef, op: OpId, b: Blocked) -> Result<Status> {
+    let Some(pause) = aside() else {
+        return eng.borrow_mut().wait_blocking(op, b);
+    };
+    let poll = |_: &mut (), e: &mut Engine| e.is_done(op).then(|| e.take(op));
+    drive(eng, b, Some(pause), &mut (), poll, |_, _| {})
+}
+
+/// Blocking send of library bytes to endpoint `to` (aside, see [`wait_op`]).
 pub(crate) fn send_bytes(eng: &EngineRef, ctx: u32, to: u32, tag: i32, data: &[u8]) -> Result<()> {
-    let mut e = eng.borrow_mut();
-    if let Started::Op(op) =
-        e.send_start(to as i32, ctx, tag, &Loan::copied(data), SendMode::Standard)?
-    {
-        e.wait_blocking(op, blocked(ctx, tag))?;
+    let started = eng.borrow_mut().send_start(
+        to as i32,
+        ctx,
+        tag,
+        &Loan::copied(data),
+        SendMode::Standard,
+    )?;
+    if let Started::Op(op) = started {
+        wait_op(eng, op, blocked(ctx, tag))?;
     }
     Ok(())
 }
 
 /// Blocking receive of at most `cap` library bytes from endpoint `peer`, after sending it
 /// `data` if given (the receive is posted first, so two peers swapping never wait on each
-/// other).
+/// other). Its waits run aside (see [`wait_op`]).
 pub(crate) fn swap_bytes(
     eng: &EngineRef,
     ctx: u32,
@@ -522,26 +672,17 @@ pub(crate) fn swap_bytes(
     cap: usize,
 ) -> Result<Vec<u8>> {
     let buf = Loan::zeroed(cap);
-    let mut e = eng.borrow_mut();
     let pat = Pattern {
         ctx,
         src: Some(peer),
         tag: Some(tag),
     };
-    let rop = e.recv_start(pat, buf.clone());
-    let mut both = || -> Result<Status> {
+    let rop = eng.borrow_mut().recv_start(pat, buf.clone());
+    let both = || -> Result<Status> {
         if let Some(data) = data {
-            if let Started::Op(op) = e.send_start(
-                peer as i32,
-                ctx,
-                tag,
-                &Loan::copied(data),
-                SendMode::Standard,
-            )? {
-                e.wait_blocking(op, blocked(ctx, tag))?;
-            }
+            send_bytes(eng, ctx, peer, tag, data)?;
         }
-        e.wait_blocking(rop, blocked(ctx, tag))
+        wait_op(eng, rop, blocked(ctx, tag))
     };
     match both() {
         Ok(st) => {
@@ -554,6 +695,7 @@ pub(crate) fn swap_bytes(
         Err(err) => {
             // The receive may still be posted (the send failed first): withdraw it (its
             // buffer is a loan it holds, alive for as long as it needs).
+            let mut e = eng.borrow_mut();
             e.abandon(rop);
             if e.is_done(rop) {
                 let _ = e.take(rop);

@@ -322,7 +322,7 @@ impl Comm {
             // Agree that every rank asked for the same grid (a digest of the arguments).
             let mut digest = fnv(dims.iter().flat_map(|d| d.to_le_bytes()));
             digest ^= fnv(periods.iter().map(|&p| p as u8)).rotate_left(1);
-            let (parts, offers) = self.offers(&digest.to_le_bytes())?;
+            let (parts, offers, tags) = self.first_round(&digest.to_le_bytes())?;
             if let Some(r) = offers
                 .iter()
                 .position(|(_, x)| x[..] != digest.to_le_bytes())
@@ -338,7 +338,7 @@ impl Comm {
                 return Ok(None);
             }
             let picked: Vec<usize> = (0..n as usize).collect();
-            let c = self.make_of(what, &parts, &offers, &picked, Info::new())?;
+            let c = self.make_of(what, &parts, &offers, &picked, tags, Info::new())?;
             c.set_topology(Topo::Cart(Rc::new(CartTopology {
                 dims: dims.to_vec(),
                 periods: periods.to_vec(),

@@ -16,8 +16,9 @@
 //! program's tag.
 #![forbid(unsafe_code)]
 
-use super::agree::{self, coll_tag, lowest_common, no_pair, Agreement, Offer};
+use super::agree::{self, coll_tag, Agreement, Offer, Tags};
 use super::attr::Inheritance;
+use super::context::Mask;
 use super::context::{self, ContextId};
 use super::errhandler::{apply, ErrHandler};
 use super::group::{Comparison, Group, UNDEFINED};
@@ -322,12 +323,37 @@ impl Comm {
         host_name(self.eng.borrow().job())
     }
 
-    /// A blocking agreement over every process of the communicator, each adding `extra`.
-    pub(super) fn offers(&self, extra: &[u8]) -> Result<(Vec<u32>, Vec<Offer>)> {
+    /// The first round of a blocking agreement over every process of the communicator
+    /// (both groups of an intercommunicator), each adding `extra` (see
+    /// `agree::offers_windowed`): the processes, their offers, and the tags of later rounds
+    /// (see [`settle_pair`](Self::settle_pair)).
+    pub(super) fn first_round(&self, extra: &[u8]) -> Result<(Vec<u32>, Vec<Offer>, Tags)> {
         let (parts, me) = self.parts();
-        let tag = coll_tag(self.next_seq(), 0);
-        let offers = agree::offers(&self.eng, self.ctx.internal().raw(), tag, &parts, me, extra)?;
-        Ok((parts, offers))
+        let seq = self.next_seq();
+        let tag = coll_tag(seq, 0);
+        let ctx = self.ctx.internal().raw();
+        let offers = agree::offers_windowed(&self.eng, ctx, tag, &parts, me, extra)?;
+        Ok((parts, offers, Tags::Call(seq)))
+    }
+
+    /// The pair of a new communicator over `members` (endpoints, the same list in the same
+    /// order on each of them, this process among them) whose first-round offers are
+    /// `masks`: their lowest common pair, or the one later rounds among them, on this
+    /// communicator's internal context, agree on (`agree::settle`).
+    pub(super) fn settle_pair<'a>(
+        &self,
+        what: &'static str,
+        members: &[u32],
+        masks: impl IntoIterator<Item = &'a Mask>,
+        tags: Tags,
+    ) -> Result<u32> {
+        let mine = self.eng.borrow().rank();
+        let me = members
+            .iter()
+            .position(|&m| m == mine)
+            .expect("this process is a member");
+        let ctx = self.ctx.internal().raw();
+        agree::settle(&self.eng, what, ctx, tags, members, me, masks)
     }
 
     /// Claim `pair` and make the communicator of `shape` on it, with its collective region
@@ -357,9 +383,8 @@ impl Comm {
 
     fn dup_inner(&self, info: Info) -> Result<Comm> {
         self.check_live()?;
-        let (parts, offers) = self.offers(&[])?;
-        let pair = lowest_common(offers.iter().map(|(m, _)| m))
-            .ok_or_else(|| no_pair("comm_dup", parts.len()))?;
+        let (parts, offers, tags) = self.first_round(&[])?;
+        let pair = self.settle_pair("comm_dup", &parts, offers.iter().map(|(m, _)| m), tags)?;
         self.inherit(self.make(pair, self.shape(), info))
     }
 
@@ -413,7 +438,7 @@ impl Comm {
             agreement: Agreement::new(
                 "comm_idup",
                 self.ctx.internal().raw(),
-                self.next_seq(),
+                Tags::Call(self.next_seq()),
                 parts,
                 me,
             ),
@@ -433,20 +458,23 @@ impl Comm {
         Ok((req, pending))
     }
 
-    /// The communicator over `picked` (parent indices, in new-rank order) on the lowest
-    /// pair free on all of them.
+    /// The communicator over `picked` (indices into the first round's `parts`, in new-rank
+    /// order; this process among them) on the pair [`settle_pair`](Self::settle_pair)
+    /// gives.
     pub(super) fn make_of(
         &self,
-        what: &str,
+        what: &'static str,
         parts: &[u32],
         offers: &[Offer],
         picked: &[usize],
+        tags: Tags,
         info: Info,
     ) -> Result<Comm> {
-        let pair = lowest_common(picked.iter().map(|&i| &offers[i].0))
-            .ok_or_else(|| no_pair(what, picked.len()))?;
+        let group: Vec<u32> = picked.iter().map(|&i| parts[i]).collect();
+        let masks = picked.iter().map(|&i| &offers[i].0);
+        let pair = self.settle_pair(what, &group, masks, tags)?;
         let shape = Shape {
-            local: picked.iter().map(|&i| parts[i]).collect(),
+            local: group,
             remote: None,
         };
         Ok(self.make(pair, shape, info))
@@ -484,7 +512,7 @@ impl Comm {
             }
             let mut mine = color.to_le_bytes().to_vec();
             mine.extend_from_slice(&key.to_le_bytes());
-            let (parts, offers) = self.offers(&mine)?;
+            let (parts, offers, tags) = self.first_round(&mine)?;
             if color == UNDEFINED {
                 return Ok(None);
             }
@@ -493,7 +521,7 @@ impl Comm {
                 .map(|(_, x)| (i32_at(x, 0) as i64, i32_at(x, 4)))
                 .collect();
             let picked = Self::members_by_key(&all, color as i64);
-            self.make_of("comm_split", &parts, &offers, &picked, Info::new())
+            self.make_of("comm_split", &parts, &offers, &picked, tags, Info::new())
                 .map(Some)
         })();
         self.ret("comm_split", r)
@@ -538,7 +566,7 @@ impl Comm {
             let mut mine = vec![kind, resource];
             mine.extend_from_slice(&key.to_le_bytes());
             mine.extend_from_slice(&self.host());
-            let (parts, offers) = self.offers(&mine)?;
+            let (parts, offers, tags) = self.first_round(&mine)?;
             let asked: Vec<&[u8]> = offers.iter().map(|(_, x)| &x[..2]).collect();
             if let Some(w) = asked
                 .windows(2)
@@ -595,7 +623,7 @@ impl Comm {
                 }
                 info.set(HW_RESOURCE_TYPE, "host")?;
             }
-            self.make_of("comm_split_type", &parts, &offers, &picked, info)
+            self.make_of("comm_split_type", &parts, &offers, &picked, tags, info)
                 .map(Some)
         })();
         self.ret("comm_split_type", r)
@@ -666,7 +694,7 @@ impl Comm {
                 return self.inter_create(group);
             }
             let members = self.subgroup("comm_create", group)?;
-            let (parts, offers) = self.offers(&[])?;
+            let (parts, offers, tags) = self.first_round(&[])?;
             let Some(_) = group.rank() else {
                 return Ok(None);
             };
@@ -674,7 +702,7 @@ impl Comm {
                 .iter()
                 .map(|m| parts.iter().position(|p| p == m).expect("checked member"))
                 .collect();
-            self.make_of("comm_create", &parts, &offers, &picked, Info::new())
+            self.make_of("comm_create", &parts, &offers, &picked, tags, Info::new())
                 .map(Some)
         })();
         self.ret("comm_create", r)
@@ -698,17 +726,20 @@ impl Comm {
             let Some(me) = group.rank() else {
                 return Ok(None);
             };
-            let offers = agree::offers(
-                &self.eng,
-                self.ctx.internal().raw(),
-                tag,
-                &members,
-                me as usize,
-                &[],
-            )?;
+            let me = me as usize;
+            let ctx = self.ctx.internal().raw();
+            let offers = agree::offers_windowed(&self.eng, ctx, tag, &members, me, &[])?;
             let all: Vec<usize> = (0..members.len()).collect();
-            self.make_of("comm_create_group", &members, &offers, &all, Info::new())
-                .map(Some)
+            let tags = Tags::Fixed(tag);
+            self.make_of(
+                "comm_create_group",
+                &members,
+                &offers,
+                &all,
+                tags,
+                Info::new(),
+            )
+            .map(Some)
         })();
         self.ret("comm_create_group", r)
     }

@@ -98,14 +98,14 @@ impl Comm {
     /// others waiting.
     fn with_topology(
         &self,
-        what: &str,
+        what: &'static str,
         n: i32,
         local: Result<u64>,
         topo: impl FnOnce() -> Topo,
     ) -> Result<Option<Comm>> {
         let mut offer = vec![u8::from(local.is_ok())];
         offer.extend(local.as_ref().map_or(0, |d| *d).to_le_bytes());
-        let (parts, offers) = self.offers(&offer)?;
+        let (parts, offers, tags) = self.first_round(&offer)?;
         local?;
         if let Some(r) = offers.iter().position(|(_, x)| x.first() != Some(&1)) {
             return Err(arg(what, format!("rank {r} gave invalid arguments")));
@@ -120,7 +120,7 @@ impl Comm {
             return Ok(None);
         }
         let picked: Vec<usize> = (0..n as usize).collect();
-        let c = self.make_of(what, &parts, &offers, &picked, Info::new())?;
+        let c = self.make_of(what, &parts, &offers, &picked, tags, Info::new())?;
         c.set_topology(topo());
         Ok(Some(c))
     }

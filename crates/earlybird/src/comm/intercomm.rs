@@ -10,7 +10,7 @@
 //! the other group's mask and members on to its own group.
 #![forbid(unsafe_code)]
 
-use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, MASK_BYTES};
+use super::agree::{self, and_of, coll_tag, lowest_common, no_pair, Tags, MASK_BYTES};
 use super::context::Mask;
 use super::create::Shape;
 use super::group::{Group, UNDEFINED};
@@ -163,53 +163,135 @@ impl Comm {
             }
             let local = self.local_members();
             let seq = self.next_seq();
-            let ctx = self.ctx.internal().raw();
-            let offers = agree::offers(
-                &self.eng,
-                ctx,
-                coll_tag(seq, 0),
-                &local,
-                self.rank as usize,
-                &local_leader.to_le_bytes(),
-            )?;
-            if let Some((_, x)) = offers
-                .iter()
-                .find(|(_, x)| x[..] != local_leader.to_le_bytes())
-            {
-                return Err(Error::new(
-                    ErrorClass::Arg,
-                    format!(
-                        "intercomm_create: the processes name different local leaders ({local_leader} and {})",
-                        i32::from_le_bytes(x[..4].try_into().expect("4 bytes"))
-                    ),
-                ));
-            }
-            let local_mask = and_of(offers.iter().map(|(m, _)| m));
-            let report_tag = coll_tag(seq, 1);
-            let (remote_mask, remote) = if self.rank == local_leader {
-                let got = self.leader_swap(&local, &local_mask, peer_comm, remote_leader, tag);
-                let report = encode_report(&got);
-                for r in (0..self.size).filter(|&r| r != local_leader) {
-                    agree::send_bytes(&self.eng, ctx, local[r as usize], report_tag, &report)?;
+            let (mut salt, mut n) = (0, local.len());
+            // Rounds as those of a nonblocking agreement (see `agree`), each one an agreement
+            // within the group, a swap between the leaders and the leader's report to its
+            // group: both groups see the same masks, so both go on, or neither.
+            for round in 0..INTERCOMM_ROUNDS {
+                let r = self.intercomm_round(
+                    local_leader,
+                    peer_comm,
+                    remote_leader,
+                    tag,
+                    seq,
+                    round,
+                    salt,
+                )?;
+                if let Ok(made) = r {
+                    return Ok(made);
                 }
-                got?
-            } else {
-                let cap = 1 + MASK_BYTES + 4 * self.eng.borrow().size() as usize + 4 + MAX_DETAIL;
-                let from = local[local_leader as usize];
-                decode_report(&agree::swap_bytes(
-                    &self.eng, ctx, from, report_tag, None, cap,
-                )?)?
-            };
-            let n = local.len() + remote.len();
-            let pair = lowest_common([&local_mask, &remote_mask])
-                .ok_or_else(|| no_pair("intercomm_create", n))?;
-            let shape = Shape {
-                local,
-                remote: Some(remote),
-            };
-            Ok(self.make(pair, shape, Info::new()))
+                if round == 0 {
+                    // Every process knows both groups now: it draws the later rounds'
+                    // windows from them and the tag, as the other group does.
+                    let mut all = r.expect_err("no pair");
+                    all.sort_unstable();
+                    n = all.len();
+                    salt = all
+                        .iter()
+                        .fold(u64::from(tag as u32) ^ 0xcbf2_9ce4_8422_2325, |h, &m| {
+                            (h ^ u64::from(m)).wrapping_mul(0x0100_0000_01b3)
+                        });
+                }
+            }
+            Err(no_pair("intercomm_create", n))
         })();
         self.ret("intercomm_create", r)
+    }
+
+    /// Round `round` of MPI_Intercomm_create: the new intercommunicator, or, when the two
+    /// groups' offers have no pair in common, the members of both groups (for the next
+    /// round). An error of the round ends the call on every process.
+    #[allow(clippy::too_many_arguments)]
+    fn intercomm_round(
+        &self,
+        local_leader: i32,
+        peer_comm: &Comm,
+        remote_leader: i32,
+        tag: i32,
+        seq: u32,
+        round: u32,
+        salt: u64,
+    ) -> Result<std::result::Result<Comm, Vec<u32>>> {
+        let local = self.local_members();
+        let ctx = self.ctx.internal().raw();
+        // What this process offers: aside (see `agree`), a window it reserves until the
+        // round ends; else every free pair, the first round's at least.
+        let reserved = if crate::p2p::wait::aside().is_some() || round > 0 {
+            let (pairs, window) = {
+                let mut e = self.eng.borrow_mut();
+                agree::reserve_window(&mut e, agree::window_start(salt, round))
+            };
+            Some((pairs, window))
+        } else {
+            None
+        };
+        let release = |reserved: Option<(Vec<u32>, Mask)>| {
+            if let Some((pairs, _)) = reserved {
+                let mut e = self.eng.borrow_mut();
+                for p in pairs {
+                    super::context::release(&mut e, p);
+                }
+            }
+        };
+        let mut mine = match &reserved {
+            Some((_, w)) => agree::mask_to_bytes(w),
+            None => agree::mask_to_bytes(&super::context::free_mask(&mut self.eng.borrow_mut())),
+        };
+        mine.extend_from_slice(&local_leader.to_le_bytes());
+        let me = self.rank as usize;
+        let got = agree::exchange_aside(&self.eng, ctx, coll_tag(seq, 2 * round), &local, me, mine);
+        let offers: Vec<Vec<u8>> = match got {
+            Ok(o) => o,
+            Err(e) => {
+                release(reserved);
+                return Err(e);
+            }
+        };
+        if let Some(x) = offers
+            .iter()
+            .find(|x| x[MASK_BYTES..] != local_leader.to_le_bytes())
+        {
+            release(reserved);
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "intercomm_create: the processes name different local leaders ({local_leader} and {})",
+                    i32::from_le_bytes(x[MASK_BYTES..MASK_BYTES + 4].try_into().expect("4 bytes"))
+                ),
+            ));
+        }
+        let masks: Vec<Mask> = offers
+            .iter()
+            .map(|x| agree::mask_from_bytes(&x[..MASK_BYTES]))
+            .collect();
+        let local_mask = and_of(&masks);
+        let report_tag = coll_tag(seq, 2 * round + 1);
+        let swapped = if self.rank == local_leader {
+            let got = self.leader_swap(&local, &local_mask, peer_comm, remote_leader, tag);
+            let report = encode_report(&got);
+            let mut sent = Ok(());
+            for r in (0..self.size).filter(|&r| r != local_leader) {
+                sent = sent.and_then(|()| {
+                    agree::send_bytes(&self.eng, ctx, local[r as usize], report_tag, &report)
+                });
+            }
+            sent.and(got)
+        } else {
+            let cap = 1 + MASK_BYTES + 4 * self.eng.borrow().size() as usize + 4 + MAX_DETAIL;
+            let from = local[local_leader as usize];
+            agree::swap_bytes(&self.eng, ctx, from, report_tag, None, cap)
+                .and_then(|b| decode_report(&b))
+        };
+        release(reserved);
+        let (remote_mask, remote) = swapped?;
+        let Some(pair) = lowest_common([&local_mask, &remote_mask]) else {
+            return Ok(Err(local.into_iter().chain(remote).collect()));
+        };
+        let shape = Shape {
+            local,
+            remote: Some(remote),
+        };
+        Ok(Ok(self.make(pair, shape, Info::new())))
     }
 
     /// The leader's part: swap (mask, members) with the remote leader through `peer_comm`.
@@ -270,7 +352,7 @@ impl Comm {
         let r = (|| {
             self.check_live()?;
             self.check_inter("intercomm_merge")?;
-            let (parts, offers) = self.offers(&[high as u8])?;
+            let (parts, offers, tags) = self.first_round(&[high as u8])?;
             let Shape { local, remote } = self.shape();
             let remote = remote.expect("intercomm");
             let high_of = |group: &[u32]| -> Result<bool> {
@@ -297,8 +379,8 @@ impl Comm {
             } else {
                 [remote, local].concat()
             };
-            let pair = lowest_common(offers.iter().map(|(m, _)| m))
-                .ok_or_else(|| no_pair("intercomm_merge", parts.len()))?;
+            let masks = offers.iter().map(|(m, _)| m);
+            let pair = self.settle_pair("intercomm_merge", &parts, masks, tags)?;
             let shape = Shape {
                 local: members,
                 remote: None,
@@ -316,7 +398,7 @@ impl Comm {
     pub(crate) fn inter_split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
         let mut mine = color.to_le_bytes().to_vec();
         mine.extend_from_slice(&key.to_le_bytes());
-        let (parts, offers) = self.offers(&mine)?;
+        let (parts, offers, tags) = self.first_round(&mine)?;
         if color == UNDEFINED {
             return Ok(None);
         }
@@ -335,8 +417,7 @@ impl Comm {
         let Shape { local, remote } = self.shape();
         self.inter_made(
             "comm_split",
-            &parts,
-            &offers,
+            (&parts, &offers, tags),
             pick(&local),
             pick(&remote.expect("intercomm")),
         )
@@ -361,7 +442,7 @@ impl Comm {
             .iter()
             .position(|&m| m == me)
             .map_or(-1, |i| i as i32);
-        let (parts, offers) = self.offers(&index.to_le_bytes())?;
+        let (parts, offers, tags) = self.first_round(&index.to_le_bytes())?;
         let at = |m: &u32| i32_at(&offers[parts.binary_search(m).expect("member")].1, 0);
         let pick = |group: &[u32]| -> Vec<u32> {
             let mut v: Vec<(i32, u32)> = group
@@ -377,31 +458,32 @@ impl Comm {
         }
         self.inter_made(
             "comm_create",
-            &parts,
-            &offers,
+            (&parts, &offers, tags),
             pick(&local),
             pick(&remote.expect("intercomm")),
         )
     }
 
     /// The intercommunicator between `local` and `remote` (both non-empty, else `None`), on
-    /// the lowest context pair free on all of their processes.
+    /// the context pair their processes settle on from the first round `(parts, offers,
+    /// tags)` (see [`Comm::settle_pair`]).
     fn inter_made(
         &self,
-        what: &str,
-        parts: &[u32],
-        offers: &[super::agree::Offer],
+        what: &'static str,
+        (parts, offers, tags): (&[u32], &[super::agree::Offer], Tags),
         local: Vec<u32>,
         remote: Vec<u32>,
     ) -> Result<Option<Comm>> {
         if local.is_empty() || remote.is_empty() {
             return Ok(None);
         }
-        let masks = local
+        // Both groups list the members alike: in endpoint order.
+        let mut members: Vec<u32> = local.iter().chain(&remote).copied().collect();
+        members.sort_unstable();
+        let masks = members
             .iter()
-            .chain(&remote)
             .map(|m| &offers[parts.binary_search(m).expect("member")].0);
-        let pair = lowest_common(masks).ok_or_else(|| no_pair(what, local.len() + remote.len()))?;
+        let pair = self.settle_pair(what, &members, masks, tags)?;
         let shape = Shape {
             local,
             remote: Some(remote),
@@ -409,6 +491,10 @@ impl Comm {
         Ok(Some(self.make(pair, shape, Info::new())))
     }
 }
+
+/// Rounds MPI_Intercomm_create makes before it fails: two internal tags per round (the
+/// group's agreement and the leader's report), below fault tolerance's agreement's.
+const INTERCOMM_ROUNDS: u32 = 15;
 
 /// The little-endian i32 at `at` of `b`.
 fn i32_at(b: &[u8], at: usize) -> i32 {
