@@ -89,7 +89,7 @@ unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[i32]) -> earlybird::Resul
 
 mpi! {
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: Handle, group: Handle, tag: c_int, out: *mut Handle) {
-        made_comm(out, state::group_of(group).and_then(|g| with_comm(comm, |c| c.create_group(&g, tag))))
+        made_comm(out, state::group_of(group).and_then(|g| state::with_comm_aside(comm, |c| c.create_group(&g, tag))))
     }
 
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: Handle, info: Handle, out: *mut Handle) {
@@ -159,7 +159,7 @@ mpi! {
     // ---- graph topologies
 
     fn MPI_Graph_create / PMPI_Graph_create(comm: Handle, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, out: *mut Handle) {
-        made_comm(out, with_comm(comm, |c| {
+        made_comm(out, state::with_comm_aside(comm, |c| {
             // SAFETY: `nnodes` indices, and as many edges as the last index says (MPI's contract).
             let ix = unsafe { array(index, nnodes) }?;
             let ne = ix.last().copied().unwrap_or(0);
@@ -233,7 +233,7 @@ mpi! {
         info: Handle, reorder: c_int, out: *mut Handle,
     ) {
         let info = info_of(info);
-        made_comm(out, with_comm(comm, |c| {
+        made_comm(out, state::with_comm_aside(comm, |c| {
             // SAFETY: `indegree` sources and `outdegree` destinations, with weights unless a
             // sentinel (MPI's contract).
             let (s, sw, d, dw) = unsafe { (array(sources, indegree)?, weights(sourceweights, indegree)?, array(destinations, outdegree)?, weights(destweights, outdegree)?) };
@@ -246,7 +246,7 @@ mpi! {
         destinations: *const c_int, w: *const c_int, info: Handle, reorder: c_int, out: *mut Handle,
     ) {
         let info = info_of(info);
-        made_comm(out, with_comm(comm, |c| {
+        made_comm(out, state::with_comm_aside(comm, |c| {
             // SAFETY: `n` sources and degrees, as many destinations (and weights) as the
             // degrees sum to (MPI's contract).
             let (s, deg) = unsafe { (array(sources, n)?, array(degrees, n)?) };

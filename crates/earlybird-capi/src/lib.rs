@@ -289,7 +289,7 @@ mpi! {
 
     fn MPI_Comm_split / PMPI_Comm_split(comm: Handle, color: c_int, key: c_int, out: *mut Handle) {
         let color = if color == abi::UNDEFINED { earlybird::UNDEFINED } else { color };
-        let r = with_comm(comm, |c| c.split(color, key))
+        let r = state::with_comm_aside(comm, |c| c.split(color, key))
             .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
         ok_or_code(r.map(|h| {
             // SAFETY: a handle to write, checked for null.
@@ -387,7 +387,7 @@ mpi! {
 
     fn MPI_Intercomm_create / PMPI_Intercomm_create(local: Handle, local_leader: c_int, peer: Handle, remote_leader: c_int, tag: c_int, out: *mut Handle) {
         crate::endpoints::attach_pending(peer);
-        let r = with_comm(local, |l| {
+        let r = state::with_comm_aside(local, |l| {
             // The peer communicator matters at the leaders only.
             let p = if l.rank() == local_leader { with_comm(peer, |p| Ok(p.clone()))? } else { l.clone() };
             l.intercomm_create(local_leader, &p, remote_leader, tag)
@@ -398,7 +398,7 @@ mpi! {
     }
 
     fn MPI_Intercomm_merge / PMPI_Intercomm_merge(inter: Handle, high: c_int, out: *mut Handle) {
-        let r = with_comm(inter, |c| c.intercomm_merge(high != 0)).map(state::add_comm);
+        let r = state::with_comm_aside(inter, |c| c.intercomm_merge(high != 0)).map(state::add_comm);
         // SAFETY: a handle to write, checked for null.
         ok_or_code(r.map(|h| unsafe { write(out, h) }))
     }
@@ -1101,7 +1101,7 @@ mpi! {
         // borrowed.
         let hints = comms::info_of(info);
         let r = hints
-            .and_then(|h| with_comm(comm, |c| c.split_type(t, key, &h)))
+            .and_then(|h| state::with_comm_aside(comm, |c| c.split_type(t, key, &h)))
             .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
         // SAFETY: a handle to write, checked for null.
         ok_or_code(r.map(|h| unsafe { write(out, h) }))
@@ -1128,7 +1128,7 @@ mpi! {
     }
 
     fn MPI_Cart_create / PMPI_Cart_create(comm: Handle, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, out: *mut Handle) {
-        let r = with_comm(comm, |c| {
+        let r = state::with_comm_aside(comm, |c| {
             // SAFETY: `ndims` ints in each array (MPI's contract).
             let (d, p) = unsafe { (array(dims, ndims)?, array(periods, ndims)?) };
             let p: Vec<bool> = p.iter().map(|&x| x != 0).collect();
@@ -1209,7 +1209,7 @@ mpi! {
     }
 
     fn MPI_Cart_sub / PMPI_Cart_sub(comm: Handle, remain: *const c_int, out: *mut Handle) {
-        let r = with_comm(comm, |c| {
+        let r = state::with_comm_aside(comm, |c| {
             let n = c.cartdim_get()?;
             // SAFETY: `ndims` flags (MPI's contract).
             let keep: Vec<bool> = unsafe { array(remain, n) }?.iter().map(|&x| x != 0).collect();
@@ -1278,7 +1278,7 @@ mpi! {
 
     fn MPI_Comm_create / PMPI_Comm_create(comm: Handle, group: Handle, new: *mut Handle) {
         let r = state::group_of(group)
-            .and_then(|g| with_comm(comm, |c| c.create(&g)))
+            .and_then(|g| state::with_comm_aside(comm, |c| c.create(&g)))
             .map(|d| d.map_or(abi::COMM_NULL, state::add_comm));
         // SAFETY: a handle to write, checked for null.
         ok_or_code(r.map(|h| unsafe { write(new, h) }))

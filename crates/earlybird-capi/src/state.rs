@@ -337,9 +337,7 @@ pub(crate) fn prepare_blocking_collective(comm: Handle) {
     if let Ok(c) = cell(|s| comm_ref(&s.borrow(), comm).cloned()) {
         if waits_let_go() {
             // The state is not borrowed: `c` is a clone, kept across the pauses untouched.
-            earlybird::waits_aside(pause_aside, || c.prepare_blocking_collective());
-            // The wait is over: what it told the launcher's report goes with it.
-            drop(ASIDE_WAIT.with(|a| a.borrow_mut().take()));
+            let_go_aside(|| c.prepare_blocking_collective());
         } else {
             c.prepare_blocking_collective();
         }
@@ -351,12 +349,26 @@ thread_local! {
     static ASIDE_WAIT: RefCell<Option<earlybird::Idle<'static>>> = const { RefCell::new(None) };
 }
 
+/// `f`, a call into the core that holds nothing of the state, under `earlybird::waits_aside`
+/// with [`pause_aside`].
+fn let_go_aside<R>(f: impl FnOnce() -> R) -> R {
+    let r = earlybird::waits_aside(pause_aside, f);
+    // The wait is over: what it told the launcher's report goes with it.
+    drop(ASIDE_WAIT.with(|a| a.borrow_mut().take()));
+    r
+}
+
 /// Between two polls of a wait inside the core (see `earlybird::waits_aside`): let `BIG` go,
-/// yield (with the checks of a long wait), take it back.
+/// yield (with the checks of a long wait), take it back. A call made inside a callback of
+/// the program (an error handler, an attribute's copy function) keeps it: its caller is in
+/// the middle of an operation.
 fn pause_aside() -> Result<()> {
     let Some(w) = WATCH.get() else {
         return Ok(());
     };
+    if held(|h| h.opaque.get()) != 1 {
+        return ASIDE_WAIT.with(|a| a.borrow_mut().get_or_insert_with(|| w.idle()).pause());
+    }
     let r = ASIDE_WAIT.with(|a| let_go(a.borrow_mut().get_or_insert_with(|| w.idle())));
     let g = lock_big();
     held(|h| h.keep(g));
@@ -851,6 +863,36 @@ pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) 
         // No such communicator: `with_comm` reports it (and does not run `f`).
         Err(_) => with_comm(h, f),
     }
+}
+
+/// A communicator constructor `f` on `h`: [`with_comm_owned`], run under
+/// `earlybird::waits_aside` when [`waits_let_go`], so that its context agreement and its
+/// region's exchanges let `BIG` go between polls (MPI 4.1 §11.6.2). Two threads making
+/// communicators from two parents in opposite orders on two processes then do not wait for
+/// each other's lock.
+pub(crate) fn with_comm_aside<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
+    if !waits_let_go() {
+        return with_comm(h, f);
+    }
+    // The state is not borrowed: the communicator is a clone, kept across the pauses untouched.
+    with_comm_owned(h, |c| let_go_aside(|| f(c)))
+}
+
+/// A window synchronization `f` on `h`: [`with_win`], run under `earlybird::waits_aside`
+/// when [`waits_let_go`], so that its waits for other processes let `BIG` go between polls:
+/// threads that fence (lock, ...) their own windows in different orders on different
+/// processes do not wait for each other's lock.
+pub(crate) fn with_win_aside<R>(
+    h: Handle,
+    what: &str,
+    f: impl FnOnce(&crate::windows::CWin) -> Result<R>,
+) -> Result<R> {
+    if !waits_let_go() {
+        return with_win(h, what, f);
+    }
+    // `with_win` holds a clone of the window, not the state; the window's error handler
+    // runs after the wait.
+    with_win(h, what, |w| let_go_aside(|| f(w)))
 }
 
 /// An error this layer found, through `comm`'s error handler; the code to return.

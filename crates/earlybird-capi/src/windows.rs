@@ -746,7 +746,7 @@ mpi! {
     // ---- synchronisation ------------------------------------------------------------------
 
     fn MPI_Win_fence / PMPI_Win_fence(a: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_fence", |w| w.win.fence(assert(a)?)))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_fence", |w| w.win.fence(assert(a)?)))
     }
 
     fn MPI_Win_post / PMPI_Win_post(group: Handle, a: c_int, win: Handle) {
@@ -757,18 +757,18 @@ mpi! {
     }
 
     fn MPI_Win_start / PMPI_Win_start(group: Handle, a: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_start", |w| {
+        ok_or_code(state::with_win_aside(win, "MPI_Win_start", |w| {
             let g = state::group_of(group)?;
             w.win.start(&g, assert(a)?).map(earlybird::AccessEpoch::keep_open)
         }))
     }
 
     fn MPI_Win_complete / PMPI_Win_complete(win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_complete", |w| w.win.complete_access()))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_complete", |w| w.win.complete_access()))
     }
 
     fn MPI_Win_wait / PMPI_Win_wait(win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_wait", |w| w.win.wait_exposure()))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_wait", |w| w.win.wait_exposure()))
     }
 
     fn MPI_Win_test / PMPI_Win_test(win: Handle, flag: *mut c_int) {
@@ -778,7 +778,7 @@ mpi! {
     }
 
     fn MPI_Win_lock / PMPI_Win_lock(lt: c_int, rank: c_int, a: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_lock", |w| {
+        ok_or_code(state::with_win_aside(win, "MPI_Win_lock", |w| {
             let (lt, a) = (lock_type(lt)?, assert(a)?);
             match target(rank) {
                 Some(r) => w.win.lock(lt, r, a).map(earlybird::Lock::keep_open),
@@ -788,31 +788,31 @@ mpi! {
     }
 
     fn MPI_Win_unlock / PMPI_Win_unlock(rank: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_unlock", |w| target(rank).map_or(Ok(()), |r| w.win.unlock_rank(r))))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_unlock", |w| target(rank).map_or(Ok(()), |r| w.win.unlock_rank(r))))
     }
 
     fn MPI_Win_lock_all / PMPI_Win_lock_all(a: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_lock_all", |w| w.win.lock_all(assert(a)?).map(earlybird::LockAll::keep_open)))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_lock_all", |w| w.win.lock_all(assert(a)?).map(earlybird::LockAll::keep_open)))
     }
 
     fn MPI_Win_unlock_all / PMPI_Win_unlock_all(win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_unlock_all", |w| w.win.unlock_all_ranks()))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_unlock_all", |w| w.win.unlock_all_ranks()))
     }
 
     fn MPI_Win_flush / PMPI_Win_flush(rank: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_flush", |w| target(rank).map_or(Ok(()), |r| w.win.flush(r))))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_flush", |w| target(rank).map_or(Ok(()), |r| w.win.flush(r))))
     }
 
     fn MPI_Win_flush_all / PMPI_Win_flush_all(win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_flush_all", |w| w.win.flush_all()))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_flush_all", |w| w.win.flush_all()))
     }
 
     fn MPI_Win_flush_local / PMPI_Win_flush_local(rank: c_int, win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_flush_local", |w| target(rank).map_or(Ok(()), |r| w.win.flush_local(r))))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_flush_local", |w| target(rank).map_or(Ok(()), |r| w.win.flush_local(r))))
     }
 
     fn MPI_Win_flush_local_all / PMPI_Win_flush_local_all(win: Handle) {
-        ok_or_code(with_win(win, "MPI_Win_flush_local_all", |w| w.win.flush_local_all()))
+        ok_or_code(state::with_win_aside(win, "MPI_Win_flush_local_all", |w| w.win.flush_local_all()))
     }
 
     fn MPI_Win_sync / PMPI_Win_sync(win: Handle) {

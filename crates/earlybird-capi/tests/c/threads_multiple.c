@@ -1,8 +1,9 @@
 /* MPI_THREAD_MULTIPLE: four threads of each process call MPI at once.
  *
  * - A blocking call blocks only its thread: a thread waits in MPI_Recv (then in MPI_Ssend,
- *   MPI_Probe, MPI_Waitany, MPI_Comm_dup, MPI_Barrier) for what another thread of the same
- *   process does only later. A library that kept its lock through a blocking call would hang here (the
+ *   MPI_Probe, MPI_Waitany, MPI_Comm_dup, the communicator constructors, MPI_Win_fence,
+ *   MPI_Win_lock, MPI_Barrier) for what another thread of the same process does only
+ *   later. A library that kept its lock through a blocking call would hang here (the
  *   test's runner ends the job after its time limit).
  * - Each thread has a communicator of its own and runs, concurrently with the others,
  *   rounds of nonblocking ring exchanges, sendrecv, probe and mprobe with wildcards,
@@ -22,6 +23,8 @@
 enum { THREADS = 4, ROUNDS = 60, STREAM = 200, N = 16 };
 static int size, left, right;
 static MPI_Comm comms[THREADS];
+static MPI_Win wins[2];
+static int *bases[2];
 static pthread_barrier_t all;
 
 /* A thread's own communicator, concurrently with the others'. */
@@ -159,6 +162,57 @@ static void blocked_until_the_other_thread(int t) {
         MPI_Comm_free(&d);
     }
     pthread_barrier_wait(&all);
+    /* Communicators made from two parents by two threads in opposite orders on neighbouring
+     * ranks (split, create, create_group, a Cartesian grid): each call waits for the other
+     * process's thread that is behind the other call there, and the two threads' context
+     * agreements run at once on each process. An allreduce of values that differ by thread
+     * on each new communicator shows that no two of them took one context. */
+    if (t < 2) {
+        if (rank % 2 != t) usleep(later);
+        MPI_Comm made[4];
+        MPI_Group g;
+        int peers = (size + 1 - rank % 2) / 2, sr = -1;
+        MPI_Comm_split(comms[t], rank % 2, -rank, &made[0]);
+        MPI_Comm_rank(made[0], &sr);
+        CHECK(sr == (size - 1 - rank) / 2, "split by thread %d: rank %d of %d", t, sr, peers);
+        MPI_Comm_group(comms[t], &g);
+        MPI_Comm_create(comms[t], g, &made[1]);
+        MPI_Comm_create_group(comms[t], g, 10 + t, &made[2]);
+        MPI_Group_free(&g);
+        int dims[1] = {size}, periods[1] = {1};
+        MPI_Cart_create(comms[t], 1, dims, periods, 0, &made[3]);
+        for (int k = 0; k < 4; k++) {
+            int mine = (t + 1) * 100 + k, sum = -1, n = -1;
+            MPI_Comm_size(made[k], &n);
+            CHECK(n == (k == 0 ? peers : size), "communicator %d of thread %d: size %d", k, t, n);
+            MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, made[k]);
+            CHECK(sum == n * mine, "allreduce on communicator %d of thread %d: %d", k, t, sum);
+            MPI_Comm_free(&made[k]);
+        }
+    }
+    pthread_barrier_wait(&all);
+    /* Windows synchronized by two threads in opposite orders on neighbouring ranks: each
+     * fence (then each lock of the neighbour's window) waits for the other process's
+     * thread that is behind the other window's there. */
+    if (t < 2) {
+        if (rank % 2 != t) usleep(later);
+        int mine = (t + 1) * 100 + rank, one = 1;
+        MPI_Win_fence(0, wins[t]);
+        MPI_Put(&mine, 1, MPI_INT, right, 0, 1, MPI_INT, wins[t]);
+        MPI_Win_fence(0, wins[t]);
+        CHECK(bases[t][0] == (t + 1) * 100 + left, "fenced put of thread %d: %d", t, bases[t][0]);
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, wins[t]);
+        MPI_Barrier(comms[t]);
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, wins[t]);
+        MPI_Accumulate(&one, 1, MPI_INT, right, 0, 1, MPI_INT, MPI_SUM, wins[t]);
+        MPI_Win_unlock(right, wins[t]);
+        MPI_Barrier(comms[t]);
+        MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, wins[t]);
+        int v = bases[t][0];
+        MPI_Win_unlock(rank, wins[t]);
+        CHECK(v == (t + 1) * 100 + left + 1, "locked accumulate of thread %d: %d", t, v);
+    }
+    pthread_barrier_wait(&all);
     /* A barrier on thread 0's communicator that rank r's thread 0 enters only after a
      * message from rank r-1's thread 1, which that thread sends while its own thread 0 is
      * already in the barrier. */
@@ -198,6 +252,10 @@ int main(int argc, char **argv) {
     MPI_Query_thread(&queried);
     CHECK(queried == MPI_THREAD_MULTIPLE, "queried %d", queried);
     for (int t = 0; t < THREADS; t++) MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]);
+    for (int t = 0; t < 2; t++) {
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, comms[t], &bases[t], &wins[t]);
+        bases[t][0] = -1;
+    }
 
     pthread_barrier_init(&all, NULL, THREADS);
     pthread_t th[THREADS];
@@ -206,6 +264,7 @@ int main(int argc, char **argv) {
     for (int t = 1; t < THREADS; t++) pthread_join(th[t], NULL);
     pthread_barrier_destroy(&all);
 
+    for (int t = 0; t < 2; t++) MPI_Win_free(&wins[t]);
     for (int t = 0; t < THREADS; t++) MPI_Comm_free(&comms[t]);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

@@ -112,12 +112,14 @@ std::thread_local! {
 /// lock of its own (the C ABI under MPI_THREAD_MULTIPLE), with `pause` called between the
 /// polls of those of its waits that may let the lock go: the exchanges that make a shared
 /// region (a communicator's collective region, see
-/// [`Comm::prepare_blocking_collective`](crate::Comm::prepare_blocking_collective)). Those
-/// polls hold nothing of the rank across `pause`; `pause` lets the layer's lock go and
+/// [`Comm::prepare_blocking_collective`](crate::Comm::prepare_blocking_collective)), and
+/// the context agreements of the intracommunicator constructors (dup, split, split_type,
+/// create, create_group, the topologies and intercommunicators; they reserve the pairs they
+/// offer, see `comm::agree`), and the waits of window synchronization (`Win::wait_rma`).
+/// Those polls hold nothing of the rank across `pause`; `pause` lets the layer's lock go and
 /// takes it back, and its error (the job aborted meanwhile) ends the wait. The layer must
 /// hold nothing of the rank across `f` either (no borrow of its own tables). Other waits in
-/// `f` keep the lock: a context agreement, for one, relies on nothing else running on the
-/// endpoint meanwhile.
+/// `f` keep the lock (window creation's, for one).
 pub fn waits_aside<R>(pause: Pause, f: impl FnOnce() -> R) -> R {
     struct Reset(Option<Pause>);
     impl Drop for Reset {

@@ -1098,13 +1098,25 @@ impl Win {
     /// is a peer's store to a control word, which needs no progress from this rank: when
     /// every rank has a core, `f` alone is polled for a short while first, so that the
     /// store is seen a cache-line transfer after it is made rather than after a round of
-    /// the progress engine.
+    /// the progress engine. Under [`crate::p2p::wait::waits_aside`] (the C ABI's window
+    /// synchronization under MPI_THREAD_MULTIPLE) it polls with the rank let go between
+    /// progress calls and calls the layer's pause between polls, so that the process's
+    /// other threads (fencing other windows, say) go on meanwhile.
     pub(crate) fn wait_rma(&self, peer: usize, mut f: impl FnMut() -> bool) -> Result<()> {
         if f() {
             return Ok(());
         }
         use crate::fabric::job::BlockedIn;
         use crate::p2p::wait::Blocked;
+        if let Some(pause) = crate::p2p::wait::aside() {
+            loop {
+                self.inner.comm.eng.borrow_mut().progress();
+                if f() {
+                    return Ok(());
+                }
+                pause()?;
+            }
+        }
         let mut e = self.inner.comm.eng.borrow_mut();
         if e.spin_budget() >= PRE_SPIN {
             for _ in 0..PRE_SPIN {
