@@ -5,7 +5,7 @@
 //! MPI_Attr_put/get/delete), the error classes, codes and strings a program adds or removes,
 //! and MPI_Info_get_string / MPI_Info_create_env.
 
-use crate::abi::{self, Handle, MPI_SUCCESS};
+use crate::abi::{self, Handle};
 use crate::state::{self, ok_or_code, with_comm, write, write_str};
 use crate::{array, c_str, len, read_handle, self_ok, CopyFunction, DeleteFunction};
 use earlybird::{Comparison, Error, ErrorClass};
@@ -93,14 +93,7 @@ mpi! {
     }
 
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: Handle, info: Handle, out: *mut Handle) {
-        if state::waits_let_go() {
-            return match info_of(info) {
-                // SAFETY: a handle to write (MPI's contract).
-                Ok(i) => unsafe { dup_letting_go(comm, Some(i), out) },
-                Err(e) => made_comm(out, Err(e)),
-            };
-        }
-        made_comm(out, info_of(info).and_then(|i| state::with_comm_owned(comm, |c| c.dup_with_info(&i).map(Some))))
+        made_comm(out, info_of(info).and_then(|i| state::with_comm_aside(comm, |c| c.dup_with_info(&i).map(Some))))
     }
 
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: Handle, out: *mut Handle, req: *mut Handle) {
@@ -399,28 +392,6 @@ mpi! {
 /// # Safety
 /// `out` stays valid and untouched by the program until the request completes (MPI's
 /// contract); `req` is null or a handle to write.
-/// MPI_Comm_dup (with `info`: MPI_Comm_dup_with_info) under MPI_THREAD_MULTIPLE
-/// ([`state::waits_let_go`]): MPI_Comm_idup and a wait that lets the process's lock go, so
-/// that threads duplicating different communicators at once do not wait for each other
-/// across processes; then what the blocking dup does last (the new communicator's
-/// shared-memory region), so that it matches a blocking dup on the other processes.
-///
-/// # Safety
-/// `out` is null or a handle to write.
-pub(crate) unsafe fn dup_letting_go(
-    comm: Handle,
-    info: Option<earlybird::Info>,
-    out: *mut Handle,
-) -> c_int {
-    // SAFETY: the function's contract; the request completes here, before `out` is read.
-    let rc = state::via_request(|r| unsafe { idup(comm, info, out, r) }, state::IGNORED);
-    if rc == MPI_SUCCESS {
-        // SAFETY: written by the completed idup (checked for null there).
-        state::prepare_blocking_collective(unsafe { out.read() });
-    }
-    rc
-}
-
 unsafe fn idup(
     comm: Handle,
     info: Option<earlybird::Info>,

@@ -275,12 +275,8 @@ mpi! {
     }
 
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: Handle, out: *mut Handle) {
-        if state::waits_let_go() {
-            // SAFETY: a handle to write (MPI's contract).
-            return unsafe { comms::dup_letting_go(comm, None, out) };
-        }
         // Copy callbacks run: the communicator is taken out of the state for the call.
-        let r = state::with_comm_owned(comm, |c| c.dup()).map(state::add_comm);
+        let r = state::with_comm_aside(comm, |c| c.dup()).map(state::add_comm);
         ok_or_code(r.map(|h| {
             // SAFETY: a handle to write, checked for null.
             unsafe { write(out, h) }
@@ -718,18 +714,8 @@ mpi! {
 
     fn MPI_Probe / PMPI_Probe(src: c_int, tag: c_int, comm: Handle, status: *mut MpiStatus) {
         if state::waits_let_go() {
-            let mut w = state::Wait::new();
-            loop {
-                let mut found = 0;
-                // SAFETY: the caller's status; an int of ours.
-                let rc = unsafe { PMPI_Iprobe(src, tag, comm, &mut found, status) };
-                if rc != MPI_SUCCESS || found != 0 {
-                    return rc;
-                }
-                if let Err(c) = w.pause() {
-                    return c;
-                }
-            }
+            // SAFETY: the caller's status; an int of ours.
+            return state::probe_until_found(|found| unsafe { PMPI_Iprobe(src, tag, comm, found, status) });
         }
         ok_or_code(with_comm(comm, |c| {
             let st = c.probe(abi::rank_in(src), tag)?;

@@ -115,18 +115,8 @@ mpi! {
 
     fn MPI_Mprobe / PMPI_Mprobe(src: c_int, tag: c_int, comm: Handle, msg: *mut Handle, status: *mut MpiStatus) {
         if state::waits_let_go() {
-            let mut w = state::Wait::new();
-            loop {
-                let mut found = 0;
-                // SAFETY: the caller's message handle and status; an int of ours.
-                let rc = unsafe { PMPI_Improbe(src, tag, comm, &mut found, msg, status) };
-                if rc != MPI_SUCCESS || found != 0 {
-                    return rc;
-                }
-                if let Err(c) = w.pause() {
-                    return c;
-                }
-            }
+            // SAFETY: the caller's message handle and status; an int of ours.
+            return state::probe_until_found(|found| unsafe { PMPI_Improbe(src, tag, comm, found, msg, status) });
         }
         // The message is kept after the communicator is given back (both are the state's).
         let r = with_comm(comm, |c| c.mprobe(abi::rank_in(src), tag)).and_then(|(m, st)| {

@@ -100,8 +100,8 @@ struct SerializedState(RefCell<Option<State>>);
 // to the end of the thread's outermost call (`Entry`) but where a wait lets it go holding
 // nothing of the state (`Wait::pause`, `pause_aside`). Either way one thread's accesses to
 // the state (its `Rc` counts and `RefCell` flags included) are ordered before the next
-// thread's, as by a lock. Values of the state a call takes out (a
-// communicator's clone) are dropped before the call returns or lets the lock go.
+// thread's, as by a lock. Values of the state a call takes out (a communicator's clone)
+// are dropped before the call returns or lets the lock go.
 unsafe impl Sync for SerializedState {}
 
 static SERIALIZED: SerializedState = SerializedState(RefCell::new(None));
@@ -335,12 +335,8 @@ fn ready(h: Handle) -> bool {
 pub(crate) fn prepare_blocking_collective(comm: Handle) {
     crate::endpoints::attach_pending(comm);
     if let Ok(c) = cell(|s| comm_ref(&s.borrow(), comm).cloned()) {
-        if waits_let_go() {
-            // The state is not borrowed: `c` is a clone, kept across the pauses untouched.
-            let_go_aside(|| c.prepare_blocking_collective());
-        } else {
-            c.prepare_blocking_collective();
-        }
+        // The state is not borrowed: `c` is a clone, kept across the pauses untouched.
+        let_go_aside(|| c.prepare_blocking_collective());
     }
 }
 
@@ -349,9 +345,12 @@ thread_local! {
     static ASIDE_WAIT: RefCell<Option<earlybird::Idle<'static>>> = const { RefCell::new(None) };
 }
 
-/// `f`, a call into the core that holds nothing of the state, under `earlybird::waits_aside`
-/// with [`pause_aside`].
+/// `f`, a call into the core that holds nothing of the state: when [`waits_let_go`], under
+/// `earlybird::waits_aside` with [`pause_aside`].
 fn let_go_aside<R>(f: impl FnOnce() -> R) -> R {
+    if !waits_let_go() {
+        return f();
+    }
     let r = earlybird::waits_aside(pause_aside, f);
     // The wait is over: what it told the launcher's report goes with it.
     drop(ASIDE_WAIT.with(|a| a.borrow_mut().take()));
@@ -373,6 +372,23 @@ fn pause_aside() -> Result<()> {
     let g = lock_big();
     held(|h| h.keep(g));
     r
+}
+
+/// A blocking probe under MPI_THREAD_MULTIPLE ([`waits_let_go`]): `try_once` (a
+/// nonblocking probe, which sets its flag when a message is there) again and again, with
+/// `BIG` let go between tries. The code to return.
+pub(crate) fn probe_until_found(mut try_once: impl FnMut(&mut c_int) -> c_int) -> c_int {
+    let mut w = Wait::new();
+    loop {
+        let mut found = 0;
+        let rc = try_once(&mut found);
+        if rc != MPI_SUCCESS || found != 0 {
+            return rc;
+        }
+        if let Err(c) = w.pause() {
+            return c;
+        }
+    }
 }
 
 /// MPI_STATUS_IGNORE.
@@ -865,15 +881,12 @@ pub(crate) fn with_comm_owned<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) 
     }
 }
 
-/// A communicator constructor `f` on `h`: [`with_comm_owned`], run under
-/// `earlybird::waits_aside` when [`waits_let_go`], so that its context agreement and its
-/// region's exchanges let `BIG` go between polls (MPI 4.1 §11.6.2). Two threads making
-/// communicators from two parents in opposite orders on two processes then do not wait for
-/// each other's lock.
+/// A communicator constructor `f` on `h`: [`with_comm_owned`] (the program's copy callbacks
+/// may run), under `earlybird::waits_aside` when [`waits_let_go`], so that its context
+/// agreement and its region's exchanges let `BIG` go between polls (MPI 4.1 §11.6.2). Two
+/// threads making communicators from two parents in opposite orders on two processes then
+/// do not wait for each other's lock.
 pub(crate) fn with_comm_aside<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
-    if !waits_let_go() {
-        return with_comm(h, f);
-    }
     // The state is not borrowed: the communicator is a clone, kept across the pauses untouched.
     with_comm_owned(h, |c| let_go_aside(|| f(c)))
 }
@@ -887,9 +900,6 @@ pub(crate) fn with_win_aside<R>(
     what: &str,
     f: impl FnOnce(&crate::windows::CWin) -> Result<R>,
 ) -> Result<R> {
-    if !waits_let_go() {
-        return with_win(h, what, f);
-    }
     // `with_win` holds a clone of the window, not the state; the window's error handler
     // runs after the wait.
     with_win(h, what, |w| let_go_aside(|| f(w)))

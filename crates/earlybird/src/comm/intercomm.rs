@@ -186,11 +186,8 @@ impl Comm {
                     let mut all = r.expect_err("no pair");
                     all.sort_unstable();
                     n = all.len();
-                    salt = all
-                        .iter()
-                        .fold(u64::from(tag as u32) ^ 0xcbf2_9ce4_8422_2325, |h, &m| {
-                            (h ^ u64::from(m)).wrapping_mul(0x0100_0000_01b3)
-                        });
+                    let bytes = all.iter().flat_map(|m| m.to_le_bytes());
+                    salt = super::cart::fnv(tag.to_le_bytes().into_iter().chain(bytes));
                 }
             }
             Err(no_pair("intercomm_create", n))
@@ -216,15 +213,10 @@ impl Comm {
         let ctx = self.ctx.internal().raw();
         // What this process offers: aside (see `agree`), a window it reserves until the
         // round ends; else every free pair, the first round's at least.
-        let reserved = if crate::p2p::wait::aside().is_some() || round > 0 {
-            let (pairs, window) = {
-                let mut e = self.eng.borrow_mut();
-                agree::reserve_window(&mut e, agree::window_start(salt, round))
-            };
-            Some((pairs, window))
-        } else {
-            None
-        };
+        let reserved = (crate::p2p::wait::aside().is_some() || round > 0).then(|| {
+            let start = agree::window_start(salt, round);
+            agree::reserve_window(&mut self.eng.borrow_mut(), start)
+        });
         let release = |reserved: Option<(Vec<u32>, Mask)>| {
             if let Some((pairs, _)) = reserved {
                 let mut e = self.eng.borrow_mut();
