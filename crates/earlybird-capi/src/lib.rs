@@ -350,10 +350,11 @@ mpi! {
         let Some(f) = f else {
             return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Comm_create_errhandler: a null function")));
         };
+        state::user_handler_made();
         let h = earlybird::Comm::create_errhandler(move |c: &earlybird::Comm, e: &Error| {
             let mut comm = state::handle_of_comm(c);
             let mut code = e.code();
-            state::USER_HANDLER_RAN.with(|r| r.set(true));
+            state::note_user_handler_ran();
             // SAFETY: the program's handler, called as MPI's C binding says (a pointer to the
             // communicator's handle and one to the error code).
             unsafe { f(&mut comm, &mut code) }
@@ -480,6 +481,10 @@ mpi! {
             // SAFETY: MPI_Irecv's contract, the request completed here.
             return state::via_request(|r| unsafe { PMPI_Irecv(buf, count, dt, src, tag, comm, r) }, status);
         }
+        // SAFETY: `buf` has room for `count` elements of `dt` (MPI's contract).
+        if let Some(r) = unsafe { state::quick::recv(buf, count, dt, src, tag, comm) } {
+            return ok_or_code(r.map(|st| status_out(status, &st)));
+        }
         ok_or_code(with_comm(comm, |c| {
             let src = abi::rank_in(src);
             by_elem!(dt, T => {
@@ -518,6 +523,11 @@ mpi! {
     }
 
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI's contract for the call, as below.
+        if let Some(r) = unsafe { state::quick::isend(buf, count, dt, dest, tag, comm) } {
+            // SAFETY: a handle to write, checked for null.
+            return ok_or_code(r.map(|h| unsafe { write(req, h) }));
+        }
         // SAFETY: MPI's contract for the call (the buffer left alone until the request
         // completes, or for a persistent request for its whole life).
         unsafe { pt2pt::send_request(buf, count, dt, dest, tag, comm, req, state::Mode::Standard) }
@@ -1507,6 +1517,12 @@ unsafe fn send(
             |r| unsafe { start(buf, count, dt, dest, tag, comm, r) },
             state::IGNORED,
         );
+    }
+    if let Blocking::Standard = mode {
+        // SAFETY: the function's contract.
+        if let Some(r) = unsafe { state::quick::send(buf, count, dt, dest, tag, comm) } {
+            return ok_or_code(r);
+        }
     }
     macro_rules! in_mode {
         ($c:expr, $b:expr, $dest:expr) => {

@@ -854,12 +854,12 @@ pub(crate) fn with_comm<R>(h: Handle, f: impl FnOnce(&Comm) -> Result<R>) -> Res
 
 /// `f` on `c`, its error through `c`'s error handler.
 fn on_comm<R>(c: &Comm, f: impl FnOnce(&Comm) -> Result<R>) -> Result<R> {
-    USER_HANDLER_RAN.with(|r| r.set(false));
+    clear_user_handler_ran();
     f(c).or_else(|e| {
         // An error of the Rust API went through the handler there already; run a user
         // handler once only (a predefined one may run twice: it returns the error, or ends
         // the job the first time).
-        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+        if user_handler_ran() {
             Err(e)
         } else {
             c.call_errhandler(e)
@@ -1189,9 +1189,9 @@ pub(crate) fn with_win<R>(
         };
         return with_comm(abi::COMM_WORLD, |_| Err(e));
     };
-    USER_HANDLER_RAN.with(|r| r.set(false));
+    clear_user_handler_ran();
     f(&w).map_err(|e| {
-        if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+        if user_handler_ran() {
             e
         } else {
             w.win.call_errhandler(e)
@@ -1989,6 +1989,155 @@ pub(crate) unsafe fn start_send(
     })
 }
 
+/// The message rate's and the latency's calls (MPI_Isend, MPI_Send, MPI_Recv) by the shortest
+/// way: one visit to the state, no spare box unless the operation stays pending, no dispatch
+/// on the element type. (MPI_Irecv gains nothing by it, measured: what it costs is the
+/// receive's.) They take `count > 0` elements of a predefined one-byte datatype
+/// ([`taken_as_bytes`]'s) at a buffer that is there; anything else (and a bad communicator,
+/// which the general path reports) gives `None`, and the caller goes the general way. `Some`
+/// holds what the general path would have returned.
+pub(crate) mod quick {
+    use super::*;
+
+    /// The bytes of `count` elements of `dt` at `buf`, when the quick paths take them.
+    #[inline(always)]
+    fn byte_count(buf: *const c_void, count: c_int, dt: Handle) -> Option<usize> {
+        use abi::c;
+        let one_byte = matches!(
+            dt,
+            c::MPI_BYTE
+                | c::MPI_CHAR
+                | c::MPI_SIGNED_CHAR
+                | c::MPI_UNSIGNED_CHAR
+                | c::MPI_PACKED
+                | c::MPI_INT8_T
+                | c::MPI_UINT8_T
+                | c::MPI_C_BOOL
+        );
+        (one_byte && count > 0 && !buf.is_null()).then_some(count as usize)
+    }
+
+    /// `f` on the communicator `comm` and the scope of nonblocking operations, with the state
+    /// shared; `None` when there is no such communicator (or no state).
+    #[inline(always)]
+    fn on<R>(
+        comm: Handle,
+        f: impl FnOnce(&Comm, &'static earlybird::Scope<'static, 'static>) -> Option<R>,
+    ) -> Option<R> {
+        cell(|s| {
+            let g = s.borrow();
+            let scope = g.as_ref()?.scope;
+            let c = comm_ref(&g, comm).ok()?;
+            f(c, scope)
+        })
+    }
+
+    /// A nonblocking operation `f` begins on `comm` (`None`: not by the quick path): its
+    /// handle. One that completed at its start keeps its status, a pending one its request,
+    /// made straight into a spare box. All in one visit to the state, written out here so
+    /// that the operation is moved as little as can be.
+    #[inline(always)]
+    fn begin(
+        comm: Handle,
+        f: impl FnOnce(
+            &Comm,
+            &'static earlybird::Scope<'static, 'static>,
+        ) -> Option<Result<Begun<'static>>>,
+    ) -> Option<Result<Handle>> {
+        clear_user_handler_ran();
+        let r = cell(|s| {
+            let begun = {
+                let g = s.borrow();
+                let scope = g.as_ref()?.scope;
+                let c = comm_ref(&g, comm).ok()?;
+                f(c, scope)?
+            };
+            Some(match begun {
+                Ok(begun) => {
+                    let mut g = s.borrow_mut();
+                    match g.as_mut() {
+                        None => Err(not_initialized("a nonblocking call")),
+                        Some(st) => match begun {
+                            Begun::Done(status) => Ok(DONE.handle(st.done.insert(status))),
+                            Begun::Pending(r) => {
+                                let mut b = st.spare.pop().unwrap_or_else(|| Box::new(None));
+                                *b = Some(pending(r, comm, Kept::Slice));
+                                Ok(REQUESTS.handle(st.reqs.insert(Held(b))))
+                            }
+                        },
+                    }
+                }
+                Err(e) => Err(e),
+            })
+        })?;
+        Some(r.or_else(|e| raise_once(comm, e)))
+    }
+
+    /// MPI_Isend.
+    ///
+    /// # Safety
+    /// As [`start_send`].
+    #[inline]
+    pub(crate) unsafe fn isend(
+        buf: *const c_void,
+        count: c_int,
+        dt: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> Option<Result<Handle>> {
+        let n = byte_count(buf, count, dt)?;
+        // SAFETY: the function's contract; `n > 0` bytes at a buffer that is there.
+        let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
+        begin(comm, |c, s| {
+            // Under NO_SEND_CANCELS a send keeps its request (see `light_send`).
+            light_send(c).then(|| c.isend_begun(s, b, abi::rank_in(dest), tag))
+        })
+    }
+
+    /// MPI_Send.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements of `dt`.
+    #[inline]
+    pub(crate) unsafe fn send(
+        buf: *const c_void,
+        count: c_int,
+        dt: Handle,
+        dest: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> Option<Result<()>> {
+        let n = byte_count(buf, count, dt)?;
+        // SAFETY: the function's contract; `n > 0` bytes at a buffer that is there.
+        let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
+        clear_user_handler_ran();
+        let r = on(comm, |c, _| Some(c.send(b, abi::rank_in(dest), tag)))?;
+        Some(r.or_else(|e| raise_once(comm, e)))
+    }
+
+    /// MPI_Recv: the status.
+    ///
+    /// # Safety
+    /// `buf` has room for `count` elements of `dt`.
+    #[inline]
+    pub(crate) unsafe fn recv(
+        buf: *mut c_void,
+        count: c_int,
+        dt: Handle,
+        src: c_int,
+        tag: c_int,
+        comm: Handle,
+    ) -> Option<Result<earlybird::Status>> {
+        let n = byte_count(buf, count, dt)?;
+        // SAFETY: the function's contract; `n > 0` bytes at a buffer that is there.
+        let b = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+        clear_user_handler_ran();
+        let r = on(comm, |c, _| Some(c.recv(b, abi::rank_in(src), tag)))?;
+        Some(r.or_else(|e| raise_once(comm, e)))
+    }
+}
+
 /// A nonblocking call on communicator `comm`: `make` starts it on the communicator, in the
 /// scope of every nonblocking operation, and its handle is returned. The state is reached
 /// once for the whole call (these calls are the message rate); `make` runs with it borrowed,
@@ -2005,7 +2154,7 @@ fn make_request(
         &mut Option<Pending>,
     ) -> Result<Option<earlybird::Status>>,
 ) -> Result<Handle> {
-    USER_HANDLER_RAN.with(|r| r.set(false));
+    clear_user_handler_ran();
     let r = cell(|s| {
         // The request is made straight into a spare box (it is too large to move for free).
         let mut b = s
@@ -2202,7 +2351,7 @@ pub(crate) unsafe fn complete(
         Ok(p) => p,
         Err(e) => return Err(fail(abi::COMM_WORLD, "MPI_Wait", e)),
     };
-    USER_HANDLER_RAN.with(|r| r.set(false));
+    clear_user_handler_ran();
     if let Some(r) = crate::channels::bind_step(&mut p, block) {
         // The completion of a bind (MPIX_Ibind_channel): the persistent request stays,
         // bound or not.
@@ -2326,7 +2475,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
             empty_status(crate::pt2pt::nth_status(statuses, i));
         }
     }
-    USER_HANDLER_RAN.with(|r| r.set(false));
+    clear_user_handler_ran();
     // Binds in progress (MPIX_Ibind_channels) complete first, each wait progressing them all;
     // their requests stay, bound or not.
     // (Empty when there are none: the common case allocates nothing for them.)
@@ -2455,12 +2604,6 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
     }
 }
 
-/// Before a call into the Rust API whose error goes to [`request_error`]: no user handler
-/// has seen it yet.
-pub(crate) fn clear_user_handler_ran() {
-    USER_HANDLER_RAN.with(|r| r.set(false));
-}
-
 /// The code of an error a request's completion returned, after `comm`'s error handler (see
 /// [`raise_once`]).
 pub(crate) fn request_error(comm: Handle, e: Error) -> c_int {
@@ -2471,7 +2614,7 @@ pub(crate) fn request_error(comm: Handle, e: Error) -> c_int {
 /// handler of the program already saw it in that call (the caller cleared `USER_HANDLER_RAN`
 /// before it).
 fn raise_once<R>(comm: Handle, e: Error) -> Result<R> {
-    if USER_HANDLER_RAN.with(|r| r.replace(false)) {
+    if user_handler_ran() {
         Err(e)
     } else {
         with_comm(comm, |_| Err(e))
@@ -2503,7 +2646,40 @@ pub(crate) fn start(h: Handle) -> Result<()> {
 
 thread_local! {
     /// Set when a user error handler of this library's making runs (see `with_comm`).
-    pub(crate) static USER_HANDLER_RAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static USER_HANDLER_RAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Set once the program made an error handler of its own (a C function): until then no call
+/// needs [`USER_HANDLER_RAN`], and the calls that are the message rate leave it alone (a
+/// thread-local costs a call into the dynamic loader in a shared library).
+static USER_HANDLERS_MADE: AtomicBool = AtomicBool::new(false);
+
+/// A user error handler of the program's, about to be made: from now on the calls track
+/// whether it ran.
+pub(crate) fn user_handler_made() {
+    USER_HANDLERS_MADE.store(true, Ordering::Relaxed);
+}
+
+/// In a user error handler of the program's, about to call it: the call it runs in will not
+/// run a handler again for the same error (see [`user_handler_ran`]).
+pub(crate) fn note_user_handler_ran() {
+    USER_HANDLER_RAN.with(|r| r.set(true));
+}
+
+/// Before a call into the Rust API whose error may go to a user handler there (and then to
+/// [`request_error`] or the like): none ran yet.
+#[inline]
+pub(crate) fn clear_user_handler_ran() {
+    if USER_HANDLERS_MADE.load(Ordering::Relaxed) {
+        USER_HANDLER_RAN.with(|r| r.set(false));
+    }
+}
+
+/// After such a call failed: whether a user handler of the program saw its error (and the
+/// mark cleared for the next call). No handler of the program's was made (the flag is set
+/// before any is), so none ran, when [`USER_HANDLERS_MADE`] is false.
+fn user_handler_ran() -> bool {
+    USER_HANDLERS_MADE.load(Ordering::Relaxed) && USER_HANDLER_RAN.with(|r| r.replace(false))
 }
 
 /// The handle of `c` for a callback: MPI_COMM_WORLD, MPI_COMM_SELF, or one of the table (a

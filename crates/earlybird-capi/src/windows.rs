@@ -191,9 +191,10 @@ fn errh_of(h: Handle) -> Handle {
 /// window handle `win`; `None` for a predefined handler or an unknown one.
 fn user_handler(win: Handle, eh: Handle) -> Option<WinErrHandler> {
     let f = state::win_errhandler_of(eh)?;
+    state::user_handler_made();
     Some(Win::create_errhandler(move |_: &Win, e: &Error| {
         let (mut w, mut code) = (win, e.code());
-        state::USER_HANDLER_RAN.with(|r| r.set(true));
+        state::note_user_handler_ran();
         // SAFETY: the program's handler, called as MPI's C binding says (a pointer to the
         // window's handle and one to the error code).
         unsafe { f(&mut w, &mut code) }

@@ -283,6 +283,7 @@ impl Comm {
     /// [`Begun::Done`] when the message went out at once (an eager message with room in the
     /// receiver's queue), [`Begun::Pending`] with its request otherwise. Errors as
     /// [`isend`](Self::isend)'s.
+    #[inline(always)] // the C ABI's MPI_Isend: its message rate
     pub fn isend_begun<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
