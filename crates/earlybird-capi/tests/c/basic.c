@@ -212,6 +212,24 @@ int main(int argc, char **argv) {
     rc = MPI_Send(out, 1, MPI_DOUBLE, size + 5, 0, MPI_COMM_WORLD);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_RANK, "bad rank gave class %d", cls);
+    {
+        /* The same with one-byte datatypes, which MPI_Send, MPI_Isend and MPI_Recv take by a
+         * shorter way. */
+        char bytes[4] = {0};
+        MPI_Request breq = MPI_REQUEST_NULL;
+        rc = MPI_Send(bytes, 4, MPI_BYTE, size + 5, 0, MPI_COMM_WORLD);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RANK, "bad rank of a byte send gave class %d", cls);
+        rc = MPI_Isend(bytes, 4, MPI_CHAR, size + 5, 0, MPI_COMM_WORLD, &breq);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RANK && breq == MPI_REQUEST_NULL, "bad rank of a byte isend gave class %d", cls);
+        rc = MPI_Recv(bytes, 4, MPI_BYTE, size + 5, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_RANK, "bad rank of a byte recv gave class %d", cls);
+        rc = MPI_Recv(bytes, 4, MPI_BYTE, right, -5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TAG, "bad tag of a byte recv gave class %d", cls);
+    }
     rc = MPI_Send(out, -1, MPI_DOUBLE, right, 0, MPI_COMM_WORLD);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_COUNT, "negative count gave class %d", cls);

@@ -72,6 +72,15 @@ int main(int argc, char **argv) {
     CHECK(cls == MPI_ERR_RANK, "the call returned class %d", cls);
     MPI_Comm_call_errhandler(d, MPI_ERR_OTHER);
     CHECK(handled == 2 && handled_class == MPI_ERR_OTHER, "call_errhandler: %d calls, class %d", handled, handled_class);
+    /* Once each by the one-byte calls' shorter way. */
+    char bytes[4] = {0};
+    MPI_Request breq = MPI_REQUEST_NULL;
+    rc = MPI_Send(bytes, 4, MPI_BYTE, size + 2, 0, d);
+    MPI_Error_class(rc, &cls);
+    CHECK(handled == 3 && handled_class == MPI_ERR_RANK && cls == MPI_ERR_RANK, "byte send: %d calls, class %d", handled, cls);
+    rc = MPI_Isend(bytes, 4, MPI_BYTE, size + 2, 0, d, &breq);
+    MPI_Error_class(rc, &cls);
+    CHECK(handled == 4 && cls == MPI_ERR_RANK, "byte isend: %d calls, class %d", handled, cls);
     MPI_Errhandler_free(&eh);
     CHECK(eh == MPI_ERRHANDLER_NULL, "freed handler not nulled");
     MPI_Comm_free(&d);
