@@ -347,7 +347,7 @@ thread_local! {
 
 /// `f`, a call into the core that holds nothing of the state: when [`waits_let_go`], under
 /// `earlybird::waits_aside` with [`pause_aside`].
-fn let_go_aside<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn let_go_aside<R>(f: impl FnOnce() -> R) -> R {
     if !waits_let_go() {
         return f();
     }

@@ -9,7 +9,7 @@
 
 use crate::abi::{self, c, Handle, MPI_SUCCESS};
 use crate::attribute_keys::{self, Attr, AttrKeyval};
-use crate::state::{self, ok_or_code, with_comm, with_win, write};
+use crate::state::{self, ok_or_code, with_win, write};
 use earlybird::{At, Error, ErrorClass, ExposedMemory, LockType, Win, WinErrHandler};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, c_void};
@@ -464,8 +464,9 @@ fn create(
         addr: base as u64,
         bytes: bytes(size),
     };
-    let r = crate::comms::info_of(info)
-        .and_then(|i| with_comm(comm, |c| c.win_create_exposed(mem, unit(disp_unit), &i)));
+    let r = crate::comms::info_of(info).and_then(|i| {
+        state::with_comm_aside(comm, |c| c.win_create_exposed(mem, unit(disp_unit), &i))
+    });
     made(win, r)
 }
 
@@ -483,7 +484,7 @@ unsafe fn allocate(
     win: *mut Handle,
 ) -> c_int {
     let r = crate::comms::info_of(info).and_then(|i| {
-        with_comm(comm, |c| {
+        state::with_comm_aside(comm, |c| {
             if shared {
                 c.win_allocate_shared(bytes(size), unit(disp_unit), &i)
             } else {
@@ -541,7 +542,7 @@ mpi! {
     }
 
     fn MPI_Win_create_dynamic / PMPI_Win_create_dynamic(info: Handle, comm: Handle, win: *mut Handle) {
-        let r = crate::comms::info_of(info).and_then(|i| with_comm(comm, |c| c.win_create_dynamic(&i)));
+        let r = crate::comms::info_of(info).and_then(|i| state::with_comm_aside(comm, |c| c.win_create_dynamic(&i)));
         made(win, r)
     }
 
@@ -567,8 +568,9 @@ mpi! {
             Ok(x) => x,
             Err(code) => return code,
         };
-        // The window's own error handler takes a failure (an epoch still open).
-        let r = r.and(w.win.free());
+        // The window's own error handler takes a failure (an epoch still open). The window
+        // is out of the state: its collectives may let the lock go (MULTIPLE).
+        let r = r.and(state::let_go_aside(|| w.win.free()));
         // SAFETY: as above.
         unsafe { win.write(abi::WIN_NULL) };
         ok_or_code(r)

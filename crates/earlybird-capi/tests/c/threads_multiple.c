@@ -191,6 +191,29 @@ static void blocked_until_the_other_thread(int t) {
         }
     }
     pthread_barrier_wait(&all);
+    /* Windows made, then freed, by two threads in opposite orders on neighbouring ranks (the
+     * three flavours of window over memory, and dynamic): each creation, and each free,
+     * waits for the other process's thread that is behind the other call there. */
+    if (t < 2) {
+        if (rank % 2 != t) usleep(later);
+        int *mem = NULL, own[2] = {0, 0};
+        MPI_Win w[4];
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, comms[t], &mem, &w[0]);
+        MPI_Win_create(own, sizeof own, sizeof(int), MPI_INFO_NULL, comms[t], &w[1]);
+        MPI_Win_create_dynamic(MPI_INFO_NULL, comms[t], &w[2]);
+        int *shared = NULL;
+        MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, comms[t], &shared, &w[3]);
+        *mem = -1;
+        int mine = (t + 1) * 100 + rank;
+        MPI_Win_fence(0, w[0]);
+        MPI_Put(&mine, 1, MPI_INT, right, 0, 1, MPI_INT, w[0]);
+        MPI_Win_fence(0, w[0]);
+        CHECK(*mem == (t + 1) * 100 + left, "put into the window of thread %d: %d", t, *mem);
+        if (rank % 2 == t) usleep(later);
+        for (int k = 0; k < 4; k++) MPI_Win_free(&w[k]);
+        CHECK(w[0] == MPI_WIN_NULL && w[3] == MPI_WIN_NULL, "freed windows of thread %d", t);
+    }
+    pthread_barrier_wait(&all);
     /* Windows synchronized by two threads in opposite orders on neighbouring ranks: each
      * fence (then each lock of the neighbour's window) waits for the other process's
      * thread that is behind the other window's there. */

@@ -509,6 +509,10 @@ impl Comm {
     /// A blocking collective: its buffers lent for the call, its steps run as they come.
     pub(super) fn blocking(&self, mut call: Call<'_>) -> Result<()> {
         let what = call.what;
+        if let Some(pause) = crate::p2p::wait::aside() {
+            let r = self.blocking_aside(call, pause);
+            return self.ret(what, r);
+        }
         let r = (|| {
             let mut wire = self.begin(what, call.reducer, call.intra_only, true)?;
             if let Ok(a) = &mut call.args {
@@ -534,15 +538,33 @@ impl Comm {
         self.ret(what, r)
     }
 
+    /// A blocking collective under [`waits_aside`](crate::p2p::wait::waits_aside) (the C
+    /// ABI under MPI_THREAD_MULTIPLE, in a call that makes one inside: window creation and
+    /// free, say): its nonblocking form, tested with the rank let go between polls (`pause`),
+    /// so that the process's other threads go on meanwhile, a collective of their own on
+    /// another communicator included (which the other process may have entered first).
+    fn blocking_aside(&self, call: Call<'_>, pause: crate::p2p::wait::Pause) -> Result<()> {
+        crate::request::scope(|s| {
+            let mut req = self.start_steps(call, s)?;
+            while req.test_quiet()?.is_none() {
+                pause()?;
+            }
+            Ok(())
+        })
+    }
+
     /// A nonblocking collective: its buffers lent for the scope, its steps recorded and
     /// advanced by test and wait.
-    pub(super) fn started<'s>(
-        &self,
-        mut call: Call<'s>,
-        s: &'s Scope<'s, '_>,
-    ) -> Result<Request<'s>> {
+    pub(super) fn started<'s>(&self, call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
         let what = call.what;
-        let r = (|| {
+        let r = self.start_steps(call, s);
+        self.ret(what, r)
+    }
+
+    /// [`started`](Self::started) with its error not yet reported.
+    fn start_steps<'s>(&self, mut call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        let what = call.what;
+        (|| {
             let mut wire = self.begin(what, call.reducer, call.intra_only, false)?;
             if let Ok(a) = &mut call.args {
                 a.unordered = self.unordered();
@@ -563,8 +585,7 @@ impl Comm {
             sched.lend(send, recv);
             s.inner().note_engine(&self.eng);
             Ok(Request::steps(&self.eng, self.origin(), sched))
-        })();
-        self.ret(what, r)
+        })()
     }
 
     /// A nonblocking collective that may repeat an earlier one of its kind on this

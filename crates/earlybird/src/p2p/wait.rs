@@ -115,11 +115,13 @@ std::thread_local! {
 /// [`Comm::prepare_blocking_collective`](crate::Comm::prepare_blocking_collective)), and
 /// the context agreements of the intracommunicator constructors (dup, split, split_type,
 /// create, create_group, the topologies and intercommunicators; they reserve the pairs they
-/// offer, see `comm::agree`), and the waits of window synchronization (`Win::wait_rma`).
-/// Those polls hold nothing of the rank across `pause`; `pause` lets the layer's lock go and
-/// takes it back, and its error (the job aborted meanwhile) ends the wait. The layer must
-/// hold nothing of the rank across `f` either (no borrow of its own tables). Other waits in
-/// `f` keep the lock (window creation's, for one).
+/// offer, see `comm::agree`), the waits of window synchronization (`Win::wait_rma`), and
+/// blocking collectives, which run as their nonblocking form tested between pauses (those
+/// that window creation and free make, for one). Those polls hold nothing of the rank
+/// across `pause`; `pause` lets the layer's lock go and takes it back, and its error (the
+/// job aborted meanwhile) ends the wait. The layer must hold nothing of the rank across `f`
+/// either (no borrow of its own tables). Other waits in `f` keep the lock (a blocking
+/// point-to-point call's, a channel bind's).
 pub fn waits_aside<R>(pause: Pause, f: impl FnOnce() -> R) -> R {
     struct Reset(Option<Pause>);
     impl Drop for Reset {

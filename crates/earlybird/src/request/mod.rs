@@ -382,12 +382,17 @@ impl<'s> Request<'s> {
     /// MPI_Test: `Some(status)` if the request completed (with the same state changes as
     /// [`wait`](Self::wait)), `None` if still in progress.
     pub fn test(&mut self) -> Result<Option<Status>> {
+        let r = self.test_quiet();
+        self.origin.apply("test", r)
+    }
+
+    /// [`test`](Self::test) with an error returned as it is, through no error handler: for
+    /// a caller that reports it as its own.
+    pub(crate) fn test_quiet(&mut self) -> Result<Option<Status>> {
         let eng = self.eng.clone();
         let mut e = eng.borrow_mut();
         e.progress();
-        let r = self.poll_in(&mut e).transpose();
-        drop(e);
-        self.origin.apply("test", r)
+        self.poll_in(&mut e).transpose()
     }
 
     /// MPI_Request_get_status: whether the request is complete, and its status if so,
