@@ -53,13 +53,72 @@ use std::ffi::{c_char, c_double, c_int, c_void};
 
 thread_local! {
     /// The C function behind each operation MPI_Op_create made, by handle.
-    static USER_FUNCTIONS: std::cell::RefCell<std::collections::HashMap<Handle, UserFunction>> =
+    static USER_FUNCTIONS: std::cell::RefCell<std::collections::HashMap<Handle, UserFn>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// C's `MPI_User_function`.
 pub(crate) type UserFunction =
     unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
+
+/// This host's name (MPI_Get_processor_name's).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// C's `MPI_User_function_c` (MPI_Op_create_c): the length as an `MPI_Count`.
+pub(crate) type UserFunctionC =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut Handle);
+
+/// The C function of an operation the program made: by MPI_Op_create or MPI_Op_create_c.
+#[derive(Clone, Copy)]
+enum UserFn {
+    Int(UserFunction),
+    Count(UserFunctionC),
+}
+
+impl UserFn {
+    /// Call it on `n` elements of the datatype `h` names.
+    ///
+    /// # Safety
+    /// `a` and `b` hold `n` such elements; the function reads `a` and writes `b`.
+    unsafe fn call(self, a: *mut c_void, b: *mut c_void, n: usize, mut h: Handle) {
+        // SAFETY: the function's contract, with MPI's `len` and `datatype` pointers.
+        unsafe {
+            match self {
+                UserFn::Int(f) => f(a, b, &mut c_int::try_from(n).unwrap_or(c_int::MAX), &mut h),
+                UserFn::Count(f) => f(a, b, &mut (n as i64), &mut h),
+            }
+        }
+    }
+}
+
+/// MPI_Op_create and MPI_Op_create_c: an operation that calls `f` with the two buffers, the
+/// element count and the datatype's handle.
+fn op_create(commute: c_int, op: *mut Handle, f: UserFn) -> c_int {
+    let user = earlybird::Op::user_bytes(
+        commute != 0,
+        move |a: &[u8], b: &mut [u8], n: usize, dt: &Datatype| {
+            // SAFETY: `a` and `b` hold `n` elements of `dt` (the library's contract with the
+            // operation); the function reads `a` and writes `b` as MPI says it may.
+            unsafe {
+                f.call(
+                    a.as_ptr() as *mut c_void,
+                    b.as_mut_ptr().cast(),
+                    n,
+                    state::handle_of(dt),
+                )
+            }
+        },
+    );
+    let r = state::add_op(user).inspect(|&h| {
+        USER_FUNCTIONS.with(|m| m.borrow_mut().insert(h, f));
+    });
+    // SAFETY: a handle to write, checked for null.
+    self_ok(r.map(|h| unsafe { write(op, h) }))
+}
 
 /// C's `MPI_Comm_errhandler_function` (variadic in C; called with the two arguments MPI
 /// defines).
@@ -230,12 +289,23 @@ mpi! {
     }
 
     fn MPI_Get_processor_name / PMPI_Get_processor_name(out: *mut c_char, len: *mut c_int) {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".to_string());
         // SAFETY: `out` holds MPI_MAX_PROCESSOR_NAME chars, `len` is an int.
-        unsafe { state::write_str(out, abi::MAX_PROCESSOR_NAME, &host, len) };
+        unsafe { state::write_str(out, abi::MAX_PROCESSOR_NAME, &host_name(), len) };
         MPI_SUCCESS
+    }
+
+    fn MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(hw_info: *mut Handle) {
+        // MPI 4.1 leaves the keys to the implementation: the host (as MPI_Get_processor_name
+        // names it) and the number of CPUs this process may run on, now.
+        let r = (|| {
+            let mut info = earlybird::Info::new();
+            info.set("earlybird_host", &host_name())?;
+            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+            info.set("earlybird_cpus", &cpus.to_string())?;
+            state::add_info(info)
+        })();
+        // SAFETY: a handle to write (MPI's contract), checked for null.
+        self_ok(r.map(|h| unsafe { write(hw_info, h) }))
     }
 
     fn MPI_Error_string / PMPI_Error_string(code: c_int, out: *mut c_char, len: *mut c_int) {
@@ -795,13 +865,12 @@ mpi! {
         if let Some(f) = USER_FUNCTIONS.with(|m| m.borrow().get(&op).copied()) {
             // A C operation: called on the buffers as they are, with the program's own
             // datatype handle (any datatype, derived ones too), as MPI_Reduce_local says.
-            let (mut n, mut h) = (count, dt);
-            if let Err(e) = state::type_of(dt) {
+            if let Err(e) = state::type_of(dt).and_then(|_| len(count)) {
                 return self_ok(Err::<(), _>(e));
             }
             // SAFETY: both buffers hold `count` elements of `dt` (MPI's contract); the
             // function reads the first and writes the second.
-            unsafe { f(inbuf.cast_mut(), inoutbuf, &mut n, &mut h) };
+            unsafe { f.call(inbuf.cast_mut(), inoutbuf, count as usize, dt) };
             return MPI_SUCCESS;
         }
         self_ok((|| {
@@ -885,16 +954,15 @@ mpi! {
         };
         // The C function sees the datatype's handle, and MPI's `int *len` and
         // `MPI_Datatype *` arguments.
-        let user = earlybird::Op::user_bytes(commute != 0, move |a: &[u8], b: &mut [u8], n: usize, dt: &Datatype| {
-            let mut len = c_int::try_from(n).unwrap_or(c_int::MAX);
-            let mut h = state::handle_of(dt);
-            // SAFETY: `a` and `b` hold `n` elements of `dt` (the library's contract with the
-            // operation); the function reads `a` and writes `b` as MPI says it may.
-            unsafe { f(a.as_ptr() as *mut c_void, b.as_mut_ptr().cast(), &mut len, &mut h) }
-        });
-        let r = state::add_op(user).inspect(|&h| USER_FUNCTIONS.with(|m| { m.borrow_mut().insert(h, f); }));
-        // SAFETY: a handle to write, checked for null.
-        self_ok(r.map(|h| unsafe { write(op, h) }))
+        op_create(commute, op, UserFn::Int(f))
+    }
+
+    fn MPI_Op_create_c / PMPI_Op_create_c(f: Option<UserFunctionC>, commute: c_int, op: *mut Handle) {
+        let Some(f) = f else {
+            return self_ok(Err::<(), _>(Error::new(ErrorClass::Arg, "MPI_Op_create_c: a null function")));
+        };
+        // As MPI_Op_create's, with an `MPI_Count *len`.
+        op_create(commute, op, UserFn::Count(f))
     }
 
     fn MPI_Op_free / PMPI_Op_free(op: *mut Handle) {

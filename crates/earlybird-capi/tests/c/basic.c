@@ -28,6 +28,17 @@ int main(int argc, char **argv) {
     int len = 0;
     MPI_Get_processor_name(name, &len);
     CHECK(len > 0 && (int)strlen(name) == len, "processor name of %d chars", len);
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+    /* MPI 4.1's hardware information: a new info object, with the host named as above. */
+    MPI_Info hw = MPI_INFO_NULL;
+    char host[MPI_MAX_INFO_VAL + 1];
+    int hflag = 0;
+    MPI_Get_hw_resource_info(&hw);
+    CHECK(hw != MPI_INFO_NULL, "MPI_Get_hw_resource_info gave no info object");
+    MPI_Info_get(hw, "earlybird_host", MPI_MAX_INFO_VAL, host, &hflag);
+    CHECK(hflag && strcmp(host, name) == 0, "hardware info's host %s (flag %d), processor name %s", host, hflag, name);
+    MPI_Info_free(&hw);
+#endif
 
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
 

@@ -17,6 +17,15 @@ static void int_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
     for (int i = 0; i < *len; i++) b[i] += a[i];
 }
 
+/* The same through MPI_Op_create_c's callback, whose length is an MPI_Count. */
+static MPI_Count seen_len = -1;
+static void int_sum_c(void *in, void *inout, MPI_Count *len, MPI_Datatype *dt) {
+    int *a = in, *b = inout;
+    seen_type = *dt;
+    seen_len = *len;
+    for (MPI_Count i = 0; i < *len; i++) b[i] += a[i];
+}
+
 /* A non-commutative one: 2x2 matrix product b = a * b, one matrix per element of a
  * contiguous type of 4 doubles. */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {
@@ -177,6 +186,21 @@ int main(int argc, char **argv) {
     /* Not every rank applies the operation (the algorithm decides); one that did saw MPI_INT. */
     CHECK(seen_type == MPI_DATATYPE_NULL || seen_type == MPI_INT, "the user function saw datatype %#x",
           (unsigned)seen_type);
+    /* MPI_Op_create_c: the same sum, told the length as an MPI_Count. */
+    MPI_Op usum_c;
+    MPI_Op_create_c(int_sum_c, 1, &usum_c);
+    int cres[3] = {0};
+    seen_len = -1;
+    MPI_Allreduce(uv, cres, 3, MPI_INT, usum_c, MPI_COMM_WORLD);
+    CHECK(cres[0] == ures[0] && cres[1] == ures[1] && cres[2] == ures[2], "MPI_Op_create_c sum %d %d %d",
+          cres[0], cres[1], cres[2]);
+    CHECK(seen_len == -1 || seen_len == 3, "MPI_Op_create_c length %lld", (long long)seen_len);
+    int cin[2] = {5, 6}, cio[2] = {10, 20};
+    MPI_Reduce_local(cin, cio, 2, MPI_INT, usum_c);
+    CHECK(cio[0] == 15 && cio[1] == 26 && seen_len == 2, "MPI_Reduce_local with MPI_Op_create_c: %d %d (length %lld)",
+          cio[0], cio[1], (long long)seen_len);
+    MPI_Op_free(&usum_c);
+    CHECK(usum_c == MPI_OP_NULL, "MPI_Op_free of a large-count operation");
     MPI_Datatype mat;
     MPI_Type_contiguous(4, MPI_DOUBLE, &mat);
     MPI_Type_commit(&mat);
