@@ -61,6 +61,20 @@ thread_local! {
 pub(crate) type UserFunction =
     unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut Handle);
 
+/// A detached buffer's address and size into `buf` (where MPI's C binding stores the
+/// address: a `void **` passed as `void *`) and `size`. An automatic buffer is given back as
+/// MPI_BUFFER_AUTOMATIC with size 0.
+///
+/// # Safety
+/// `buf` is null or points to a `void *`, `size` is null or points to an int.
+unsafe fn detached((p, n): (usize, i64), buf: *mut c_void, size: *mut c_int) {
+    // SAFETY: the function's contract; both checked for null.
+    unsafe {
+        write(buf.cast::<usize>(), p);
+        write(size, c_int::try_from(n).unwrap_or(c_int::MAX));
+    }
+}
+
 /// This host's name (MPI_Get_processor_name's).
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -504,18 +518,39 @@ mpi! {
     }
 
     fn MPI_Buffer_attach / PMPI_Buffer_attach(buf: *mut c_void, size: c_int) {
-        self_ok(state::buffer_attach(buf, size))
+        self_ok(state::buffer_attach(None, buf, size.into()))
     }
 
     fn MPI_Buffer_detach / PMPI_Buffer_detach(buf: *mut c_void, size: *mut c_int) {
-        self_ok(state::buffer_detach().map(|(p, n)| {
-            // SAFETY: `buf` is where MPI's C binding stores the address (a `void **` passed as
-            // `void *`), `size` an int; both checked for null.
-            unsafe {
-                write(buf.cast::<usize>(), p);
-                write(size, n);
-            }
-        }))
+        // SAFETY: MPI's C binding (see `detached`).
+        self_ok(state::buffer_detach(None).map(|d| unsafe { detached(d, buf, size) }))
+    }
+
+    fn MPI_Buffer_flush / PMPI_Buffer_flush() {
+        self_ok(state::buffer_flush(None))
+    }
+
+    fn MPI_Buffer_iflush / PMPI_Buffer_iflush(req: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        self_ok(state::buffer_iflush(None).map(|h| unsafe { write(req, h) }))
+    }
+
+    fn MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer(comm: Handle, buf: *mut c_void, size: c_int) {
+        ok_or_code(state::buffer_attach(Some(comm), buf, size.into()))
+    }
+
+    fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: Handle, buf: *mut c_void, size: *mut c_int) {
+        // SAFETY: MPI's C binding (see `detached`).
+        ok_or_code(state::buffer_detach(Some(comm)).map(|d| unsafe { detached(d, buf, size) }))
+    }
+
+    fn MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer(comm: Handle) {
+        ok_or_code(state::buffer_flush(Some(comm)))
+    }
+
+    fn MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: Handle, req: *mut Handle) {
+        // SAFETY: a handle to write, checked for null.
+        ok_or_code(state::buffer_iflush(Some(comm)).map(|h| unsafe { write(req, h) }))
     }
 
     fn MPI_Pack_size / PMPI_Pack_size(count: c_int, dt: Handle, _comm: Handle, size: *mut c_int) {

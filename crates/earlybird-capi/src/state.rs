@@ -53,7 +53,9 @@ struct State {
     win_errhandlers: Table<crate::windows::WinErrFunction>,
     /// The buffer MPI_Buffer_attach was given, for MPI_Buffer_detach to hand back (the
     /// library buffers in memory of its own of the same size).
-    attached: Option<(usize, c_int)>,
+    attached: Option<Attached>,
+    /// What the program attached to communicators, by handle.
+    comm_attached: Vec<(Handle, Attached)>,
     /// MPI_INFO_ENV: empty (earlybird keeps nothing of the command line there).
     env: earlybird::Info,
 }
@@ -468,6 +470,7 @@ impl State {
             type_names: std::collections::HashMap::new(),
             f90: Default::default(),
             attached: None,
+            comm_attached: Vec::new(),
             env: earlybird::Info::new(),
         }
     }
@@ -2731,6 +2734,7 @@ pub(crate) fn free_comm(h: Handle) -> std::result::Result<(), c_int> {
     // The Rust API ran the communicator's error handler on its own error.
     c.free().map_err(|e| e.code())?;
     drop(take_comm(h));
+    forget_attached(h);
     Ok(())
 }
 
@@ -2815,31 +2819,115 @@ pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
     release(|st| &mut st.errhandlers, &ERRHANDLERS, h)
 }
 
-/// MPI_Buffer_attach: `size` bytes for buffered sends.
-pub(crate) fn buffer_attach(buf: *mut c_void, size: c_int) -> Result<()> {
-    let n = usize::try_from(size)
-        .map_err(|_| Error::new(ErrorClass::Arg, format!("a buffer of {size} bytes")))?;
-    cell(|s| {
-        let mut s = s.borrow_mut();
-        let st = s
-            .as_mut()
-            .ok_or_else(|| not_initialized("MPI_Buffer_attach"))?;
-        st.uni()?.buffer_attach(n)?;
-        st.attached = Some((buf as usize, size));
-        Ok(())
-    })
+/// What the program attached (MPI_Buffer_attach, MPI_Comm_attach_buffer), to hand back at
+/// detach: the address and the size it gave.
+type Attached = (usize, i64);
+
+/// MPI_Buffer_attach (`comm` `None`) or MPI_Comm_attach_buffer: the size is what the
+/// library accounts buffered sends against (it keeps the copies in memory of its own);
+/// MPI_BUFFER_AUTOMATIC (the null address) lets them take what they need.
+pub(crate) fn buffer_attach(comm: Option<Handle>, buf: *mut c_void, size: i64) -> Result<()> {
+    let what = if comm.is_some() {
+        "MPI_Comm_attach_buffer"
+    } else {
+        "MPI_Buffer_attach"
+    };
+    let bytes = if buf.is_null() {
+        earlybird::BUFFER_AUTOMATIC
+    } else {
+        usize::try_from(size)
+            .map_err(|_| Error::new(ErrorClass::Arg, format!("{what}: a buffer of {size} bytes")))?
+    };
+    let kept = (buf as usize, if buf.is_null() { 0 } else { size });
+    match comm {
+        None => cell(|s| {
+            let mut s = s.borrow_mut();
+            let st = s.as_mut().ok_or_else(|| not_initialized(what))?;
+            st.uni()?.buffer_attach(bytes)?;
+            st.attached = Some(kept);
+            Ok(())
+        }),
+        Some(h) => {
+            with_comm(h, |c| c.buffer_attach(bytes))?;
+            with_state(|s| {
+                if let Some(st) = s.as_mut() {
+                    st.comm_attached.retain(|(x, _)| *x != h);
+                    st.comm_attached.push((h, kept));
+                }
+            });
+            Ok(())
+        }
+    }
 }
 
-/// MPI_Buffer_detach: waits for the buffered sends, then hands back what was attached.
-pub(crate) fn buffer_detach() -> Result<(usize, c_int)> {
-    cell(|s| {
-        let mut s = s.borrow_mut();
-        let st = s
-            .as_mut()
-            .ok_or_else(|| not_initialized("MPI_Buffer_detach"))?;
-        st.uni()?.buffer_detach()?;
-        Ok(st.attached.take().unwrap_or((0, 0)))
-    })
+/// MPI_Buffer_detach / MPI_Comm_detach_buffer: waits for the buffered sends, then hands
+/// back what was attached.
+pub(crate) fn buffer_detach(comm: Option<Handle>) -> Result<Attached> {
+    match comm {
+        None => cell(|s| {
+            let mut s = s.borrow_mut();
+            let st = s
+                .as_mut()
+                .ok_or_else(|| not_initialized("MPI_Buffer_detach"))?;
+            st.uni()?.buffer_detach()?;
+            Ok(st.attached.take().unwrap_or((0, 0)))
+        }),
+        Some(h) => {
+            with_comm(h, |c| c.buffer_detach())?;
+            Ok(with_state(|s| {
+                s.as_mut()
+                    .and_then(|st| {
+                        let i = st.comm_attached.iter().position(|(x, _)| *x == h)?;
+                        Some(st.comm_attached.swap_remove(i).1)
+                    })
+                    .unwrap_or((0, 0))
+            }))
+        }
+    }
+}
+
+/// A communicator handle is freed: forget what was attached to it (the library's buffer
+/// went with the communicator).
+pub(crate) fn forget_attached(h: Handle) {
+    with_state(|s| {
+        if let Some(st) = s.as_mut() {
+            st.comm_attached.retain(|(x, _)| *x != h);
+        }
+    });
+}
+
+/// MPI_Buffer_flush / MPI_Comm_flush_buffer.
+pub(crate) fn buffer_flush(comm: Option<Handle>) -> Result<()> {
+    match comm {
+        None => cell(|s| {
+            let g = s.borrow();
+            let st = g
+                .as_ref()
+                .ok_or_else(|| not_initialized("MPI_Buffer_flush"))?;
+            st.uni()?.buffer_flush()
+        }),
+        Some(h) => with_comm(h, |c| c.buffer_flush()),
+    }
+}
+
+/// MPI_Buffer_iflush / MPI_Comm_iflush_buffer: the request's handle.
+pub(crate) fn buffer_iflush(comm: Option<Handle>) -> Result<Handle> {
+    match comm {
+        None => {
+            let req = cell(|s| {
+                let g = s.borrow();
+                let st = g
+                    .as_ref()
+                    .ok_or_else(|| not_initialized("MPI_Buffer_iflush"))?;
+                st.uni()?.ibuffer_flush(st.scope)
+            })?;
+            Ok(add_request(pending(req, abi::COMM_WORLD, Kept::Slice)))
+        }
+        Some(h) => make_request(h, |c, s, slot| {
+            *slot = Some(pending(c.ibuffer_flush(s)?, h, Kept::Slice));
+            Ok(None)
+        }),
+    }
 }
 
 /// MPI_Pack / MPI_Unpack's view of `count` elements of `dt` at `buf`: the datatype to pack

@@ -68,6 +68,7 @@ pub use channel::{
 pub use coll::op::{reduce_local, Op, Predefined};
 pub use coll::{Coll, Dst, DstOrInPlace, InPlace, Src, WSpec, IN_PLACE};
 pub use comm::attr::{comm_dup_fn, comm_null_copy_fn, comm_null_delete_fn, keyval, Keyval};
+pub use comm::buffered::BUFFER_AUTOMATIC;
 pub use comm::cart::{dims_create, CartTopology, Neighbors, Topology};
 pub use comm::endpoints::{Endpoint, EndpointComm, MAX_ENDPOINTS};
 pub use comm::errhandler::{ErrHandler, UserErrHandler};
@@ -274,15 +275,29 @@ impl Universe {
     /// MPI_Buffer_attach: `bytes` of buffer space for buffered sends (each takes its length
     /// plus [`BSEND_OVERHEAD`]). earlybird keeps the copies in its own memory and accounts
     /// them against this capacity, so the program hands over a size, not memory.
+    /// [`BUFFER_AUTOMATIC`] (MPI 4.1) lets buffered sends take what they need. A
+    /// communicator may have a buffer of its own ([`Comm::buffer_attach`]).
     pub fn buffer_attach(&self, bytes: usize) -> Result<()> {
-        let r = self.eng().borrow_mut().buffer_attach(bytes);
+        let r = self.eng().borrow_mut().buffer_attach(None, bytes);
         self.world().ret("buffer_attach", r)
     }
 
     /// MPI_Buffer_detach: waits until all buffered messages have left; returns the size.
     pub fn buffer_detach(&self) -> Result<usize> {
-        let r = self.eng().borrow_mut().buffer_detach();
+        let r = self.eng().borrow_mut().buffer_detach(None);
         self.world().ret("buffer_detach", r)
+    }
+
+    /// MPI_Buffer_flush (MPI 4.1): waits until the buffered messages from the process's
+    /// buffer have left; it stays attached.
+    pub fn buffer_flush(&self) -> Result<()> {
+        let r = self.eng().borrow_mut().buffer_flush(None).map(drop);
+        self.world().ret("buffer_flush", r)
+    }
+
+    /// MPI_Buffer_iflush: [`buffer_flush`](Self::buffer_flush) as a request.
+    pub fn ibuffer_flush<'s>(&self, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
+        self.world().flush_request(s, None, "buffer_iflush")
     }
 
     /// MPI_Finalize: waits for every rank to reach finalize (serving their requests

@@ -282,6 +282,109 @@ fn bsend_completes_locally(u: &Universe) -> Result<()> {
     Ok(())
 }
 
+/// MPI 4.1's buffers of a communicator: a buffered send on a communicator with a buffer of
+/// its own uses that one (a message too large for the process's buffer fits there), the
+/// flushes wait until the messages have left (the nonblocking one is incomplete while a
+/// rendezvous copy waits for its receive), detach gives the size back, an automatic buffer
+/// takes any message, and a freed communicator takes its buffer with it.
+fn communicator_buffers(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let d = w.dup()?;
+    let Some((peer, sender)) = pair(u) else {
+        // The communicators are made and freed by every rank.
+        d.free()?;
+        return w.dup()?.free();
+    };
+    let len = 1 << 20;
+    let a = pattern(11, len);
+    let b = pattern(12, 4 * len);
+    let what = |e: &str| format!("rank {}: {e}", w.rank());
+    if sender {
+        let class = earlybird::ErrorClass::Buffer;
+        d.set_errhandler(earlybird::ErrHandler::Return);
+        w.set_errhandler(earlybird::ErrHandler::Return);
+        u.buffer_attach(64)?;
+        assert_eq!(
+            d.buffer_flush().map_err(|e| e.class()),
+            Err(class),
+            "{}",
+            what("flush with no buffer")
+        );
+        assert_eq!(
+            d.buffer_detach().map_err(|e| e.class()),
+            Err(class),
+            "{}",
+            what("detach with no buffer")
+        );
+        d.buffer_attach(len + BSEND_OVERHEAD)?;
+        let twice = d.buffer_attach(8).expect_err("attach twice");
+        assert_eq!(twice.class(), class, "{}", what("attach twice"));
+        assert!(
+            twice
+                .to_string()
+                .contains(&(len + BSEND_OVERHEAD).to_string()),
+            "{twice}"
+        );
+        let err = w
+            .bsend(&a, peer, TAG)
+            .expect_err("too large for the process's buffer");
+        assert_eq!(err.class(), class, "{}", what(&err.to_string()));
+        d.bsend(&a, peer, TAG)?;
+        scope(|s| -> Result<()> {
+            let mut f = d.ibuffer_flush(s)?;
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(
+                f.test()?.is_none(),
+                "{}",
+                what("the flush completed before the receive")
+            );
+            w.send(&[0u8; 0], peer, GO)?;
+            f.wait()?;
+            Ok(())
+        })?;
+        d.buffer_flush()?;
+        assert_eq!(
+            d.buffer_detach()?,
+            len + BSEND_OVERHEAD,
+            "{}",
+            what("detach")
+        );
+        u.buffer_flush()?;
+        scope(|s| -> Result<()> { u.ibuffer_flush(s)?.wait().map(drop) })?;
+        assert_eq!(u.buffer_detach()?, 64);
+        d.buffer_attach(earlybird::BUFFER_AUTOMATIC)?;
+        d.bsend(&b, peer, TAG + 1)?;
+        d.bsend(&a, peer, TAG + 2)?;
+        assert_eq!(d.buffer_detach()?, earlybird::BUFFER_AUTOMATIC);
+        // A communicator freed with its buffer attached takes it with it: the next one
+        // (which may reuse its context) has none.
+        d.buffer_attach(len + BSEND_OVERHEAD)?;
+        d.free()?;
+        let e = w.dup()?;
+        e.set_errhandler(earlybird::ErrHandler::Return);
+        assert_eq!(
+            e.buffer_detach().map_err(|e| e.class()),
+            Err(class),
+            "{}",
+            what("a new communicator's buffer")
+        );
+        e.free()?;
+    } else {
+        w.recv(&mut [0u8; 0], peer, GO)?;
+        let mut got = vec![0u8; len];
+        d.recv(&mut got, peer, TAG)?;
+        check_eq("bsend on the communicator's buffer", &got, &a);
+        let mut big = vec![0u8; 4 * len];
+        d.recv(&mut big, peer, TAG + 1)?;
+        check_eq("bsend on an automatic buffer", &big, &b);
+        d.recv(&mut got, peer, TAG + 2)?;
+        check_eq("second bsend on an automatic buffer", &got, &a);
+        d.free()?;
+        w.dup()?.free()?;
+    }
+    Ok(())
+}
+
 /// Typed buffers: f64, i32 and u16 payloads arrive as values and counts in elements.
 fn typed_buffers(u: &Universe) -> Result<()> {
     let w = u.world();
@@ -334,5 +437,6 @@ scenarios! {
     ssend_waits_for_receive;
     issend_incomplete_until_matched;
     bsend_completes_locally;
+    communicator_buffers [2, 3];
     typed_buffers;
 }

@@ -180,6 +180,44 @@ int main(int argc, char **argv) {
     int back_size = 0;
     MPI_Buffer_detach(&back, &back_size);
     CHECK(back == bbuf && back_size == bsize, "detach gave %p %d", back, back_size);
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+    /* MPI 4.1: a buffer of a communicator's own, used by its buffered sends (the process has
+     * none now), flushed blocking and nonblocking, detached; an automatic one; the process's
+     * flushes. */
+    MPI_Comm bc;
+    MPI_Comm_dup(MPI_COMM_WORLD, &bc);
+    MPI_Comm_attach_buffer(bc, bbuf, bsize);
+    bv = rank + 600;
+    MPI_Bsend(&bv, 1, MPI_INT, right, 17, bc);
+    MPI_Recv(&bgot, 1, MPI_INT, left, 17, bc, MPI_STATUS_IGNORE);
+    CHECK(bgot == left + 600, "bsend on the communicator's buffer %d", bgot);
+    MPI_Request fr = MPI_REQUEST_NULL;
+    MPI_Comm_flush_buffer(bc);
+    MPI_Comm_iflush_buffer(bc, &fr);
+    MPI_Wait(&fr, MPI_STATUS_IGNORE);
+    CHECK(fr == MPI_REQUEST_NULL, "MPI_Comm_iflush_buffer's request completed");
+    back = NULL;
+    back_size = 0;
+    MPI_Comm_detach_buffer(bc, &back, &back_size);
+    CHECK(back == bbuf && back_size == bsize, "communicator detach gave %p %d", back, back_size);
+    MPI_Comm_set_errhandler(bc, MPI_ERRORS_RETURN);
+    int brc = MPI_Comm_detach_buffer(bc, &back, &back_size), bcls = -1;
+    MPI_Error_class(brc, &bcls);
+    CHECK(bcls == MPI_ERR_BUFFER, "detach of no buffer: class %d", bcls);
+    MPI_Comm_attach_buffer(bc, MPI_BUFFER_AUTOMATIC, 0);
+    MPI_Bsend(&bv, 1, MPI_INT, right, 18, bc);
+    MPI_Recv(&bgot, 1, MPI_INT, left, 18, bc, MPI_STATUS_IGNORE);
+    CHECK(bgot == left + 600, "bsend on an automatic buffer %d", bgot);
+    MPI_Comm_detach_buffer(bc, &back, &back_size);
+    CHECK(back == MPI_BUFFER_AUTOMATIC, "detach of an automatic buffer gave %p", back);
+    MPI_Comm_free(&bc);
+    MPI_Buffer_attach(bbuf, bsize);
+    MPI_Buffer_flush();
+    MPI_Buffer_iflush(&fr);
+    MPI_Wait(&fr, MPI_STATUS_IGNORE);
+    MPI_Buffer_detach(&back, &back_size);
+    CHECK(back == bbuf, "process detach after the flushes gave %p", back);
+#endif
     free(bbuf);
 
     /* Info objects and names. */

@@ -104,14 +104,7 @@ impl Driven {
         for r in ranks.iter_mut() {
             r.done = true;
             first = first.and(r.self_comm.finalize_self());
-            let detach = {
-                let mut e = r.eng.borrow_mut();
-                if e.core.bsend.attached() {
-                    e.buffer_detach().map(|_| ())
-                } else {
-                    Ok(())
-                }
-            };
+            let detach = r.eng.borrow_mut().buffers_drain();
             first = first.and(r.world.ret("finalize", detach));
         }
         let Some(lead) = ranks.first() else {

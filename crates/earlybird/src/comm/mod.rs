@@ -13,6 +13,7 @@
 
 pub(crate) mod agree;
 pub mod attr;
+pub mod buffered;
 pub mod cart;
 pub(crate) mod context;
 mod create;
@@ -128,6 +129,7 @@ impl CommShared {
     fn release(&self, e: &mut crate::p2p::engine::Engine) {
         if !self.released.replace(true) {
             e.set_ctx_assertions(ContextId::of_pair(self.pair).raw(), Assertions::empty());
+            e.buffer_forget(ContextId::of_pair(self.pair).raw());
             context::release(e, self.pair);
         }
     }

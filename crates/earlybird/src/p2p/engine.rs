@@ -465,9 +465,7 @@ impl Engine {
     /// MPI_Finalize's part in p2p: let buffered sends and queued frames leave, then wait
     /// (serving peers meanwhile) until every rank has entered finalize.
     pub(crate) fn finalize(&mut self) -> Result<()> {
-        if self.core.bsend.attached() {
-            self.buffer_detach()?;
-        }
+        self.buffers_drain()?;
         let blocked = Blocked::in_call(BlockedIn::Finalize);
         let mut phase = Finalizing::Flushing;
         self.wait_for(blocked, |e| e.finalize_step(&mut phase).then_some(()))

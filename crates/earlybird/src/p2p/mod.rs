@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod background;
-mod bsend;
+pub(crate) mod bsend;
 pub(crate) mod engine;
 pub mod matching;
 pub(crate) mod ops;
