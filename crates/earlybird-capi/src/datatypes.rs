@@ -96,6 +96,179 @@ fn c_integers(c: &Combiner, mut v: Vec<i64>) -> Vec<i64> {
     v
 }
 
+/// A datatype's arguments as the decoders give them in C (MPI 4.1 §5.1.13).
+pub(crate) struct Decoded {
+    combiner: c_int,
+    ints: Vec<i64>,
+    /// The large-count decoders' `array_of_large_counts`.
+    counts: Vec<i64>,
+    addrs: Vec<isize>,
+    types: Vec<earlybird::Datatype>,
+}
+
+/// Decode `dt` for `what`. With `large` (the `_c` decoders): when a value does not fit in an
+/// int, the arguments that the type's large-count constructor takes as `MPI_Count` (counts,
+/// block lengths, displacements, strides, sizes and starts) are given as large counts, in the
+/// order of that constructor's arguments. earlybird does not record which constructor made a
+/// type, so one whose values all fit is described as its int constructor would be (no large
+/// counts). Without `large`, such a value is MPI_ERR_VALUE_TOO_LARGE (it is never wrapped).
+pub(crate) fn decode(what: &str, dt: Handle, large: bool) -> earlybird::Result<Decoded> {
+    if let Some((k, ints)) = f90_types::envelope(dt) {
+        return Ok(Decoded {
+            combiner: k,
+            ints: ints.into_iter().map(i64::from).collect(),
+            counts: Vec::new(),
+            addrs: Vec::new(),
+            types: Vec::new(),
+        });
+    }
+    let d = state::type_of(dt)?;
+    let kind = d.envelope().combiner;
+    if kind == CombinerKind::Named {
+        return Ok(Decoded {
+            combiner: c::MPI_COMBINER_NAMED,
+            ints: Vec::new(),
+            counts: Vec::new(),
+            addrs: Vec::new(),
+            types: Vec::new(),
+        });
+    }
+    let comb = d.contents()?;
+    let parts = Contents::from(&comb);
+    let ints = c_integers(&comb, parts.integers);
+    let combiner = combiner(kind);
+    if let Some(&v) = ints.iter().find(|&&v| c_int::try_from(v).is_err()) {
+        if !large {
+            return Err(Error::new(
+                ErrorClass::ValueTooLarge,
+                format!("{what}: the datatype's argument {v} does not fit in an int (the _c form of the call gives it)"),
+            ));
+        }
+        let (ints, counts, addrs) = large_form(combiner, ints, parts.addresses);
+        return Ok(Decoded {
+            combiner,
+            ints,
+            counts,
+            addrs,
+            types: parts.datatypes,
+        });
+    }
+    Ok(Decoded {
+        combiner,
+        ints,
+        counts: Vec::new(),
+        addrs: parts.addresses,
+        types: parts.datatypes,
+    })
+}
+
+/// The integers and addresses of a combiner as its large-count constructor takes them: the
+/// ints that stay ints, the large counts, the addresses.
+fn large_form(
+    combiner: c_int,
+    ints: Vec<i64>,
+    addrs: Vec<isize>,
+) -> (Vec<i64>, Vec<i64>, Vec<isize>) {
+    let at = |i: usize| ints.get(i).map_or(0, |&n| n.max(0) as usize);
+    match combiner {
+        // ndims, sizes, subsizes, starts, order: the three arrays are MPI_Count.
+        c::MPI_COMBINER_SUBARRAY => {
+            let n = at(0);
+            let counts = ints[1..(1 + 3 * n).min(ints.len())].to_vec();
+            let kept = [ints[0], ints.last().copied().unwrap_or(0)].to_vec();
+            (kept, counts, addrs)
+        }
+        // size, rank, ndims, gsizes, distribs, dargs, psizes, order: gsizes is MPI_Count.
+        c::MPI_COMBINER_DARRAY => {
+            let n = at(2);
+            let g = (3 + n).min(ints.len());
+            let counts = ints[3.min(g)..g].to_vec();
+            let kept = ints[..3.min(g)].iter().chain(&ints[g..]).copied().collect();
+            (kept, counts, addrs)
+        }
+        // Every other constructor's _c form takes all of them as MPI_Count, integers first.
+        _ => (
+            Vec::new(),
+            ints.into_iter()
+                .chain(addrs.into_iter().map(|a| a as i64))
+                .collect(),
+            Vec::new(),
+        ),
+    }
+}
+
+impl Decoded {
+    /// The envelope's four lengths: integers, addresses, large counts, datatypes.
+    pub(crate) fn lengths(&self) -> [usize; 4] {
+        [
+            self.ints.len(),
+            self.addrs.len(),
+            self.counts.len(),
+            self.types.len(),
+        ]
+    }
+
+    pub(crate) fn combiner(&self) -> c_int {
+        self.combiner
+    }
+
+    /// MPI_Type_get_contents(_c): the arrays out, `max` giving the room in each (integers,
+    /// addresses, large counts, datatypes); a derived datatype among the arguments gets a new
+    /// handle the program frees, a predefined one is its own handle.
+    ///
+    /// # Safety
+    /// Each array has room for its `max` elements (the large counts' may be null when its
+    /// room is 0).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn write_out(
+        &self,
+        what: &str,
+        dt: Handle,
+        max: [i64; 4],
+        ints: *mut c_int,
+        addrs: *mut isize,
+        counts: *mut i64,
+        types: *mut Handle,
+    ) -> earlybird::Result<()> {
+        if self.combiner == c::MPI_COMBINER_NAMED {
+            // As the Rust API says it: a named type has no contents.
+            return state::type_of(dt)?.contents().map(drop);
+        }
+        let need = self.lengths();
+        if need.iter().zip(max).any(|(&n, m)| n as i64 > m.max(0)) {
+            return Err(Error::new(
+                ErrorClass::Arg,
+                format!(
+                    "{what}: the type has {} integers, {} addresses, {} large counts and {} datatypes; room was given for {}, {}, {} and {}",
+                    need[0], need[1], need[2], need[3], max[0], max[1], max[2], max[3]
+                ),
+            ));
+        }
+        for (i, &x) in self.ints.iter().enumerate() {
+            // SAFETY: room for `max[0]` ints (the function's contract), no more written; each
+            // fits (see `decode`).
+            unsafe { write(ints.wrapping_add(i), x as c_int) };
+        }
+        for (i, &x) in self.addrs.iter().enumerate() {
+            // SAFETY: room for `max[1]` addresses.
+            unsafe { write(addrs.wrapping_add(i), x) };
+        }
+        for (i, &x) in self.counts.iter().enumerate() {
+            // SAFETY: room for `max[2]` large counts.
+            unsafe { write(counts.wrapping_add(i), x) };
+        }
+        for (i, t) in self.types.iter().enumerate() {
+            let h = match t.combiner() {
+                Combiner::Named(b) => abi::basic_handle(b).ok_or_else(|| state::bad_type(dt))?,
+                _ => state::add_type(t.clone())?,
+            };
+            // SAFETY: room for `max[3]` handles.
+            unsafe { write(types.wrapping_add(i), h) };
+        }
+        Ok(())
+    }
+}
+
 /// A status's byte count.
 ///
 /// # Safety
@@ -164,71 +337,22 @@ mpi! {
     }
 
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(dt: Handle, ni: *mut c_int, na: *mut c_int, nd: *mut c_int, comb: *mut c_int) {
-        if let Some((k, ints)) = f90_types::envelope(dt) {
+        self_ok(decode("MPI_Type_get_envelope", dt, false).map(|d| {
             // SAFETY: ints to write, checked for null.
             unsafe {
-                write(ni, ints.len() as c_int);
-                write(na, 0);
-                write(nd, 0);
-                write(comb, k);
-            }
-            return MPI_SUCCESS;
-        }
-        self_ok(state::type_of(dt).map(|d| {
-            let e = d.envelope();
-            // SAFETY: ints to write, checked for null.
-            unsafe {
-                write(ni, e.integers as c_int);
-                write(na, e.addresses as c_int);
-                write(nd, e.datatypes as c_int);
-                write(comb, combiner(e.combiner));
+                write(ni, d.ints.len() as c_int);
+                write(na, d.addrs.len() as c_int);
+                write(nd, d.types.len() as c_int);
+                write(comb, d.combiner);
             }
         }))
     }
 
     fn MPI_Type_get_contents / PMPI_Type_get_contents(dt: Handle, maxi: c_int, maxa: c_int, maxd: c_int, ints: *mut c_int, addrs: *mut isize, types: *mut Handle) {
-        if let Some((_, v)) = f90_types::envelope(dt) {
-            let r = if v.len() > len(maxi).unwrap_or(0) {
-                Err(Error::new(ErrorClass::Arg, format!("MPI_Type_get_contents: the type has {} integers; room was given for {maxi}", v.len())))
-            } else {
-                for (i, x) in v.iter().enumerate() {
-                    // SAFETY: room for `maxi` ints (MPI's contract), no more written.
-                    unsafe { write(ints.wrapping_add(i), *x) };
-                }
-                Ok(())
-            };
-            return self_ok(r);
-        }
-        self_ok((|| {
-            let d = state::type_of(dt)?;
-            let comb = d.contents()?;
-            let parts = Contents::from(&comb);
-            let integers = c_integers(&comb, parts.integers);
-            if integers.len() > len(maxi)? || parts.addresses.len() > len(maxa)? || parts.datatypes.len() > len(maxd)? {
-                return Err(Error::new(ErrorClass::Arg, format!(
-                    "MPI_Type_get_contents: the type has {} integers, {} addresses and {} datatypes; room was given for {maxi}, {maxa} and {maxd}",
-                    integers.len(), parts.addresses.len(), parts.datatypes.len())));
-            }
-            for (i, x) in integers.iter().enumerate() {
-                // SAFETY: room for `maxi` ints (MPI's contract), fewer written.
-                unsafe { write(ints.wrapping_add(i), *x as c_int) };
-            }
-            for (i, x) in parts.addresses.iter().enumerate() {
-                // SAFETY: room for `maxa` addresses.
-                unsafe { write(addrs.wrapping_add(i), *x) };
-            }
-            for (i, t) in parts.datatypes.iter().enumerate() {
-                // A predefined type is its handle; a derived one a new handle the program
-                // frees, as MPI says.
-                let h = match t.combiner() {
-                    Combiner::Named(b) => abi::basic_handle(b).ok_or_else(|| state::bad_type(dt))?,
-                    _ => state::add_type(t.clone())?,
-                };
-                // SAFETY: room for `maxd` handles.
-                unsafe { write(types.wrapping_add(i), h) };
-            }
-            Ok(())
-        })())
+        // SAFETY: the caller's arrays, of the sizes it gives (MPI's contract).
+        self_ok(decode("MPI_Type_get_contents", dt, false).and_then(|d| unsafe {
+            d.write_out("MPI_Type_get_contents", dt, [maxi.into(), maxa.into(), 0, maxd.into()], ints, addrs, std::ptr::null_mut(), types)
+        }))
     }
 
     fn MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, dt: Handle, count: *mut c_int) {

@@ -88,26 +88,24 @@ pub(crate) fn widened(name: &str, count: i64, dt: Handle) -> Result<Widened, c_i
 
 mpi! {
     fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(dt: Handle, ni: *mut i64, na: *mut i64, nc: *mut i64, nd: *mut i64, comb: *mut c_int) {
-        let (mut i, mut a, mut d) = (0, 0, 0);
-        // SAFETY: ints of ours, and the caller's combiner to write.
-        let rc = unsafe { crate::datatypes::PMPI_Type_get_envelope(dt, &mut i, &mut a, &mut d, comb) };
-        if rc == MPI_SUCCESS {
-            // SAFETY: MPI_Counts to write, checked for null. earlybird's types keep their
-            // counts among the integers (none needs a large count).
+        crate::self_ok(crate::datatypes::decode("MPI_Type_get_envelope_c", dt, true).map(|d| {
+            let [i, a, c, t] = d.lengths();
+            // SAFETY: MPI_Counts and an int to write, checked for null.
             unsafe {
-                state::write(ni, i64::from(i));
-                state::write(na, i64::from(a));
-                state::write(nc, 0);
-                state::write(nd, i64::from(d));
+                state::write(ni, i as i64);
+                state::write(na, a as i64);
+                state::write(nc, c as i64);
+                state::write(nd, t as i64);
+                state::write(comb, d.combiner());
             }
-        }
-        rc
+        }))
     }
 
-    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(dt: Handle, maxi: i64, maxa: i64, _maxc: i64, maxd: i64, ints: *mut c_int, addrs: *mut isize, _counts: *mut i64, types: *mut Handle) {
-        let clamp = |n: i64| c_int::try_from(n.max(0)).unwrap_or(c_int::MAX);
-        // SAFETY: the caller's arrays, of the sizes it gives (MPI's contract); no large
-        // counts are ever returned (see MPI_Type_get_envelope_c).
-        unsafe { crate::datatypes::PMPI_Type_get_contents(dt, clamp(maxi), clamp(maxa), clamp(maxd), ints, addrs, types) }
+    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(dt: Handle, maxi: i64, maxa: i64, maxc: i64, maxd: i64, ints: *mut c_int, addrs: *mut isize, counts: *mut i64, types: *mut Handle) {
+        const WHAT: &str = "MPI_Type_get_contents_c";
+        // SAFETY: the caller's arrays, of the sizes it gives (MPI's contract).
+        crate::self_ok(crate::datatypes::decode(WHAT, dt, true).and_then(|d| unsafe {
+            d.write_out(WHAT, dt, [maxi, maxa, maxc, maxd], ints, addrs, counts, types)
+        }))
     }
 }

@@ -32,6 +32,19 @@ static void large_types(void) {
     MPI_Type_get_extent_c(t, &lb, &ext);
     CHECK(lb == 0 && ext == contig, "contiguous_c: extent [%lld, +%lld)", (long long)lb,
           (long long)ext);
+    /* The decoders: the large-count ones give a count beyond an int among the large counts;
+     * the int ones cannot, and say so rather than wrap it. */
+    MPI_Count ni = -1, na = -1, nc = -1, nd = -1, got = -1;
+    int comb = -1, ii = -1, ia = -1, id = -1, dcls = -1;
+    MPI_Datatype inner = MPI_DATATYPE_NULL;
+    MPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_CONTIGUOUS && ni == 0 && na == 0 && nc == 1 && nd == 1,
+          "envelope_c of contiguous_c: %lld %lld %lld %lld (combiner %d)", (long long)ni, (long long)na,
+          (long long)nc, (long long)nd, comb);
+    MPI_Type_get_contents_c(t, 0, 0, 1, 1, NULL, NULL, &got, &inner);
+    CHECK(got == contig && inner == MPI_CHAR, "contents_c of contiguous_c: %lld", (long long)got);
+    MPI_Error_class(MPI_Type_get_envelope(t, &ii, &ia, &id, &comb), &dcls);
+    CHECK(dcls == MPI_ERR_VALUE_TOO_LARGE, "int envelope of contiguous_c: class %d", dcls);
     MPI_Type_free(&t);
 
     MPI_Count blklen = blocks / 256 / sizeof(int), displs[256];
@@ -51,6 +64,10 @@ static void large_types(void) {
     MPI_Type_vector_c(3, 1LL << 30, 1LL << 30, MPI_SHORT, &t);
     MPI_Type_commit(&t);
     measure(t, 3 * (2LL << 30), "vector_c");
+    /* Arguments that fit in an int are described as the int constructor takes them. */
+    MPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_VECTOR && ni == 3 && nc == 0 && nd == 1, "envelope_c of vector_c: %lld %lld",
+          (long long)ni, (long long)nc);
     MPI_Type_free(&t);
 
     /* A count that fits an int goes on as it is; a negative one is MPI_ERR_COUNT. */
