@@ -18,6 +18,35 @@ fn made_comm(out: *mut Handle, r: earlybird::Result<Option<earlybird::Comm>>) ->
     ok_or_code(r.map(|h| unsafe { write(out, h) }))
 }
 
+/// The tag that MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups use for the
+/// communicator they make over MPI_COMM_WORLD: the string tag hashed (FNV-1a), the same on
+/// every process. MPI asks concurrent calls to give different string tags; two that hash
+/// alike would have to overlap in time and in members to be confused.
+fn string_tag(s: &str) -> c_int {
+    let h = s.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    (h & 0x3fff_ffff) as c_int
+}
+
+/// The communicator over `group` that the *_from_group(s) calls make: as
+/// MPI_Comm_create_group on MPI_COMM_WORLD, which holds every process of the job (sessions
+/// are not implemented, so every group comes from it; a group of endpoints is refused by
+/// that call). The error handler given is set on it.
+fn from_group(group: Handle, tag: c_int) -> earlybird::Result<Option<earlybird::Comm>> {
+    let g = state::group_of(group)?;
+    state::with_comm_aside(abi::COMM_WORLD, |w| w.create_group(&g, tag))
+}
+
+/// Set `eh` (unless MPI_ERRHANDLER_NULL) on the new communicator `h`.
+fn with_errhandler(h: Handle, eh: Handle) -> c_int {
+    if eh == abi::c::MPI_ERRHANDLER_NULL || h == abi::COMM_NULL {
+        return abi::MPI_SUCCESS;
+    }
+    // SAFETY: a valid communicator handle, made here.
+    unsafe { crate::PMPI_Comm_set_errhandler(h, eh) }
+}
+
 /// A new group into `*out`.
 fn made_group(out: *mut Handle, r: earlybird::Result<earlybird::Group>) -> c_int {
     // SAFETY: a handle to write (MPI's contract), checked for null.
@@ -90,6 +119,51 @@ unsafe fn write_ints(out: *mut c_int, max: c_int, v: &[i32]) -> earlybird::Resul
 mpi! {
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: Handle, group: Handle, tag: c_int, out: *mut Handle) {
         made_comm(out, state::group_of(group).and_then(|g| state::with_comm_aside(comm, |c| c.create_group(&g, tag))))
+    }
+
+    fn MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: Handle, stringtag: *const c_char, _info: Handle, eh: Handle, out: *mut Handle) {
+        // SAFETY: a C string (MPI's contract), checked for null.
+        let tag = match unsafe { c_str(stringtag) } {
+            Ok(t) => string_tag(&t),
+            Err(e) => return self_ok(Err::<(), _>(e)),
+        };
+        let rc = made_comm(out, from_group(group, tag));
+        if rc != abi::MPI_SUCCESS {
+            return rc;
+        }
+        // SAFETY: written just above.
+        with_errhandler(unsafe { out.read() }, eh)
+    }
+
+    fn MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(
+        local: Handle, local_leader: c_int, remote: Handle, remote_leader: c_int,
+        stringtag: *const c_char, _info: Handle, eh: Handle, out: *mut Handle,
+    ) {
+        // SAFETY: a C string (MPI's contract), checked for null.
+        let tag = match unsafe { c_str(stringtag) } {
+            Ok(t) => string_tag(&t),
+            Err(e) => return self_ok(Err::<(), _>(e)),
+        };
+        // The local group's communicator (over MPI_COMM_WORLD), then an intercommunicator from
+        // it whose leaders meet on MPI_COMM_WORLD (the remote leader by its rank there).
+        let r = (|| {
+            let rg = state::group_of(remote)?;
+            let world = with_comm(abi::COMM_WORLD, |w| Ok(w.clone()))?;
+            let leader = rg.translate_ranks(&[remote_leader], &world.group())?[0];
+            let Some(l) = from_group(local, tag)? else {
+                return Err(Error::new(ErrorClass::Group, "MPI_Intercomm_create_from_groups: this process is not in the local group"));
+            };
+            let inter = state::let_go_aside(|| l.intercomm_create(local_leader, &world, leader, tag));
+            let freed = l.free();
+            let inter = inter?;
+            freed.map(|()| Some(inter))
+        })();
+        let rc = made_comm(out, r);
+        if rc != abi::MPI_SUCCESS {
+            return rc;
+        }
+        // SAFETY: written just above.
+        with_errhandler(unsafe { out.read() }, eh)
     }
 
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: Handle, info: Handle, out: *mut Handle) {

@@ -14,11 +14,62 @@ static void handler(MPI_Comm *comm, int *code, ...) {
     MPI_Error_class(*code, &handled_class);
 }
 
+/* MPI 4.0's constructors from groups, with no parent communicator: the world's group, then
+ * the even and odd ranks' groups joined into an intercommunicator. */
+static void from_groups(int size) {
+    MPI_Group wg;
+    MPI_Comm fg;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Comm_create_from_group(wg, "earlybird.test.world", MPI_INFO_NULL, MPI_ERRORS_RETURN, &fg);
+    int fr = -1, fs = -1, sum = -1, one = 1;
+    MPI_Comm_rank(fg, &fr);
+    MPI_Comm_size(fg, &fs);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, fg);
+    CHECK(fr == rank && fs == size && sum == size, "create_from_group: rank %d of %d, sum %d", fr, fs, sum);
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    MPI_Comm_get_errhandler(fg, &eh);
+    CHECK(eh == MPI_ERRORS_RETURN, "create_from_group's error handler %#x", (unsigned)eh);
+    MPI_Comm_free(&fg);
+    if (size >= 2) {
+        int color = rank % 2, evens[64], odds[64], ne = 0, no = 0;
+        for (int r = 0; r < size && r < 128; r++) {
+            if (r % 2) odds[no++] = r;
+            else evens[ne++] = r;
+        }
+        MPI_Group eg, og, rg;
+        MPI_Group_incl(wg, ne, evens, &eg);
+        MPI_Group_incl(wg, no, odds, &og);
+        MPI_Comm inter;
+        MPI_Intercomm_create_from_groups(color ? og : eg, 0, color ? eg : og, 0, "earlybird.test.inter", MPI_INFO_NULL,
+                                         MPI_ERRORS_RETURN, &inter);
+        int is_inter = 0, rsize = -1, v = -1;
+        MPI_Comm_test_inter(inter, &is_inter);
+        MPI_Comm_remote_size(inter, &rsize);
+        CHECK(is_inter && rsize == (color ? ne : no), "intercomm_create_from_groups: inter %d, remote size %d", is_inter, rsize);
+        MPI_Comm_remote_group(inter, &rg);
+        int cmp = -1;
+        MPI_Group_compare(rg, color ? eg : og, &cmp);
+        CHECK(cmp == MPI_IDENT, "intercomm_create_from_groups: remote group compares %d", cmp);
+        MPI_Group_free(&rg);
+        /* Leader to leader across. */
+        if (rank == 0) MPI_Send(&size, 1, MPI_INT, 0, 3, inter);
+        if (rank == 1) {
+            MPI_Recv(&v, 1, MPI_INT, 0, 3, inter, MPI_STATUS_IGNORE);
+            CHECK(v == size, "across the intercommunicator from groups: %d", v);
+        }
+        MPI_Comm_free(&inter);
+        MPI_Group_free(&eg);
+        MPI_Group_free(&og);
+    }
+    MPI_Group_free(&wg);
+}
+
 int main(int argc, char **argv) {
     int size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    from_groups(size);
     if (size >= 2) {
         MPI_Comm half, inter, merged;
         int color = rank % 2;
