@@ -6,8 +6,11 @@
 //! MPI_COMM_WORLD's, pair 1 MPI_COMM_SELF's (every endpoint's own: no message on it ever
 //! leaves the endpoint). Every endpoint keeps a bitmap of the pairs its communicators use, 64 x
 //! 64 = 4096 of them; the members of a new communicator agree on a pair free on all of them
-//! (see [`agree`](super::agree)). The two contexts above every pair's carry the bind
-//! handshake of channels (seed 000), which no communicator's matching ever sees.
+//! (see [`agree`](super::agree)). Partitioned communication of pair `p` runs on two contexts
+//! of its own, `PARTITIONED + 2p` (the hellos that match a send with its receive) and
+//! `PARTITIONED + 2p + 1` (the partitions' data), apart from the pair's matching. The two
+//! contexts above all of those carry the bind handshake of channels (seed 000), which no
+//! communicator's matching ever sees.
 #![forbid(unsafe_code)]
 
 use crate::p2p::engine::Engine;
@@ -31,6 +34,16 @@ impl ContextId {
     pub(crate) const CHANNEL_OFFERS: ContextId = ContextId(u32::MAX - 1);
     /// Bind replies of channels.
     pub(crate) const CHANNEL_REPLIES: ContextId = ContextId(u32::MAX);
+
+    /// Where the contexts of partitioned communication start (above every pair's two).
+    const PARTITIONED: u32 = 2 * CTX_WORDS as u32 * 64;
+
+    /// The contexts of partitioned communication of this context's pair: its hellos, and its
+    /// partitions' data (see `partitioned.rs`).
+    pub(crate) const fn partitioned(self) -> (ContextId, ContextId) {
+        let c = ContextId::PARTITIONED + 2 * self.pair();
+        (ContextId(c), ContextId(c + 1))
+    }
 
     /// The point-to-point context of pair `pair`.
     pub(crate) const fn of_pair(pair: u32) -> ContextId {
@@ -92,6 +105,10 @@ mod tests {
         let c = ContextId::of_pair(4095);
         assert_eq!((c.raw(), c.internal().raw(), c.pair()), (8190, 8191, 4095));
         assert!(ContextId::CHANNEL_OFFERS.raw() > c.internal().raw());
+        let (hello, data) = c.partitioned();
+        assert_eq!((hello.raw(), data.raw()), (8192 + 8190, 8192 + 8191));
+        assert!(ContextId::WORLD.partitioned().0.raw() > c.internal().raw());
+        assert!(ContextId::CHANNEL_OFFERS.raw() > data.raw());
         assert_eq!(ContextId::WORLD, ContextId::of_pair(0));
         assert_eq!(ContextId::SELF, ContextId::of_pair(1));
     }

@@ -1,5 +1,5 @@
 //! comm — communicators (DESIGN.md layer 7): the handle and what its clones share (this
-//! file), point-to-point on it (`pt2pt`), nonblocking send-receive as a request kind of its own (`sendrecv`), context ids (`context`), agreeing on them
+//! file), point-to-point on it (`pt2pt`), nonblocking send-receive as a request kind of its own (`sendrecv`), partitioned communication, another (`partitioned`), context ids (`context`), agreeing on them
 //! (`agree`), making and freeing communicators (`create`), intercommunicators
 //! (`intercomm`), groups, attributes, Cartesian topologies and error handlers.
 //!
@@ -24,6 +24,7 @@ pub mod fault_tolerance;
 pub mod graph;
 pub mod group;
 mod intercomm;
+mod partitioned;
 mod pt2pt;
 pub(crate) mod region;
 mod sendrecv;

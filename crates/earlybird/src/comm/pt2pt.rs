@@ -43,7 +43,7 @@ pub trait SendBuf<'s>: crate::datatype::buffer::Sealed {
 /// What a persistent send's buffer becomes when lent. Opaque.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct SendLoan(Loan);
+pub struct SendLoan(pub(super) Loan);
 
 impl<'s, B: Buffer + ?Sized> SendBuf<'s> for &'s B {
     fn loan(self, s: &'s Scope<'s, '_>) -> Result<SendLoan> {

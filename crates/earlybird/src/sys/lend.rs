@@ -918,6 +918,14 @@ impl Loan {
         })
     }
 
+    /// The loan without its layout, and the layout: all the bytes the view was made over,
+    /// as one run, as [`View::into_run`] (a partitioned request cuts its partitions out of
+    /// that run with parts of the layout, every byte of them one the view reached).
+    pub(crate) fn into_run(mut self) -> (Loan, Option<Rc<Layout>>) {
+        let layout = self.raw.layout.take();
+        (self, layout)
+    }
+
     /// The same loan, its message made of the basic type `sig`.
     #[inline(always)]
     pub(crate) fn with_sig(mut self, sig: Sig) -> Loan {
