@@ -2,8 +2,8 @@
 # MPICH 4.0.2's own test suite (test/mpi of Debian's source package) on earlybird, by its own
 # runner (runtests) with ebrun as mpiexec.
 #
-#   suites/mpich-testsuite.sh [DIR...]     default: pt2pt coll comm group datatype attr info
-#                                          init errhan topo rma
+#   suites/mpich-testsuite.sh [DIR...]     default: pt2pt part coll comm group datatype attr
+#                                          info init errhan topo rma
 #
 # Builds earlybird (release), installs it into target/suites/earlybird with earlybird-install,
 # configures the suite against that prefix (once), builds the given directories and runs each
@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 dirs=("$@")
-[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt coll comm group datatype attr info init errhan topo rma)
+[ ${#dirs[@]} -gt 0 ] || dirs=(pt2pt part coll comm group datatype attr info init errhan topo rma)
 maxnp=${MAXNP:-4}
 src=$(suites/fetch-mpich-source.sh) || exit 1
 

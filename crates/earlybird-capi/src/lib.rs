@@ -193,6 +193,7 @@ pub mod endpoints;
 mod f90_types;
 pub mod fault_tolerance;
 pub mod large_count;
+pub mod partitioned;
 pub mod pmem;
 pub mod pt2pt;
 pub mod sync_counters;
@@ -728,7 +729,13 @@ mpi! {
             let st = pt2pt::nth_status(statuses, i);
             // SAFETY: `reqs` holds `n` handles and `statuses` `n` statuses (MPI's contract).
             match unsafe { state::complete(reqs.wrapping_add(i), st, false) } {
-                Ok(done) => all &= done,
+                Ok(done) => {
+                    if done {
+                        // As MPI_Waitall's statuses (see state::wait_all).
+                        state::status_error(st, MPI_SUCCESS);
+                    }
+                    all &= done;
+                }
                 Err(c) => return c,
             }
         }

@@ -1507,7 +1507,13 @@ fn span(count: impl Into<i64>, dt: Handle, bottom: bool) -> Result<Span> {
             format!("count {count} is negative"),
         ));
     }
-    let d = type_of(dt)?;
+    // No elements of no type: MPICH takes MPI_DATATYPE_NULL with a count of 0 (its own tests
+    // send such empty messages), and so does this library, as no bytes.
+    let d = if count == 0 && dt == abi::DATATYPE_NULL {
+        Datatype::of::<u8>()
+    } else {
+        type_of(dt)?
+    };
     let n = count as usize;
     if n == 0 || d.size() == 0 {
         return Ok(Span {
@@ -1567,7 +1573,7 @@ fn span(count: impl Into<i64>, dt: Handle, bottom: bool) -> Result<Span> {
 /// or the nonblocking operation it starts).
 pub(crate) unsafe fn buf_in(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: Handle,
 ) -> Result<Typed<'static>> {
     let sp = span(count, dt, buf.is_null())?;
@@ -1588,7 +1594,7 @@ pub(crate) unsafe fn buf_in(
 /// touches while the view is used (the call, or the nonblocking operation it starts).
 pub(crate) unsafe fn buf_out(
     buf: *mut c_void,
-    count: c_int,
+    count: impl Into<i64>,
     dt: Handle,
 ) -> Result<TypedMut<'static>> {
     if buf as usize == abi::IN_PLACE {
@@ -2539,9 +2545,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
             match b {
                 Ok(st) => {
                     crate::status_out(s, &st);
-                    if in_status {
-                        status_error(s, MPI_SUCCESS);
-                    }
+                    status_error(s, MPI_SUCCESS);
                 }
                 Err(e) => {
                     empty_status(s);
@@ -2555,11 +2559,11 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
             Some(req) => {
                 let st = statuses_of.next().copied().unwrap_or_default();
                 crate::status_out(s, &st);
-                if in_status {
-                    status_error(s, st.error().code());
-                    if st.error() != ErrorClass::Success {
-                        comm = p.comm;
-                    }
+                // Every status of a multiple completion says how its request ended, as
+                // MPICH's and Open MPI's do (MPI requires it with MPI_ERR_IN_STATUS only).
+                status_error(s, st.error().code());
+                if in_status && st.error() != ErrorClass::Success {
+                    comm = p.comm;
                 }
                 req.is_persistent()
             }
@@ -2582,9 +2586,7 @@ pub(crate) unsafe fn wait_all(n: c_int, reqs: *mut Handle, statuses: *mut MpiSta
                     if let Some(done) = st.done.take(DONE.index(*h)) {
                         let s = crate::pt2pt::nth_status(statuses, i);
                         crate::status_out(s, &done);
-                        if in_status {
-                            status_error(s, MPI_SUCCESS);
-                        }
+                        status_error(s, MPI_SUCCESS);
                         *h = abi::REQUEST_NULL;
                     }
                 }
@@ -2625,7 +2627,7 @@ fn raise_once<R>(comm: Handle, e: Error) -> Result<R> {
 }
 
 /// Set a status's MPI_ERROR (MPI does so only where a call returns MPI_ERR_IN_STATUS).
-fn status_error(s: *mut MpiStatus, code: c_int) {
+pub(crate) fn status_error(s: *mut MpiStatus, code: c_int) {
     if s.is_null() || s as usize == abi::STATUS_IGNORE {
         return;
     }
@@ -3053,6 +3055,13 @@ pub(crate) fn kept_pair(
     // them; nothing else uses them meanwhile.
     let (sv, rv) = unsafe { (&*sp, &mut *rp) };
     (Kept::Both(sp, rp), sv, rv)
+}
+
+/// Box one send view for as long as its request lives.
+pub(crate) fn kept_send(s: Typed<'static>) -> (Kept, &'static Typed<'static>) {
+    let sp = Box::into_raw(Box::new(s));
+    // SAFETY: as in `kept_pair`.
+    (Kept::Send(sp), unsafe { &*sp })
 }
 
 /// Box the view of an MPI_Isendrecv_replace (or any one receive view).

@@ -242,6 +242,12 @@ fn persistent_point_to_point_at_several_sizes_and_alone() {
     run_everywhere("persistent", OURS);
 }
 
+/// Partitioned communication (MPI 4.1 chapter 4), compiled against MPICH's header too.
+#[test]
+fn partitioned_communication_at_several_sizes_and_alone() {
+    run_everywhere("partitioned", BOTH);
+}
+
 #[test]
 fn attributes_with_c_callbacks_at_several_sizes_and_alone() {
     run_everywhere("attributes", OURS);

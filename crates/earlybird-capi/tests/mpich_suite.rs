@@ -1,9 +1,9 @@
-//! MPICH's own point-to-point and collective tests (test/mpi/pt2pt and test/mpi/coll of MPICH
-//! 4.0.2, Debian's source package) on this build of earlybird, by MPICH's runner with ebrun as
-//! mpiexec, through `suites/mpich-testsuite.sh`. Every test `suites/expected/DIR.txt` lists
-//! (those that pass on earlybird; the notes of the C ABI issue triage the others) must pass.
-//! The other directories, and the same on Debian's MPICH, are the script's to run (see the
-//! README).
+//! MPICH's own point-to-point, partitioned and collective tests (test/mpi/pt2pt, test/mpi/part
+//! and test/mpi/coll of MPICH 4.0.2, Debian's source package) on this build of earlybird, by
+//! MPICH's runner with ebrun as mpiexec, through `suites/mpich-testsuite.sh`. Every test
+//! `suites/expected/DIR.txt` lists (those that pass on earlybird; the notes of the C ABI issue
+//! triage the others) must pass. The other directories, and the same on Debian's MPICH, are
+//! the script's to run (see the README).
 //!
 //! It needs the network once, to fetch the source package (as CI does), and a C toolchain.
 
@@ -20,6 +20,11 @@ fn mpich_point_to_point_tests_pass() {
 #[test]
 fn mpich_collective_tests_pass() {
     run_dir("coll");
+}
+
+#[test]
+fn mpich_partitioned_communication_tests_pass() {
+    run_dir("part");
 }
 
 /// The suite's directories share one configured build: one runs at a time.
