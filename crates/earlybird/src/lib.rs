@@ -75,7 +75,7 @@ pub use comm::errhandler::{ErrHandler, UserErrHandler};
 pub use comm::fault_tolerance::Agreed;
 pub use comm::graph::DistGraphNeighbors;
 pub use comm::group::{Comparison, Group, UNDEFINED};
-pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType};
+pub use comm::{Comm, Message, PendingComm, SendBuf, SplitType, PARTITION_UNIT_KEY};
 pub use datatype::{
     split_views, BasicType, Buffer, BufferMut, CBool, Combiner, CombinerKind, Complex, Contents,
     Datatype, Distribution, Envelope, Equivalence, LongDouble, Order, Sig, Typed, TypedMut,

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use earlybird::{
     scope, start_all, wait_all, Datatype, ErrHandler, ErrorClass, Info, Result, TypedMut, Universe,
-    ANY_SOURCE, ANY_TAG, PROC_NULL,
+    ANY_SOURCE, ANY_TAG, PARTITION_UNIT_KEY, PROC_NULL,
 };
 
 const TAG: i32 = 21;
@@ -23,14 +23,17 @@ fn val(round: usize, r: i32, k: usize) -> u64 {
 /// and receives them in `rp` partitions from the left. Partitions are marked ready from the
 /// last to the first, one by one, by range or by list; the receiver watches parrived until
 /// every partition is there, then waits. Data changes every round.
-fn ring_rounds(u: &Universe, sp: usize, rp: usize, n: usize, how: usize) -> Result<()> {
+fn ring_rounds(u: &Universe, sp: usize, rp: usize, n: usize, how: usize, unit: &str) -> Result<()> {
     let w = u.world();
     let (right, left) = ring(w);
     let me = w.rank();
-    let info = Info::new();
+    let mut info = Info::new();
+    if !unit.is_empty() {
+        info.set(PARTITION_UNIT_KEY, unit)?;
+    }
     let mut sbuf = vec![0u64; n];
     let mut rbuf = vec![0u64; n];
-    let what = format!("{n} u64, {sp} -> {rp} partitions, rank {me} from {left}");
+    let what = format!("{n} u64, {sp} -> {rp} partitions (unit {unit:?}), rank {me} from {left}");
     scope(|s| -> Result<()> {
         let mut rr = w.precv_init(s, &mut rbuf, rp, left, TAG, &info)?;
         let mut sr = w.psend_init(s, &mut sbuf, sp, right, TAG, &info)?;
@@ -94,23 +97,78 @@ fn ring_rounds(u: &Universe, sp: usize, rp: usize, n: usize, how: usize) -> Resu
     })
 }
 
-/// Partition counts alike and different, small (eager) and large (rendezvous) partitions.
+/// Partition counts alike and different, small (eager) and large (rendezvous) partitions;
+/// small partitions sent together (the default transfer unit), alone (unit 0), and in units
+/// whose last one is short (5 partitions of 1 KiB in units of 2).
 fn partitioned_ring(u: &Universe) -> Result<()> {
     let e = u.eager_limit_bytes() / 8;
-    for (i, (sp, rp, n)) in [
-        (8, 8, 64),
-        (8, 4, 64),
-        (4, 8, 64),
-        (3, 1, 3 * 5),
-        (1, 3, 3 * 5),
-        (6, 4, 12 * (e + 3)),
-        (2, 2, 2 * (128 << 10)),
-        (1, 1, 0),
+    for (i, (sp, rp, n, unit)) in [
+        (8, 8, 64, ""),
+        (8, 8, 64, "0"),
+        (8, 4, 64, "0"),
+        (4, 8, 64, ""),
+        (3, 1, 3 * 5, "0"),
+        (1, 3, 3 * 5, ""),
+        (5, 4, 5 * 128, "2048"),
+        (5, 2, 5 * 128, "2048"),
+        (6, 4, 12 * (e + 3), ""),
+        (2, 2, 2 * (128 << 10), ""),
+        (1, 1, 0, ""),
     ]
     .into_iter()
     .enumerate()
     {
-        ring_rounds(u, sp, rp, n, i % 3)?;
+        ring_rounds(u, sp, rp, n, i % 3, unit)?;
+    }
+    Ok(())
+}
+
+/// Early-bird transfer: a partition marked ready arrives while the sender still holds the
+/// others (the receiver sees it, then tells the sender to go on), both for small partitions
+/// sent alone (transfer unit 0) and for partitions above the default unit.
+fn partitioned_early_bird(u: &Universe) -> Result<()> {
+    let w = u.world();
+    if w.rank() > 1 {
+        return Ok(());
+    }
+    let peer = 1 - w.rank();
+    for (n, unit) in [(16usize, "0"), (4 * 1024, "")] {
+        let mut info = Info::new();
+        if !unit.is_empty() {
+            info.set(PARTITION_UNIT_KEY, unit)?;
+        }
+        let data: Vec<u64> = (0..4 * n as u64).collect();
+        let mut got = vec![0u64; 4 * n];
+        scope(|s| -> Result<()> {
+            if w.rank() == 0 {
+                let mut sr = w.psend_init(s, &data, 4, peer, TAG, &info)?;
+                sr.start()?;
+                sr.pready(2)?;
+                w.recv(&mut [0u8; 0], peer, TAG + 9)?; // partition 2 has arrived
+                sr.pready_list(&[0, 1, 3])?;
+                sr.wait()?;
+            } else {
+                let mut rr = w.precv_init(s, &mut got, 4, peer, TAG, &info)?;
+                rr.start()?;
+                let t0 = std::time::Instant::now();
+                while !rr.parrived(2)? {
+                    assert!(
+                        t0.elapsed().as_secs() < 30,
+                        "partition 2 of {n} u64 never arrived alone"
+                    );
+                }
+                assert!(
+                    !rr.parrived(0)? && !rr.parrived(3)?,
+                    "partitions not yet marked ready have arrived"
+                );
+                w.send(&[0u8; 0], peer, TAG + 9)?;
+                rr.wait()?;
+            }
+            Ok(())
+        })?;
+        if w.rank() == 1 {
+            check_eq(&format!("early bird, {n} u64 per partition"), &got, &data);
+        }
     }
     Ok(())
 }
@@ -281,6 +339,14 @@ fn partitioned_errors(u: &Universe) -> Result<()> {
             ErrorClass::Arg,
             &["0 partitions"],
         );
+        let mut bad_unit = Info::new();
+        bad_unit.set(PARTITION_UNIT_KEY, "lots")?;
+        expect_err(
+            "bad unit",
+            w.psend_init(s, &d, 2, right, TAG, &bad_unit),
+            ErrorClass::Info,
+            &["\"lots\""],
+        );
         let mut sr = w.psend_init(s, &d, 4, right, TAG, &info)?;
         expect_err(
             "pready inactive",
@@ -412,6 +478,7 @@ fn partitioned_drop(u: &Universe) -> Result<()> {
 scenarios! {
     partitioned_ring;
     partitioned_init_order;
+    partitioned_early_bird [2, 3];
     partitioned_typed_recv;
     partitioned_proc_null [1, 2];
     partitioned_errors [2, 3];

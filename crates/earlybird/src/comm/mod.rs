@@ -30,6 +30,7 @@ pub(crate) mod region;
 mod sendrecv;
 
 pub use create::{PendingComm, SplitType};
+pub use partitioned::PARTITION_UNIT_KEY;
 pub use pt2pt::{Message, SendBuf};
 
 use crate::assertions::Assertions;

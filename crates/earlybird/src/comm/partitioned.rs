@@ -42,12 +42,17 @@
 //!   the k-th init of its receiver for the same tag, whatever order the requests are started
 //!   in. Init stays local: nothing waits for the peer.
 //! - **Each partition leaves when it is ready** (the early-bird transfer partitioned
-//!   communication exists for): [`Request::pready`] starts an ordinary send of that
-//!   partition's bytes, eager or single-copy rendezvous by size, with a tag of its own on the
-//!   data context. The receiver, once it knows the sender's partitioning (from the hello), posts
-//!   one receive per *sender* partition into the bytes of its own buffer that partition
-//!   covers, so the two sides may use different partition counts: a receive partition has
-//!   arrived when every sender partition overlapping it has.
+//!   communication exists for), in *transfer units*: a partition of at least
+//!   [`PARTITION_UNIT_KEY`]'s bytes (2 KiB unless the info argument of `psend_init` says
+//!   otherwise; 0 makes every partition its own unit) is a unit of its own, and smaller
+//!   consecutive partitions are grouped into units of about that size, since below it a
+//!   message costs more than the bytes it carries. [`Request::pready`] of a unit's last
+//!   partition starts an ordinary send of the unit's bytes, eager or single-copy rendezvous by
+//!   size, with a tag of its own on the data context. The receiver, once it knows the sender's
+//!   units (from the hello), posts one receive per unit into the bytes of its own buffer that
+//!   unit covers, so the two sides may use different partition counts: a receive partition has
+//!   arrived when every unit overlapping it has. Both contexts are matched in buckets by
+//!   source and tag, so many units in flight cost no queue scans.
 //! - **Rounds.** The same tags serve every round; a round's messages keep their order behind
 //!   the previous round's, and a receive posts its round's receives only at its start, after
 //!   the previous round completed.
@@ -97,11 +102,20 @@ use crate::sys::layout::Layout;
 use crate::sys::lend::Loan;
 use std::rc::Rc;
 
-/// Bytes of a hello: four little-endian u64 (mark, partitions, bytes per partition, first
-/// data tag).
-const HELLO_BYTES: usize = 32;
+/// Bytes of a hello: five little-endian u64 (mark, transfer units, bytes per unit, bytes of
+/// the whole message, first data tag).
+const HELLO_BYTES: usize = 40;
 /// What the first word of a hello holds.
-const HELLO_MARK: u64 = u64::from_le_bytes(*b"EBPART01");
+const HELLO_MARK: u64 = u64::from_le_bytes(*b"EBPART02");
+
+/// Info key: the fewest bytes a transfer unit of a partitioned send carries (partitions smaller
+/// than that leave together, as one message, once all of them are ready); 0 sends every
+/// partition alone.
+pub const PARTITION_UNIT_KEY: &str = "earlybird_partition_unit_bytes";
+
+/// The default of [`PARTITION_UNIT_KEY`]: below about this size a message costs more than
+/// copying the bytes, so waiting for the neighbours of a small partition loses little.
+const PARTITION_UNIT_BYTES: usize = 2048;
 
 /// The next data tag of this endpoint's partitioned sends: each send takes one tag per
 /// partition, so the tags of live sends never meet (the space wraps after 2^31 partitions).
@@ -194,11 +208,15 @@ pub(crate) struct PartitionedSend {
     ctx: u32,
     base: i32,
     parts: Parts,
+    /// Partitions per transfer unit: unit `u` is partitions `u * per_unit ..`, sent as one
+    /// message when all of them are ready (the last unit may have fewer).
+    per_unit: usize,
     /// The hello, while it is still on its way (its bytes are the loan's own).
     hello: Option<OpId>,
-    /// This round's state: which partitions are marked ready, how many, and the sends in
-    /// flight.
+    /// This round's state: which partitions are marked ready, how many, the partitions of
+    /// each unit still to be marked, and the sends in flight.
     ready: Vec<bool>,
+    unit_left: Vec<u32>,
     nready: usize,
     sends: Vec<OpId>,
     err: Option<Error>,
@@ -231,20 +249,40 @@ impl PartitionedSend {
                 format!("pready of partition {p}, already marked ready in this round"),
             ));
         }
-        if let Some(peer) = self.peer {
-            let loan = self.parts.cut(p * self.parts.bytes, self.parts.bytes);
-            let tag = self.base + p as i32;
-            match e.send_start_as(peer, self.ctx, tag, &loan, SendMode::Standard, true)? {
-                Started::Done => {}
-                Started::Op(op) => {
-                    e.set_scope(op, self.scope);
-                    self.sends.push(op);
-                }
-            }
+        let u = p / self.per_unit;
+        if self.unit_left[u] == 1 {
+            self.send_unit(e, u)?;
         }
+        self.unit_left[u] -= 1;
         self.ready[p] = true;
         self.nready += 1;
         Ok(())
+    }
+
+    /// Send transfer unit `u` (its partitions are all ready).
+    fn send_unit(&mut self, e: &mut Engine, u: usize) -> Result<()> {
+        let Some(peer) = self.peer else {
+            return Ok(());
+        };
+        let (off, len) = unit_span(u, self.per_unit * self.parts.bytes, self.parts.total());
+        let loan = self.parts.cut(off, len);
+        let tag = self.base + u as i32;
+        match e.send_start_as(peer, self.ctx, tag, &loan, SendMode::Standard, true)? {
+            Started::Done => {}
+            Started::Op(op) => {
+                e.set_scope(op, self.scope);
+                self.sends.push(op);
+            }
+        }
+        Ok(())
+    }
+
+    /// The partitions of each unit, as a round starts.
+    fn reset_units(&mut self) {
+        let (n, k) = (self.parts.count, self.per_unit);
+        for (u, left) in self.unit_left.iter_mut().enumerate() {
+            *left = (n - u * k).min(k) as u32;
+        }
     }
 
     /// Check that partitions `ps` (in range) are active and not marked ready yet, none
@@ -335,6 +373,13 @@ fn finish_all(eng: &mut Engine, mut ops: Vec<OpId>, blocked: Blocked) {
     }
 }
 
+/// Message bytes of transfer unit `u`, units of `unit` bytes in a message of `total`:
+/// `(offset, length)`, clipped to the message.
+fn unit_span(u: usize, unit: usize, total: usize) -> (usize, usize) {
+    let off = (u * unit).min(total);
+    (off, unit.min(total - off))
+}
+
 fn active_misuse(what: &str) -> Error {
     Error::new(
         ErrorClass::Request,
@@ -355,6 +400,7 @@ impl Completion for PartitionedSend {
             ));
         }
         self.ready.iter_mut().for_each(|r| *r = false);
+        self.reset_units();
         self.nready = 0;
         self.err = None;
         self.active = true;
@@ -465,10 +511,12 @@ fn buffer_of(active: bool, parts: &mut Parts) -> Result<&mut [u8]> {
 enum Hello {
     /// The hello's receive, posted at init.
     Posted(OpId),
-    /// The sender's partitions, and the tag of its partition 0.
+    /// The sender's transfer units (each `bytes` long but the last, which ends with the
+    /// message's `total` bytes), and the tag of its unit 0.
     Known {
         count: usize,
         bytes: usize,
+        total: usize,
         base: i32,
     },
     /// The hello's receive failed (or was withdrawn): every start reports this.
@@ -527,7 +575,8 @@ impl PartitionedRecv {
                     Hello::Known {
                         count: word(1) as usize,
                         bytes: word(2) as usize,
-                        base: word(3) as i32,
+                        total: word(3) as usize,
+                        base: word(4) as i32,
                     }
                 }
             }
@@ -536,21 +585,30 @@ impl PartitionedRecv {
 
     /// Post this round's receives, once the sender's partitions are known.
     fn post(&mut self, e: &mut Engine) {
-        let (Some(src), Hello::Known { count, bytes, base }) = (self.src, &self.hello) else {
+        let (
+            Some(src),
+            Hello::Known {
+                count,
+                bytes,
+                total,
+                base,
+            },
+        ) = (self.src, &self.hello)
+        else {
             return;
         };
-        let (count, bytes, base) = (*count, *bytes, *base);
+        let (count, bytes, total, base) = (*count, *bytes, *total, *base);
         if self.recvs.len() != count {
             self.recvs = vec![None; count];
             self.arrived = vec![false; count];
         }
         let have = self.parts.total();
         for i in 0..count {
-            // The bytes of this sender partition that fit (none past the buffer's end: the
+            // The bytes of this sender unit that fit (none past the buffer's end: the
             // engine then reports the truncation, which the round reports as a whole).
-            let off = (i * bytes).min(have);
-            let len = bytes.min(have - off);
-            let loan = self.parts.cut(off, len);
+            let (off, len) = unit_span(i, bytes, total);
+            let off = off.min(have);
+            let loan = self.parts.cut(off, len.min(have - off));
             let pat = Pattern {
                 ctx: self.ctx,
                 src: Some(src),
@@ -611,7 +669,7 @@ impl PartitionedRecv {
         };
         let sent = match &self.hello {
             Hello::Failed(e) => return Err(e.clone()),
-            Hello::Known { count, bytes, .. } => count * bytes,
+            Hello::Known { total, .. } => *total,
             Hello::Posted(_) => unreachable!("a complete round knows its sender"),
         };
         let have = self.parts.total();
@@ -658,12 +716,12 @@ impl PartitionedRecv {
         if !self.posted {
             self.post(e);
         }
-        let Hello::Known { count, bytes, .. } = self.hello else {
+        let Hello::Known { bytes, total, .. } = self.hello else {
             // Failed: the round is complete (with its error); still matching: not yet.
             return Ok(matches!(self.hello, Hello::Failed(_)));
         };
         let (lo, hi) = (p * self.parts.bytes, (p + 1) * self.parts.bytes);
-        if bytes == 0 || hi > count * bytes {
+        if bytes == 0 || hi > total {
             // Bytes past the message (or a message of none): there once all of it is.
             let n = self.recvs.len();
             self.advance(e, 0..n);
@@ -808,26 +866,40 @@ impl Comm {
         partitions: usize,
         dest: i32,
         tag: i32,
-        _info: &Info,
+        info: &Info,
     ) -> Result<Request<'s>> {
         let parts = Parts::new("psend_init", loan, partitions)?;
+        let unit = match info.get(PARTITION_UNIT_KEY)? {
+            None => PARTITION_UNIT_BYTES,
+            Some(v) => v.trim().parse::<usize>().map_err(|_| {
+                Error::new(
+                    ErrorClass::Info,
+                    format!("psend_init: info {PARTITION_UNIT_KEY}={v:?} is not a byte count"),
+                )
+            })?,
+        };
+        let per_unit = unit
+            .div_ceil(parts.bytes.max(1))
+            .clamp(1, partitions.max(1));
+        let units = partitions.div_ceil(per_unit);
         let (peer, ctx, tag) = self.send_target(dest, tag)?;
         let (hello_ctx, data_ctx) = self.ctx.partitioned();
         s.inner().note_engine(&self.eng);
         let mut e = self.eng.borrow_mut();
-        let base = take_tags(&mut e, partitions)?;
+        e.key_exactly(hello_ctx.raw());
+        e.key_exactly(data_ctx.raw());
+        let base = take_tags(&mut e, units)?;
         let mut hello = None;
         if peer != PROC_NULL {
             let mut b = [0u8; HELLO_BYTES];
-            for (i, w) in [
+            let words = [
                 HELLO_MARK,
-                partitions as u64,
-                parts.bytes as u64,
+                units as u64,
+                (per_unit * parts.bytes) as u64,
+                parts.total() as u64,
                 base as u64,
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            ];
+            for (i, w) in words.into_iter().enumerate() {
                 b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
             }
             let msg = Loan::copied(&b);
@@ -843,8 +915,10 @@ impl Comm {
             ctx: data_ctx.raw(),
             base,
             ready: vec![false; partitions],
+            unit_left: vec![0; units],
+            per_unit,
             nready: 0,
-            sends: Vec::with_capacity(partitions),
+            sends: Vec::with_capacity(units),
             parts,
             hello,
             err: None,
@@ -910,7 +984,10 @@ impl Comm {
                     ctx: hello_ctx.raw(),
                     ..p
                 };
-                let op = self.eng.borrow_mut().recv_start(pat, hello_buf.clone());
+                let mut e = self.eng.borrow_mut();
+                e.key_exactly(hello_ctx.raw());
+                e.key_exactly(data_ctx.raw());
+                let op = e.recv_start(pat, hello_buf.clone());
                 (p.src, Hello::Posted(op))
             }
         };

@@ -296,6 +296,19 @@ impl Engine {
         );
     }
 
+    /// Match context `ctx` by source and tag in buckets: a context of the library's own
+    /// whose receives always name both (partitioned communication's, whose many receives at a
+    /// time would make the general queues' scans quadratic).
+    pub(crate) fn key_exactly(&mut self, ctx: u32) {
+        self.core.matcher.set_keying(
+            ctx,
+            Keying {
+                src: true,
+                tag: true,
+            },
+        );
+    }
+
     // ---- completion ----------------------------------------------------------------------
 
     #[inline]
