@@ -2626,7 +2626,8 @@ fn raise_once<R>(comm: Handle, e: Error) -> Result<R> {
     }
 }
 
-/// Set a status's MPI_ERROR (MPI does so only where a call returns MPI_ERR_IN_STATUS).
+/// Set a status's MPI_ERROR: every status a multiple completion fills (MPI requires it only
+/// with MPI_ERR_IN_STATUS; MPICH and Open MPI always set it), never a single completion's.
 pub(crate) fn status_error(s: *mut MpiStatus, code: c_int) {
     if s.is_null() || s as usize == abi::STATUS_IGNORE {
         return;
