@@ -1709,6 +1709,8 @@ unsafe fn some(
         let st = pt2pt::nth_status(statuses, done);
         // SAFETY: as above.
         if unsafe { state::complete(r, st, false) }? {
+            // As MPI_Waitall's statuses (see state::wait_all).
+            state::status_error(st, MPI_SUCCESS);
             // SAFETY: room for `n` indices.
             unsafe { write(indices.wrapping_add(done), i as c_int) };
             done += 1;

@@ -3,7 +3,8 @@
  * the last, by range and by list, arrival watched with MPI_Parrived; a pair through a
  * derived datatype; MPI_PROC_NULL; and the errors (a wildcard source, a partition out of
  * range or readied twice, Pready on an inactive request) with MPI_ERRORS_RETURN; MPI_ERROR of
- * MPI_Waitall's statuses, and an empty message of MPI_DATATYPE_NULL.
+ * the statuses of MPI_Waitall, MPI_Waitsome and MPI_Testall, and an empty message of
+ * MPI_DATATYPE_NULL.
  * Prints "partitioned: ok <rank>". */
 #include <mpi.h>
 #define NAME "partitioned"
@@ -97,6 +98,26 @@ int main(int argc, char **argv) {
     MPI_Waitall(2, d, MPI_STATUSES_IGNORE);
     for (int k = 0; k < 12; k++)
         CHECK(din[k] == left + k / 100.0, "typed element %d: %g", k, din[k]);
+    /* Waitsome and Testall fill MPI_ERROR too. */
+    MPI_Startall(2, d);
+    MPI_Pready_list(3, (int[]){2, 0, 1}, d[0]);
+    MPI_Status some[2];
+    int idx[2], outc = 0, got = 0;
+    while (got < 2) {
+        some[0].MPI_ERROR = some[1].MPI_ERROR = -1;
+        MPI_Waitsome(2, d, &outc, idx, some);
+        for (int k = 0; k < outc; k++)
+            CHECK(some[k].MPI_ERROR == MPI_SUCCESS, "MPI_ERROR %d after Waitsome", some[k].MPI_ERROR);
+        got += outc;
+    }
+    MPI_Startall(2, d);
+    MPI_Pready_range(0, 2, d[0]);
+    int all = 0;
+    while (!all) {
+        some[0].MPI_ERROR = some[1].MPI_ERROR = -1;
+        MPI_Testall(2, d, &all, some);
+    }
+    CHECK(some[0].MPI_ERROR == MPI_SUCCESS && some[1].MPI_ERROR == MPI_SUCCESS, "MPI_ERROR %d %d after Testall", some[0].MPI_ERROR, some[1].MPI_ERROR);
     MPI_Request_free(&d[0]);
     MPI_Request_free(&d[1]);
     MPI_Type_free(&pair);
