@@ -380,6 +380,18 @@ fn unit_span(u: usize, unit: usize, total: usize) -> (usize, usize) {
     (off, unit.min(total - off))
 }
 
+/// MPI_Cancel of a partitioned request: erroneous while active, pointless while inactive.
+fn cancel_error(active: bool) -> Error {
+    if active {
+        active_misuse("cancel")
+    } else {
+        Error::new(
+            ErrorClass::Request,
+            "cancel of an inactive partitioned request",
+        )
+    }
+}
+
 fn active_misuse(what: &str) -> Error {
     Error::new(
         ErrorClass::Request,
@@ -432,14 +444,7 @@ impl Completion for PartitionedSend {
     }
 
     fn cancel(&mut self, _eng: &mut Engine) -> Result<()> {
-        Err(if self.active {
-            active_misuse("cancel")
-        } else {
-            Error::new(
-                ErrorClass::Request,
-                "cancel of an inactive partitioned send",
-            )
-        })
+        Err(cancel_error(self.active))
     }
 
     fn blocked_in(&self) -> Blocked {
@@ -509,8 +514,8 @@ fn buffer_of(active: bool, parts: &mut Parts) -> Result<&mut [u8]> {
 /// What a partitioned receive knows of its sender once the hello arrived.
 #[derive(Debug)]
 enum Hello {
-    /// The hello's receive, posted at init.
-    Posted(OpId),
+    /// The hello's receive, posted at init, and the bytes it lands in (the request's own).
+    Posted(OpId, Loan),
     /// The sender's transfer units (each `bytes` long but the last, which ends with the
     /// message's `total` bytes), and the tag of its unit 0.
     Known {
@@ -533,10 +538,9 @@ pub(crate) struct PartitionedRecv {
     tag: i32,
     parts: Parts,
     hello: Hello,
-    /// This round: the receive of each sender partition (`None` once collected), whether each
-    /// has arrived, how many are still out, and whether they are posted.
+    /// This round: the receive of each sender unit (`None` once it has arrived and been
+    /// collected), how many are still out, and whether they are posted.
     recvs: Vec<Option<OpId>>,
-    arrived: Vec<bool>,
     out: usize,
     posted: bool,
     err: Option<Error>,
@@ -547,13 +551,15 @@ pub(crate) struct PartitionedRecv {
 
 impl PartitionedRecv {
     /// Read the hello if it has come.
-    fn read_hello(&mut self, e: &mut Engine, hello_buf: &Loan) {
-        let Hello::Posted(op) = self.hello else {
+    fn read_hello(&mut self, e: &mut Engine) {
+        let Hello::Posted(op, hello_buf) = &self.hello else {
             return;
         };
+        let op = *op;
         if !e.is_done(op) {
             return;
         }
+        let b = hello_buf.to_packed().unwrap_or_default();
         self.hello = match e.take(op) {
             Err(err) => Hello::Failed(err),
             Ok(st) if st.is_cancelled() => Hello::Failed(Error::new(
@@ -561,7 +567,6 @@ impl PartitionedRecv {
                 "partitioned receive: its matching was withdrawn",
             )),
             Ok(_) => {
-                let b = hello_buf.to_packed().unwrap_or_default();
                 let word = |i: usize| {
                     b.get(i * 8..i * 8 + 8)
                         .map_or(0, |w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
@@ -600,7 +605,6 @@ impl PartitionedRecv {
         let (count, bytes, total, base) = (*count, *bytes, *total, *base);
         if self.recvs.len() != count {
             self.recvs = vec![None; count];
-            self.arrived = vec![false; count];
         }
         let have = self.parts.total();
         for i in 0..count {
@@ -617,7 +621,6 @@ impl PartitionedRecv {
             let op = e.recv_start(pat, loan);
             e.set_scope(op, self.scope);
             self.recvs[i] = Some(op);
-            self.arrived[i] = false;
         }
         self.out = count;
         self.posted = true;
@@ -633,7 +636,6 @@ impl PartitionedRecv {
                 continue;
             }
             self.recvs[i] = None;
-            self.arrived[i] = true;
             self.out -= 1;
             if let Err(x) = e.take(op) {
                 // A truncation is the round's, reported once with the whole status.
@@ -645,11 +647,11 @@ impl PartitionedRecv {
     }
 
     /// Drive the round: read the hello, post, collect; whether it is complete.
-    fn step(&mut self, e: &mut Engine, hello_buf: &Loan) -> bool {
+    fn step(&mut self, e: &mut Engine) -> bool {
         if self.src.is_none() {
             return true;
         }
-        self.read_hello(e, hello_buf);
+        self.read_hello(e);
         if let Hello::Failed(_) = self.hello {
             return true;
         }
@@ -670,7 +672,7 @@ impl PartitionedRecv {
         let sent = match &self.hello {
             Hello::Failed(e) => return Err(e.clone()),
             Hello::Known { total, .. } => *total,
-            Hello::Posted(_) => unreachable!("a complete round knows its sender"),
+            Hello::Posted(..) => unreachable!("a complete round knows its sender"),
         };
         let have = self.parts.total();
         let st = Status {
@@ -698,7 +700,7 @@ impl PartitionedRecv {
     }
 
     /// Whether receive partition `p` has arrived in this round.
-    fn arrived(&mut self, e: &mut Engine, hello_buf: &Loan, p: usize) -> Result<bool> {
+    fn arrived(&mut self, e: &mut Engine, p: usize) -> Result<bool> {
         if p >= self.parts.count {
             return Err(Error::new(
                 ErrorClass::Arg,
@@ -712,7 +714,7 @@ impl PartitionedRecv {
             return Ok(true);
         }
         e.progress();
-        self.read_hello(e, hello_buf);
+        self.read_hello(e);
         if !self.posted {
             self.post(e);
         }
@@ -732,75 +734,61 @@ impl PartitionedRecv {
         }
         let range = lo / bytes..hi.div_ceil(bytes);
         self.advance(e, range.clone());
-        Ok(range.into_iter().all(|i| self.arrived[i]))
+        // Posted (the hello is known): a unit has arrived once its receive was collected.
+        Ok(range.into_iter().all(|i| self.recvs[i].is_none()))
     }
 }
 
-/// The receive and the bytes its hello lands in (owned by the request).
-#[derive(Debug)]
-pub(crate) struct PartitionedRecvReq {
-    r: PartitionedRecv,
-    hello_buf: Loan,
-}
-
-impl Completion for PartitionedRecvReq {
+impl Completion for PartitionedRecv {
     fn kind(&self) -> &'static str {
         "partitioned"
     }
 
     fn start(&mut self, eng: &mut Engine) -> Result<Option<Result<Status>>> {
-        let r = &mut self.r;
-        if r.active {
+        if self.active {
             return Err(Error::new(
                 ErrorClass::Request,
                 "start of an active partitioned receive (wait for it or test it to completion first)",
             ));
         }
-        r.active = true;
-        r.posted = false;
-        r.err = None;
-        r.out = 0;
-        r.step(eng, &self.hello_buf);
+        self.active = true;
+        self.posted = false;
+        self.err = None;
+        self.out = 0;
+        self.step(eng);
         Ok(None)
     }
 
     fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
         let res = self.peek(eng)?;
-        self.r.active = false;
+        self.active = false;
         Some(res)
     }
 
     fn peek(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
-        if !self.r.active {
+        if !self.active {
             return None;
         }
-        self.r.step(eng, &self.hello_buf).then(|| self.r.result())
+        self.step(eng).then(|| self.result())
     }
 
     fn cancel(&mut self, _eng: &mut Engine) -> Result<()> {
-        Err(if self.r.active {
-            active_misuse("cancel")
-        } else {
-            Error::new(
-                ErrorClass::Request,
-                "cancel of an inactive partitioned receive",
-            )
-        })
+        Err(cancel_error(self.active))
     }
 
     fn blocked_in(&self) -> Blocked {
-        self.r.blocked
+        self.blocked
     }
 
     fn abandon(&mut self, eng: &mut Engine) {
-        for op in self.r.recvs.iter_mut().filter_map(Option::take) {
+        for op in self.recvs.iter_mut().filter_map(Option::take) {
             eng.abandon(op);
         }
-        self.r.active = false;
+        self.active = false;
     }
 
     fn is_active(&self) -> bool {
-        self.r.active
+        self.active
     }
 
     fn is_persistent(&self) -> bool {
@@ -810,10 +798,10 @@ impl Completion for PartitionedRecvReq {
     /// Going away: the receives still posted (this round's, and the hello's) are withdrawn
     /// and waited for.
     fn settle(&mut self, eng: &mut Engine) {
-        let mut ops: Vec<OpId> = self.r.recvs.iter_mut().filter_map(Option::take).collect();
-        if let Hello::Posted(op) = self.r.hello {
+        let mut ops: Vec<OpId> = self.recvs.iter_mut().filter_map(Option::take).collect();
+        if let Hello::Posted(op, _) = self.hello {
             ops.push(op);
-            self.r.hello = Hello::Failed(Error::new(
+            self.hello = Hello::Failed(Error::new(
                 ErrorClass::Request,
                 "partitioned receive: freed",
             ));
@@ -821,19 +809,19 @@ impl Completion for PartitionedRecvReq {
         for &op in &ops {
             eng.cancel(op);
         }
-        finish_all(eng, ops, self.r.blocked);
-        self.r.active = false;
+        finish_all(eng, ops, self.blocked);
+        self.active = false;
     }
 
     fn free(&mut self, _eng: &mut Engine) -> Result<()> {
-        if self.r.active {
+        if self.active {
             return Err(active_misuse("request_free"));
         }
         Ok(())
     }
 
     fn buffer(&mut self, _send: bool) -> Result<&mut [u8]> {
-        buffer_of(self.r.active, &mut self.r.parts)
+        buffer_of(self.active, &mut self.parts)
     }
 }
 
@@ -973,7 +961,6 @@ impl Comm {
         let pat = self.pattern("precv_init", src, tag)?;
         let (hello_ctx, data_ctx) = self.ctx.partitioned();
         s.inner().note_engine(&self.eng);
-        let hello_buf = Loan::zeroed(HELLO_BYTES);
         let (src_ep, hello) = match pat {
             None => (
                 None,
@@ -987,8 +974,9 @@ impl Comm {
                 let mut e = self.eng.borrow_mut();
                 e.key_exactly(hello_ctx.raw());
                 e.key_exactly(data_ctx.raw());
+                let hello_buf = Loan::zeroed(HELLO_BYTES);
                 let op = e.recv_start(pat, hello_buf.clone());
-                (p.src, Hello::Posted(op))
+                (p.src, Hello::Posted(op, hello_buf))
             }
         };
         let r = PartitionedRecv {
@@ -998,7 +986,6 @@ impl Comm {
             parts,
             hello,
             recvs: Vec::new(),
-            arrived: Vec::new(),
             out: 0,
             posted: false,
             err: None,
@@ -1006,8 +993,7 @@ impl Comm {
             scope: s.inner().id(),
             blocked: Blocked::recv(src, tag, self.ctx.raw()),
         };
-        let kind = PartitionedRecvReq { r, hello_buf };
-        Ok(Request::ext(&self.eng, self.origin(), Box::new(kind)))
+        Ok(Request::ext(&self.eng, self.origin(), Box::new(r)))
     }
 }
 
@@ -1081,9 +1067,9 @@ impl Request<'_> {
     /// (its bytes are in the buffer). `true` for an inactive request.
     pub fn parrived(&mut self, partition: usize) -> Result<bool> {
         let eng = self.engine().clone();
-        let r = match self.ext_mut::<PartitionedRecvReq>() {
+        let r = match self.ext_mut::<PartitionedRecv>() {
             Some(k) => match eng.try_borrow_mut() {
-                Ok(mut e) => k.r.arrived(&mut e, &k.hello_buf, partition),
+                Ok(mut e) => k.arrived(&mut e, partition),
                 Err(_) => Err(Error::new(
                     ErrorClass::Intern,
                     "parrived: the request's endpoint is in use by another call",
