@@ -630,9 +630,8 @@ mpi! {
 
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, dt: Handle, dest: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
         // SAFETY: MPI's contract for the call, as below.
-        if let Some(r) = unsafe { state::quick::isend(buf, count, dt, dest, tag, comm) } {
-            // SAFETY: a handle to write, checked for null.
-            return ok_or_code(r.map(|h| unsafe { write(req, h) }));
+        if let Some(code) = unsafe { state::quick::isend(buf, count, dt, dest, tag, comm, req) } {
+            return code;
         }
         // SAFETY: MPI's contract for the call (the buffer left alone until the request
         // completes, or for a persistent request for its whole life).

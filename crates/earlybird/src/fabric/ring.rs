@@ -60,6 +60,57 @@ impl Slot {
     }
 }
 
+/// How far ahead of its tail the producer claims a slot's line for writing, after each push.
+/// The consumer read that line when it took the slot's previous frame, so the producer's
+/// first store into it must fetch it back from the consumer's cache: that store then waits
+/// in the store buffer for the cross-core round trip, and with it any later load the buffer
+/// cannot forward (a value copied in wider pieces than it was written, as compiled code does
+/// all the time). Claimed early, the line is the producer's when it writes there. (Measured
+/// on the C ABI's message rate: 6.9 M msg/s without it, 8.4 to 8.7 with it.) A page of slots
+/// ahead: nearer (4, 16), the claim fought the consumer's hardware prefetcher, which reads
+/// the lines after the one the consumer polls, and a stream of 8-byte persistent broadcasts
+/// took 10 to 18% longer. To a consumer that keeps up (a ping-pong) the claim brings nothing
+/// and costs about 1% of the 8-byte latency (its line's traffic); claiming only when frames
+/// wait in the ring, known by a look at the consumer's head every 16 pushes, cost 3.5%.
+const CLAIM_AHEAD: u64 = 32;
+
+/// How far ahead of its head the consumer asks for a slot's line, after each pop that
+/// follows another without an empty ring between them: frames that arrived together are
+/// then fetched together instead of one cross-core miss after the other. (Measured on the
+/// message rate: 9.0 against 10.6 M msg/s without it, 1 slot ahead 9.4, 2 ahead 9.9, 8 ahead
+/// as 4; latency unchanged.) A consumer that keeps up (it found the ring empty since its last
+/// pop) fetches nothing ahead: the slot is not written yet, and the fetch would only take
+/// the line from the producer, which claims lines ahead too (see [`CLAIM_AHEAD`]).
+const FETCH_AHEAD: u64 = 4;
+
+/// Ask for the cache line of `p`, to write (`WRITE`) or to read: a hint that fetches the
+/// line without waiting for it (x86-64's PREFETCHW / PREFETCHT0, AArch64's PRFM).
+#[inline(always)]
+fn prefetch<const WRITE: bool, T>(p: &T) {
+    let p: *const T = p;
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    // SAFETY: a prefetch only hints the cache: it never faults, reads or writes nothing the
+    // program sees, and changes no flags (processors without PREFETCHW run it as a NOP).
+    unsafe {
+        if WRITE {
+            std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+        } else {
+            std::arch::asm!("prefetcht0 [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+        }
+    }
+    #[cfg(all(target_arch = "aarch64", not(loom)))]
+    // SAFETY: as above: PRFM is a hint.
+    unsafe {
+        if WRITE {
+            std::arch::asm!("prfm pstl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+        } else {
+            std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+        }
+    }
+    #[cfg(any(loom, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    let _ = p;
+}
+
 /// Written by the consumer only.
 #[repr(C, align(128))]
 pub(crate) struct ConsumerLine {
@@ -249,6 +300,7 @@ impl Producer {
         slot.seq.store(self.tail_slots + 1, Ordering::Release);
         self.tail_slots += 1;
         self.tail_bytes = new_tail_bytes;
+        prefetch::<true, _>(self.ring.slot(self.tail_slots + CLAIM_AHEAD));
         true
     }
 
@@ -265,6 +317,9 @@ pub(crate) struct Consumer {
     head_slots: u64,
     head_bytes: u64,
     delivered: u64,
+    /// A `peek` found the ring empty since the last `pop`: the consumer is keeping up with
+    /// the producer, and fetches nothing ahead (see [`FETCH_AHEAD`]).
+    caught_up: std::cell::Cell<bool>,
 }
 
 // SAFETY: a Consumer is the one reader of its ring and the one writer of its consumer line.
@@ -281,6 +336,7 @@ impl Consumer {
             head_slots: 0,
             head_bytes: 0,
             delivered: 0,
+            caught_up: std::cell::Cell::new(true),
         }
     }
 
@@ -289,6 +345,7 @@ impl Consumer {
     pub(crate) fn peek(&self) -> Option<Frame> {
         let slot = self.ring.slot(self.head_slots);
         if slot.seq.load(Ordering::Acquire) != self.head_slots + 1 {
+            self.caught_up.set(true);
             return None;
         }
         // SAFETY: seq == head + 1 was loaded with Acquire, so the producer's body write
@@ -326,6 +383,9 @@ impl Consumer {
             .ctl()
             .head_slots
             .store(self.head_slots, Ordering::Release);
+        if !self.caught_up.replace(false) {
+            prefetch::<false, _>(self.ring.slot(self.head_slots + FETCH_AHEAD));
+        }
     }
 
     /// Report `n` more eager bytes delivered into user buffers (flow control).
