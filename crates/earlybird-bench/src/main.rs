@@ -310,6 +310,9 @@ impl Bench<'_> {
                 if self.o.sizes.as_ref().is_some_and(|v| !v.contains(&bytes)) {
                     continue;
                 }
+                if std::env::var("EB_COLL_ONLY").is_ok_and(|o| o != format!("{op}{mode}")) {
+                    continue;
+                }
                 let iters = self.iters_for(10_000, 256 << 20, bytes.max(1) as u64, 50);
                 let warm = self.o.warmup.unwrap_or(200).min(iters);
                 let n = bytes / 8;

@@ -8,7 +8,7 @@ mod common;
 
 use earlybird::coll::last_algorithm;
 use earlybird::request::{start_all, wait_all};
-use earlybird::{scope, Coll, Comm, Info, Op, Result, Universe, IN_PLACE};
+use earlybird::{scope, Coll, Comm, ErrHandler, ErrorClass, Info, Op, Result, Universe, IN_PLACE};
 
 scenarios! {
     shm_runs_where_it_fits [2, 3, 4, 8];
@@ -17,6 +17,7 @@ scenarios! {
     bits_match_the_message_algorithms [2, 3, 4, 8];
     region_comes_with_a_blocking_call [2, 4];
     runs_by_messages_in_between [2, 3, 4];
+    blocking_barrier_and_bcast_by_default [2, 3, 4];
 }
 
 /// A duplicate of `w` with the shared-memory algorithm forced for `colls`.
@@ -367,4 +368,77 @@ fn runs_by_messages_in_between(u: &Universe) -> Result<()> {
     }
     assert_eq!(all, (0..n).collect::<Vec<_>>());
     c.free()
+}
+
+/// Blocking barriers and small bcasts run through the region by default (without a
+/// schedule), from every root in turn and many runs past the lane's depth, with
+/// nonblocking barriers in flight between them; their nonblocking form keeps messages;
+/// forcing another algorithm wins; a bcast whose lengths differ is MPI_ERR_TRUNCATE on the
+/// ranks that receive, and the region serves the next calls.
+fn blocking_barrier_and_bcast_by_default(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    for round in 0..300 {
+        let root = (round % n as usize) as i32;
+        let mut b = vec![0i64; 1 + round % 120];
+        if me == root {
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = value(root, i, round);
+            }
+        }
+        w.bcast(&mut b, root)?;
+        assert_eq!(last_algorithm(), "shm", "bcast of {} bytes", b.len() * 8);
+        assert!(b
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == value(root, i, round)));
+        if round % 7 == 0 {
+            scope(|s| -> Result<()> {
+                let mut q = w.ibarrier(s)?;
+                w.barrier()?;
+                q.wait()?;
+                Ok(())
+            })?;
+        } else {
+            w.barrier()?;
+        }
+        assert_eq!(last_algorithm(), "shm");
+    }
+    // Larger than a slot: by messages.
+    let mut big = vec![me as i64; 200];
+    w.bcast(&mut big, 0)?;
+    assert_ne!(last_algorithm(), "shm");
+    assert!(big.iter().all(|&x| x == 0));
+    // The nonblocking form.
+    let mut b = [me as i64; 2];
+    scope(|s| -> Result<()> {
+        let mut q = w.ibcast(s, &mut b, 1)?;
+        assert_eq!(last_algorithm(), "binomial");
+        q.wait()?;
+        Ok(())
+    })?;
+    assert_eq!(b, [1, 1]);
+    // Forced elsewhere.
+    let mut info = Info::new();
+    info.set("earlybird_coll_bcast", "binomial")?;
+    let c = w.dup_with_info(&info)?;
+    let mut b = [me as i64; 3];
+    c.bcast(&mut b, n - 1)?;
+    assert_eq!(last_algorithm(), "binomial");
+    assert_eq!(b, [n as i64 - 1; 3]);
+    // Lengths that differ: the root sends 2 elements, the others expect 3.
+    w.set_errhandler(ErrHandler::Return);
+    let mut b = vec![7i64; if me == 0 { 2 } else { 3 }];
+    match w.bcast(&mut b, 0) {
+        Ok(()) => assert_eq!(me, 0, "rank {me} received 16 bytes into 24"),
+        Err(e) => {
+            assert_ne!(me, 0);
+            assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+        }
+    }
+    // The region goes on.
+    let mut b = [me as i64 + 10];
+    w.bcast(&mut b, 0)?;
+    assert_eq!(b, [10]);
+    w.barrier()
 }

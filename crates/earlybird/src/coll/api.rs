@@ -509,9 +509,17 @@ impl Comm {
     /// A blocking collective: its buffers lent for the call, its steps run as they come.
     pub(super) fn blocking(&self, mut call: Call<'_>) -> Result<()> {
         let what = call.what;
-        if let Some(pause) = crate::p2p::wait::aside() {
-            let r = self.blocking_aside(call, pause);
-            return self.ret(what, r);
+        let aside = crate::p2p::wait::aside();
+        if let Some(pause) = aside {
+            // A call that runs straight through the collective region does so here too
+            // (its waits pausing), as on the ranks that are not set aside.
+            let in_shm = !self.is_inter()
+                && self.coll_shm().is_some()
+                && matches!(&call.args, Ok(a) if super::shm_blocking::takes_on_region(a, &self.forced()));
+            if !in_shm {
+                let r = self.blocking_aside(call, pause);
+                return self.ret(what, r);
+            }
         }
         let r = (|| {
             let mut wire = self.begin(what, call.reducer, call.intra_only, true)?;
@@ -521,6 +529,12 @@ impl Comm {
             }
             let bufs = call.bufs;
             if let Ok(a) = &call.args {
+                if a.shm && super::shm_blocking::takes(a, &self.forced()) {
+                    return lending((), |l| {
+                        let (_, recv) = bufs.lend(l);
+                        self.shm_blocking(a, &mut wire, recv, aside)
+                    });
+                }
                 if Repeat::may_cache(a) {
                     return lending((), |l| {
                         let (send, recv) = bufs.lend(l);

@@ -66,6 +66,7 @@ mod api_inter;
 mod api_neighbor;
 mod api_reduce_scatter;
 mod buffers;
+mod shm_blocking;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};

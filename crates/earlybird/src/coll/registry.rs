@@ -132,6 +132,16 @@ impl Forced {
     }
 }
 
+impl Forced {
+    /// Whether a call of `coll` may run algorithm `name` by default: nothing else (and no
+    /// unknown name) is forced for it.
+    #[inline]
+    pub(crate) fn allows(&self, coll: Coll, name: &str) -> bool {
+        let i = coll.index();
+        self.bad[i].is_none() && self.by_coll[i].is_none_or(|n| n == name)
+    }
+}
+
 /// The algorithm for `args`: the forced one if it fits, else the default.
 pub(crate) fn choose(args: &Args, forced: &Forced) -> Result<&'static Algorithm> {
     if args.remote.is_some() {

@@ -74,6 +74,14 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    /// This block of `base`, the buffer it is in.
+    #[inline(always)]
+    pub(crate) fn within(&self, base: &Loan) -> Loan {
+        base.sub(self.off, self.len, self.layout.clone())
+            .expect("a block inside its buffer")
+            .with_sig(self.sig)
+    }
+
     /// No bytes.
     pub(crate) const EMPTY: Block = Block {
         buf: Buf::Nothing,
@@ -167,10 +175,7 @@ impl Bound {
                 shm.as_ref()
             }
         };
-        base.expect("a block's buffer is lent to its run")
-            .sub(b.off, b.len, b.layout.clone())
-            .expect("a block inside its buffer")
-            .with_sig(b.sig)
+        b.within(base.expect("a block's buffer is lent to its run"))
     }
 
     /// A new scratch buffer of `bytes` zeroed bytes, as a block.
@@ -301,7 +306,7 @@ impl Wire {
 }
 
 /// A local step that found its buffer no longer lent (the call's scope or region ended).
-fn unusable(what: &str, u: Unusable) -> Error {
+pub(super) fn unusable(what: &str, u: Unusable) -> Error {
     Error::new(ErrorClass::Intern, format!("{what}: {u}"))
 }
 
@@ -335,7 +340,7 @@ const NOTICE_BYTES: usize = 512;
 
 /// An error notice for this call from another rank, if one has arrived: taken, and turned
 /// into the error this rank returns.
-fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
+pub(super) fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
     let pat = Pattern {
         ctx: wire.ctx,
         src: None,
@@ -370,7 +375,7 @@ fn notice(e: &mut Engine, wire: &Wire) -> Option<Error> {
 }
 
 /// How many polls of a wait pass between two looks for an error notice.
-const NOTICE_EVERY: u32 = 4096;
+pub(super) const NOTICE_EVERY: u32 = 4096;
 
 /// Operations in flight: (operation, bytes a receive must bring or `usize::MAX`). Eight fit
 /// inline, so the blocking collectives of small communicators never allocate for them.
@@ -531,21 +536,10 @@ impl Sink for Now<'_> {
         if self.fl.is_empty() {
             return;
         }
-        let (fl, wire) = (&self.fl, self.wire);
-        let mut polls = 0u32;
-        let r = self.e.wait_for(wire.blocked(), |e| {
-            if fl.all_done(e) {
-                return Some(None);
-            }
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(NOTICE_EVERY) {
-                return notice(e, wire).map(Some);
-            }
-            None
-        });
-        match r {
-            Ok(None) => self.fl.collect(self.e, self.wire, &mut self.err),
-            Ok(Some(x)) | Err(x) => {
+        let fl = &self.fl;
+        match wait_until(self.e, self.wire, |e| fl.all_done(e)) {
+            Ok(()) => self.fl.collect(self.e, self.wire, &mut self.err),
+            Err(x) => {
                 self.fl.abandon(self.e);
                 self.dead = true;
                 self.err.get_or_insert(x);
@@ -580,27 +574,39 @@ impl Sink for Now<'_> {
             .shm
             .clone()
             .expect("a shared-memory step in a call with a run");
-        if !step.ready(&run) {
-            let wire = self.wire;
-            let mut polls = 0u32;
-            let r = self.e.wait_for(wire.blocked(), |e| {
-                if step.ready(&run) {
-                    return Some(None);
-                }
-                polls = polls.wrapping_add(1);
-                if polls.is_multiple_of(NOTICE_EVERY) {
-                    return notice(e, wire).map(Some);
-                }
-                None
-            });
-            if let Ok(Some(x)) | Err(x) = r {
-                run.close();
-                self.dead = true;
-                self.err.get_or_insert(x);
-                return;
-            }
+        if let Err(x) = wait_until(self.e, self.wire, |_| step.ready(&run)) {
+            run.close();
+            self.dead = true;
+            self.err.get_or_insert(x);
+            return;
         }
         shm_act(&step, &run, &self.bound, self.wire, &mut self.err);
+    }
+}
+
+/// Wait, driving progress, until `ready` holds (a shared-memory step's condition, the
+/// call's operations done), or another rank's error notice for the call arrives (its
+/// error), or the wait fails.
+#[inline]
+pub(super) fn wait_until(
+    e: &mut Engine,
+    wire: &Wire,
+    mut ready: impl FnMut(&mut Engine) -> bool,
+) -> Result<()> {
+    let mut polls = 0u32;
+    let r = e.wait_for(wire.blocked(), |e| {
+        if ready(e) {
+            return Some(None);
+        }
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(NOTICE_EVERY) {
+            return notice(e, wire).map(Some);
+        }
+        None
+    });
+    match r {
+        Ok(None) => Ok(()),
+        Ok(Some(x)) | Err(x) => Err(x),
     }
 }
 
@@ -609,12 +615,9 @@ impl Sink for Now<'_> {
 fn shm_act(step: &ShmStep, run: &ShmRun, bound: &Bound, wire: &Wire, err: &mut Option<Error>) {
     match step {
         ShmStep::Put(b) => {
-            if !b.is_empty() {
-                let dst = shm_block(run.me() as i32, b.packed_len());
-                let (s, d) = (bound.resolve(b), bound.resolve(&dst));
-                local(s.copy_to(&d), wire, err);
-            }
+            local(run.put(&bound.resolve(b)), wire, err);
             run.publish();
+            run.claim_next();
         }
         ShmStep::Await(_) => {}
         ShmStep::Done => run.close(),

@@ -8,7 +8,7 @@
 //! [pad to 4 KiB]
 //! [lane 0:  slot 0: rank 0 .. rank n-1, slot 1: ..., slot COMM_DEPTH-1]   SLOT bytes each
 //! [lane 1:  slot 0, slot 1 (LANE_DEPTH)] ... [lane L-1]
-//! SLOT:     [flag: u64][spare: u64][payload: PAYLOAD bytes]
+//! SLOT:     [flag: u64][length: u64][payload: PAYLOAD bytes]
 //! ```
 //!
 //! A **lane** is a sequence of runs numbered 1, 2, 3, ... that every rank makes in the same
@@ -165,6 +165,67 @@ impl CollRegion {
             PAYLOAD,
             writable,
         )
+    }
+
+    /// Copy the message `src` holds (at most [`PAYLOAD`] bytes) into `rank`'s payload of
+    /// run `seq` on lane `lane`: the caller's own slot, free by the protocol above.
+    pub(crate) fn put_payload(
+        &self,
+        lane: usize,
+        seq: u64,
+        rank: usize,
+        src: &Loan,
+    ) -> Result<(), crate::sys::lend::Unusable> {
+        let n = src.packed_len();
+        assert!(
+            n <= PAYLOAD,
+            "a contribution of {n} bytes in a slot of {PAYLOAD}"
+        );
+        let slot = self.slot_at(lane, seq, rank);
+        // Ordered before the readers' loads by the flag's Release store that follows.
+        self.at(slot + 8)
+            .store(n as u64, std::sync::atomic::Ordering::Relaxed);
+        let at = slot + PAYLOAD_AT;
+        // SAFETY: (1) `at + n` lies within the mapping (`slot_at` is within the shape's
+        // slots, checked against the segment by `new`, and `n <= PAYLOAD`); (2) the mapping
+        // lives as long as `self`, which the slice does not outlive (it is dropped at the
+        // end of this call); (3) by the protocol (module doc) the caller writes only its own
+        // slot, and only while every rank's watermark says nobody reads it, so no other
+        // access to these bytes happens during the call; (4) any bytes are valid `u8`s.
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.seg.base().add(at), n) };
+        src.pack_into(dst)
+    }
+
+    /// Copy `rank`'s payload of run `seq` on lane `lane` into `dst` (after an acquire
+    /// load showed the run's flag), as much of it as fits: the payload's length, as
+    /// [`put_payload`](Self::put_payload) stored it.
+    pub(crate) fn get_payload(
+        &self,
+        lane: usize,
+        seq: u64,
+        rank: usize,
+        dst: &Loan,
+    ) -> Result<usize, crate::sys::lend::Unusable> {
+        let slot = self.slot_at(lane, seq, rank);
+        let sent = self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize;
+        let n = dst.packed_len().min(sent).min(PAYLOAD);
+        let at = slot + PAYLOAD_AT;
+        // SAFETY: (1) in bounds as in `put_payload`; (2) the slice lives for this call only,
+        // within the mapping's life; (3) the slot's owner published it (the caller loaded
+        // its flag with Acquire) and writes it again only after this rank's watermark has
+        // passed the run, which this rank raises after the call: nothing writes the bytes
+        // meanwhile; (4) the slot's bytes are initialised (the mapping starts zeroed).
+        let src = unsafe { std::slice::from_raw_parts(self.seg.base().add(at), n) };
+        dst.unpack_from(src)?;
+        Ok(sent)
+    }
+
+    /// Ask for the line of `rank`'s slot of run `seq` on lane `lane` (its flag and the
+    /// first bytes of its payload) ahead of use: to write (`WRITE`, the caller's own slot
+    /// of a coming run) or to read. A hint: nothing changes if it is wrong.
+    #[inline(always)]
+    pub(crate) fn prefetch_slot<const WRITE: bool>(&self, lane: usize, seq: u64, rank: usize) {
+        super::sync::prefetch::<WRITE, _>(self.at(self.slot_at(lane, seq, rank)));
     }
 
     /// Back lane `lane`'s slots with memory now: an error (a full `/dev/shm`) here rather

@@ -27,7 +27,7 @@
 //! Vyukov's bounded queue) so the consumer polls the very line it will read.
 
 use super::frame::{Frame, INLINE_BYTES};
-use super::sync::{AtomicU64, Ordering, UnsafeCell};
+use super::sync::{prefetch, AtomicU64, Ordering, UnsafeCell};
 #[cfg(test)]
 use crate::sys::copy::copy_small;
 
@@ -82,34 +82,6 @@ const CLAIM_AHEAD: u64 = 32;
 /// pop) fetches nothing ahead: the slot is not written yet, and the fetch would only take
 /// the line from the producer, which claims lines ahead too (see [`CLAIM_AHEAD`]).
 const FETCH_AHEAD: u64 = 4;
-
-/// Ask for the cache line of `p`, to write (`WRITE`) or to read: a hint that fetches the
-/// line without waiting for it (x86-64's PREFETCHW / PREFETCHT0, AArch64's PRFM).
-#[inline(always)]
-fn prefetch<const WRITE: bool, T>(p: &T) {
-    let p: *const T = p;
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: a prefetch only hints the cache: it never faults, reads or writes nothing the
-    // program sees, and changes no flags (processors without PREFETCHW run it as a NOP).
-    unsafe {
-        if WRITE {
-            std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-        } else {
-            std::arch::asm!("prefetcht0 [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-        }
-    }
-    #[cfg(all(target_arch = "aarch64", not(loom)))]
-    // SAFETY: as above: PRFM is a hint.
-    unsafe {
-        if WRITE {
-            std::arch::asm!("prfm pstl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-        } else {
-            std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-        }
-    }
-    #[cfg(any(loom, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
-    let _ = p;
-}
 
 /// Written by the consumer only.
 #[repr(C, align(128))]

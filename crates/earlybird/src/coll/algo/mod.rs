@@ -200,10 +200,11 @@ pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
         // Shared memory where it fits (one host) and was measured to win: the barrier at
         // any size; the allreduce from four ranks (on two, one exchange of messages is as
-        // quick). Bcast and reduce in shared memory are slower in back-to-back loops (the
-        // root, or the ranks beside it, run ahead until the slots are full, then wait for
-        // the slowest rank to read), so they run only when forced. README "Shared-memory
-        // collectives" has the figures.
+        // quick). The nonblocking and persistent bcast and reduce in shared memory are
+        // slower in back-to-back loops than by messages, so they run there only when
+        // forced; a blocking barrier, and a blocking bcast that fits a slot, run in shared
+        // memory without a schedule (`shm_blocking.rs`), unless another algorithm is
+        // forced. README "Collectives through shared memory" has the figures.
         Coll::Barrier => &["shm", "dissemination"],
         Coll::Allreduce if a.size >= 4 && shm_reduction_fits(a) => &["shm"],
         Coll::Allreduce if a.bytes >= LARGE && pow2(a.size) => {

@@ -1,0 +1,141 @@
+//! Blocking collectives straight through the communicator's collective region (issue 18,
+//! item 3): a small blocking barrier or bcast that runs in shared memory takes its run
+//! of lane 0, waits on flags and copies the message, without recording or replaying a
+//! schedule, allocating, or lending the region's slots out as buffers. The protocol is
+//! that of `fabric::coll_region` and the steps those of `algo::barrier_shm` and
+//! `algo::bcast_shm`.
+//!
+//! # When
+//!
+//! A blocking call on a communicator with a region ([`takes`]): every barrier, and every
+//! bcast of at most [`PAYLOAD`] bytes, unless another algorithm is forced for it
+//! (`EARLYBIRD_COLL_<COLLECTIVE>`, the info hint). This is the blocking calls' own
+//! choice: the nonblocking and persistent bcast default to messages (their schedules
+//! through the region measured slower), which is sound because MPI never matches a
+//! blocking collective with a nonblocking one. A blocking call made under
+//! [`waits_aside`](crate::p2p::wait::waits_aside) runs here too, its waits pausing, so
+//! that it meets the same call on ranks that are not set aside. The choice depends only
+//! on what every rank of a correct program has alike (the message's length, the
+//! forcing), so all ranks take it together. A bcast whose lengths differ between ranks
+//! gets MPI_ERR_TRUNCATE on the ranks that see it, as by messages, as long as every
+//! rank's length is on the same side of [`PAYLOAD`].
+#![forbid(unsafe_code)]
+
+use super::api::SHM;
+use super::registry::{self, Forced};
+use super::sched::{notice, unusable, wait_until, Wire, NOTICE_EVERY};
+use super::shm::PAYLOAD;
+use super::{Args, Coll};
+use crate::comm::Comm;
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::wait::Pause;
+use crate::sys::lend::Loan;
+
+/// Whether a blocking call with arguments `a` runs here (see the module doc).
+#[inline]
+pub(super) fn takes(a: &Args, forced: &Forced) -> bool {
+    a.shm && takes_on_region(a, forced)
+}
+
+/// [`takes`], for a call on a communicator known to have a region.
+#[inline]
+pub(super) fn takes_on_region(a: &Args, forced: &Forced) -> bool {
+    let fits = match a.coll {
+        Coll::Barrier => true,
+        Coll::Bcast => a.bytes <= PAYLOAD,
+        _ => false,
+    };
+    fits && a.remote.is_none() && a.size >= 2 && forced.allows(a.coll, SHM)
+}
+
+impl Comm {
+    /// Run the blocking call `a` (which [`takes`] said runs here; `recv` is a bcast's
+    /// buffer) in its run of the communicator's region, taken by `wire`'s ticket. Under
+    /// [`waits_aside`](crate::p2p::wait::waits_aside), its waits call `aside` between polls
+    /// with the rank let go.
+    pub(super) fn shm_blocking(
+        &self,
+        a: &Args,
+        wire: &mut Wire,
+        recv: Option<Loan>,
+        aside: Option<Pause>,
+    ) -> Result<()> {
+        let (shm, seq) = wire
+            .ticket
+            .take()
+            .expect("a call on a communicator with a region");
+        registry::note_last(SHM);
+        shm.enter(0, seq);
+        let me = shm.me();
+        let wait = |ready: &dyn Fn() -> bool| match aside {
+            None => wait_until(&mut self.eng.borrow_mut(), wire, |_| ready()),
+            Some(pause) => self.wait_pausing(wire, pause, ready),
+        };
+        let r = (|| {
+            let put = |src: &Loan| -> Result<()> {
+                shm.region()
+                    .put_payload(0, seq, me, src)
+                    .map_err(|u| unusable(wire.what, u))?;
+                shm.publish(0, seq);
+                shm.claim_next(0, seq);
+                Ok(())
+            };
+            match a.coll {
+                Coll::Barrier => {
+                    wait(&|| shm.slot_free(0, seq))?;
+                    put(&Loan::EMPTY)?;
+                    wait(&|| shm.arrived(0, seq, None))
+                }
+                Coll::Bcast => {
+                    // The message: the buffer through its datatype's layout, if any.
+                    let msg = a.rblock(0, a.count);
+                    let buf = &msg.within(recv.as_ref().expect("a bcast's buffer"));
+                    if a.rank == a.root {
+                        wait(&|| shm.slot_free(0, seq))?;
+                        return put(buf);
+                    }
+                    let root = a.root as usize;
+                    wait(&|| shm.arrived(0, seq, Some(a.root)))?;
+                    let sent = shm
+                        .region()
+                        .get_payload(0, seq, root, buf)
+                        .map_err(|u| unusable(wire.what, u))?;
+                    let expect = buf.packed_len();
+                    if sent != expect {
+                        return Err(Error::new(
+                            ErrorClass::Truncate,
+                            format!(
+                                "{}: a message of {sent} bytes arrived where {expect} were expected (counts or datatypes differ between ranks)",
+                                wire.what
+                            ),
+                        ));
+                    }
+                    Ok(())
+                }
+                _ => unreachable!("shm_blocking::takes admits barrier and bcast only"),
+            }
+        })();
+        shm.close(0, seq);
+        r
+    }
+
+    /// Wait until `ready`, progressing the rank and calling `pause` between polls with the
+    /// rank let go, or until another rank's error notice for the call arrives.
+    fn wait_pausing(&self, wire: &Wire, pause: Pause, ready: &dyn Fn() -> bool) -> Result<()> {
+        let mut polls = 0u32;
+        while !ready() {
+            {
+                let mut e = self.eng.borrow_mut();
+                e.progress();
+                polls = polls.wrapping_add(1);
+                if polls.is_multiple_of(NOTICE_EVERY) {
+                    if let Some(x) = notice(&mut e, wire) {
+                        return Err(x);
+                    }
+                }
+            }
+            pause()?;
+        }
+        Ok(())
+    }
+}
