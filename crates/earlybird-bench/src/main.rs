@@ -33,14 +33,17 @@ struct Opts {
     iters: Option<u64>,
     reps: Option<usize>,
     warmup: Option<u64>,
+    /// coll: only the lines of these names (`bcast`, `barrier_nb`, ...).
+    only: Option<Vec<String>>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W]\n\
+        "usage: earlybird-bench [--threads N] BENCH [--sizes LIST] [--iters N] [--reps R] [--warmup W] [--only NAMES]\n\
          BENCH: floor | latency | bw | msgrate | persistent-latency | channel | halo2d | coll | rma | pmem | assert | endpoints\n\
          LIST: comma separated sizes with k/m suffixes (KiB/MiB), e.g. 0,8,1k,64k,1m,4m\n\
-         coll: sizes pick among 0 (barrier), 8 and 1m.\n\
+         coll: sizes pick among 0 (barrier), 8 and 1m; --only names the lines to run, e.g.\n\
+         bcast,barrier_nb,allreduce_persist.\n\
          halo2d: sizes are bytes per halo message (8 x cells per side, default 8k), --iters the\n\
          timed exchanges (default 2000) in R batches (default 10), after W warm-up ones (200).\n\
          Run under ebrun (ebrun -n 2 earlybird-bench latency) or as threads (--threads 2)."
@@ -66,6 +69,7 @@ fn parse_args() -> Opts {
         iters: None,
         reps: None,
         warmup: None,
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -88,6 +92,7 @@ fn parse_args() -> Opts {
             "--iters" => o.iters = Some(val("--iters").parse().unwrap_or_else(|_| usage())),
             "--reps" => o.reps = Some(val("--reps").parse().unwrap_or_else(|_| usage())),
             "--warmup" => o.warmup = Some(val("--warmup").parse().unwrap_or_else(|_| usage())),
+            "--only" => o.only = Some(val("--only").split(',').map(str::to_string).collect()),
             "-h" | "--help" => usage(),
             b if !b.starts_with('-') && o.bench.is_empty() => o.bench = b.to_string(),
             _ => usage(),
@@ -310,7 +315,8 @@ impl Bench<'_> {
                 if self.o.sizes.as_ref().is_some_and(|v| !v.contains(&bytes)) {
                     continue;
                 }
-                if std::env::var("EB_COLL_ONLY").is_ok_and(|o| o != format!("{op}{mode}")) {
+                let name = format!("{op}{mode}");
+                if self.o.only.as_ref().is_some_and(|v| !v.contains(&name)) {
                     continue;
                 }
                 let iters = self.iters_for(10_000, 256 << 20, bytes.max(1) as u64, 50);
@@ -374,7 +380,7 @@ impl Bench<'_> {
                     })?,
                 }
                 self.emit(
-                    &format!("{op}{mode}"),
+                    &name,
                     bytes,
                     iters,
                     stats(per),

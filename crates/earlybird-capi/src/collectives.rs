@@ -337,6 +337,17 @@ pub(crate) fn started(
     unsafe { state::request_out(req, r) }
 }
 
+/// Whether the blocking collective `name` (the Rust method's) runs under
+/// MPI_THREAD_MULTIPLE as the core's blocking call with its waits set aside
+/// (`earlybird::waits_aside`), rather than as its nonblocking form and a wait: those whose
+/// blocking form may take another algorithm than the nonblocking one (the barrier and the
+/// small bcast run straight through the collective region, `coll/shm_blocking.rs`), so
+/// that a process under MULTIPLE meets a process that is not, or a call made from one of
+/// the program's callbacks.
+fn runs_aside_in_core(name: &str) -> bool {
+    matches!(name, "barrier" | "bcast")
+}
+
 /// The three forms of each collective. `args(c, ...)` converts the C arguments (it runs
 /// inside the call, on the communicator `c`); `=> (...)` are the Rust method's arguments after
 /// the scope, in terms of the names the conversion bound.
@@ -351,6 +362,14 @@ macro_rules! collectives {
             fn $b / $pb($($a: $t,)* comm: Handle) {
                 if state::waits_let_go() {
                     state::prepare_blocking_collective(comm);
+                    if runs_aside_in_core(stringify!($mb)) {
+                        return ok_or_code(state::with_comm_aside(comm, |c| {
+                            // SAFETY: as below.
+                            #[allow(unused_parens)]
+                            let ($($out),*) = unsafe { $args(c, $($x),*) }?;
+                            c.$mb($($call),*)
+                        }));
+                    }
                     // SAFETY: the nonblocking form's contract, its request completed here.
                     return state::via_request(|r| unsafe { $pi($($a,)* comm, r) }, state::IGNORED);
                 }

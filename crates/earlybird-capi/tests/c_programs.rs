@@ -328,6 +328,13 @@ fn threads_multiple() {
     run_everywhere_with("threads_multiple", BOTH, &["-pthread"]);
 }
 
+/// Even ranks under MPI_THREAD_MULTIPLE, odd ones under MPI_THREAD_SINGLE: their blocking
+/// barriers and bcasts meet.
+#[test]
+fn mixed_thread_levels() {
+    run_everywhere("mixed_thread_levels", BOTH);
+}
+
 #[test]
 fn seed_000_examples_as_the_seed_writes_them() {
     run_everywhere("seed000_examples", OURS);
