@@ -515,7 +515,7 @@ impl Comm {
             // (its waits pausing), as on the ranks that are not set aside.
             let in_shm = !self.is_inter()
                 && self.coll_shm().is_some()
-                && matches!(&call.args, Ok(a) if super::shm_blocking::takes_on_region(a, &self.forced()));
+                && matches!(&call.args, Ok(a) if super::shm_blocking::takes_on_region(a, || self.forced()));
             if !in_shm {
                 let r = self.blocking_aside(call, pause);
                 return self.ret(what, r);
@@ -529,7 +529,7 @@ impl Comm {
             }
             let bufs = call.bufs;
             if let Ok(a) = &call.args {
-                if a.shm && super::shm_blocking::takes(a, &self.forced()) {
+                if super::shm_blocking::takes(a, || self.forced()) {
                     return lending((), |l| {
                         let (_, recv) = bufs.lend(l);
                         self.shm_blocking(a, &mut wire, recv, aside)

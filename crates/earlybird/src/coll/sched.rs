@@ -74,6 +74,12 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    /// Whether this block is all of `base` as it is (its bytes, no layout over them).
+    #[inline(always)]
+    pub(crate) fn is_all_of(&self, base: &Loan) -> bool {
+        self.off == 0 && self.layout.is_none() && self.len == base.len()
+    }
+
     /// This block of `base`, the buffer it is in.
     #[inline(always)]
     pub(crate) fn within(&self, base: &Loan) -> Loan {
