@@ -122,7 +122,10 @@ impl Comm {
                     }
                     Ok(())
                 }
-                _ => unreachable!("shm_blocking::takes admits barrier and bcast only"),
+                c => Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("{}: no shared-memory path for {}", wire.what, c.name()),
+                )),
             }
         })();
         shm.close(0, seq);
