@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 use super::super::registry::Algorithm;
-use super::super::sched::Sink;
+use super::super::sched::{Block, Sink};
 use super::super::{Args, Coll};
 use super::pow2;
 use super::reduce_scatter_block_recursive_halving::{halve, sibling};
@@ -28,13 +28,23 @@ pub(super) fn pieces(count: usize, n: i32) -> Vec<usize> {
         .collect()
 }
 
+/// Where this rank's contribution is for [`halve`] to start from, `w` being the vector it
+/// works in: the send buffer itself when its elements are the receive buffer's, else (in
+/// place: already there) none, after a copy into `w` when they differ.
+pub(super) fn contribution<'a>(a: &'a Args, s: &mut dyn Sink, w: &Block) -> Option<&'a Block> {
+    let sb = a.send.as_ref()?;
+    if a.selem.same_plain(&a.elem) {
+        return Some(sb);
+    }
+    s.copy(a.sblock(0, a.count), a.elem.block(w, 0, a.count));
+    None
+}
+
 fn run(a: &Args, s: &mut dyn Sink) {
     let (r, n) = (a.rank, a.size);
-    if a.send.is_some() {
-        s.copy(a.sblock(0, a.count), a.rblock(0, a.count));
-    }
     let off = pieces(a.count, n);
-    let held = halve(a, s, &a.recv, &off);
+    let from = contribution(a, s, &a.recv);
+    let held = halve(a, s, &a.recv, &off, from);
     // Round k of the allgather undoes round k of the halving: the partner holds the other
     // half of what both held before it.
     let e = &a.elem;

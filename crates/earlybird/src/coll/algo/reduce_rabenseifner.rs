@@ -7,7 +7,7 @@
 use super::super::registry::Algorithm;
 use super::super::sched::Sink;
 use super::super::{Args, Coll};
-use super::allreduce_rabenseifner::pieces;
+use super::allreduce_rabenseifner::{contribution, pieces};
 use super::pow2;
 use super::reduce_scatter_block_recursive_halving::{halve, sibling};
 
@@ -28,11 +28,9 @@ fn run(a: &Args, s: &mut dyn Sink) {
     } else {
         s.scratch(a.count * e.size)
     };
-    if let Some(sb) = &a.send {
-        s.copy(e.block(sb, 0, a.count), e.block(&w, 0, a.count));
-    }
     let off = pieces(a.count, n);
-    let held = halve(a, s, &w, &off);
+    let from = contribution(a, s, &w);
+    let held = halve(a, s, &w, &off, from);
     let block = |(lo, hi): (usize, usize)| e.block(&w, off[lo], off[hi] - off[lo]);
     // Gather round k (k = log2 n - 1 down to 0): ranks below 2^(k+1) whose bit k is set send
     // what they hold to the rank 2^k below, which then holds what both held before halving

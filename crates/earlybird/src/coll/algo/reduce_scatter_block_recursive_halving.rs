@@ -52,7 +52,7 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
             a.elem.block(&w, off[p], a.rcount_of(i)),
         );
     }
-    halve(a, s, &w, &off);
+    halve(a, s, &w, &off, None);
     let p = reverse(r, bits) as usize;
     s.copy(
         a.elem.block(&w, off[p], a.rcount_of(r)),
@@ -65,7 +65,20 @@ pub(super) fn run(a: &Args, s: &mut dyn Sink) {
 /// of the pieces still held if bit k of the rank is clear, the upper half otherwise, and
 /// leaves in it the partial result over the aligned block of `2^(k+1)` ranks. Returns the
 /// pieces held before each round and at the end (`[0, n)` first, one piece last).
-pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Block, off: &[usize]) -> Vec<(usize, usize)> {
+///
+/// `from`: where the contribution is instead, laid out as `w` (the send buffer), when `w`
+/// does not hold it yet. The first round then sends its half straight from there and
+/// receives the partner's half straight into `w`, combining its own into it, so the
+/// contribution is never copied whole into `w` first (a copy of the whole vector, a quarter
+/// of an allreduce of 1 MiB at 2 ranks); only a non-commutative operation whose partner's
+/// part comes first still copies the half kept.
+pub(super) fn halve(
+    a: &Args,
+    s: &mut dyn Sink,
+    w: &Block,
+    off: &[usize],
+    from: Option<&Block>,
+) -> Vec<(usize, usize)> {
     let (r, n) = (a.rank, a.size);
     let e = &a.elem;
     let mut held = vec![(0, n as usize)];
@@ -77,6 +90,7 @@ pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Block, off: &[usize]) -> Vec
     } else {
         Block::EMPTY
     };
+    let mut from = from;
     let mut d = 1;
     while d < n {
         let partner = r ^ d;
@@ -87,23 +101,53 @@ pub(super) fn halve(a: &Args, s: &mut dyn Sink, w: &Block, off: &[usize]) -> Vec
             ((mid, hi), (lo, mid))
         };
         let kn = off[keep.1] - off[keep.0];
-        s.send(partner, e.block(w, off[give.0], off[give.1] - off[give.0]));
-        s.recv(partner, e.block(&tmp, 0, kn));
-        s.wait();
+        let src = from.unwrap_or(w);
+        s.send(
+            partner,
+            e.block(src, off[give.0], off[give.1] - off[give.0]),
+        );
         let mine = e.run(w, off[keep.0], kn);
         let theirs = e.run(&tmp, 0, kn);
-        if partner < r || a.commutative {
-            // mine = theirs op mine (for a commutative operation, only the association
-            // matters for the bits).
-            s.reduce(theirs, mine);
-        } else {
-            // mine op theirs, ours being the lower ranks' part.
-            s.reduce(mine, theirs);
-            s.copy(e.block(&tmp, 0, kn), e.block(w, off[keep.0], kn));
+        match from.take() {
+            Some(f) if partner > r || a.commutative => {
+                // The partner's half lands where the result goes: mine op theirs there
+                // (ours the lower ranks' part, or an operation whose operands' order changes
+                // no bits).
+                s.recv(partner, e.block(w, off[keep.0], kn));
+                s.wait();
+                s.reduce(e.run(f, off[keep.0], kn), mine);
+            }
+            Some(f) => {
+                // theirs op mine, theirs first: ours copied to where the result goes.
+                s.recv(partner, e.block(&tmp, 0, kn));
+                s.wait();
+                s.copy(e.block(f, off[keep.0], kn), e.block(w, off[keep.0], kn));
+                s.reduce(theirs, mine);
+            }
+            None => {
+                s.recv(partner, e.block(&tmp, 0, kn));
+                s.wait();
+                if partner < r || a.commutative {
+                    // mine = theirs op mine (for a commutative operation, only the
+                    // association matters for the bits).
+                    s.reduce(theirs, mine);
+                } else {
+                    // mine op theirs, ours being the lower ranks' part.
+                    s.reduce(mine, theirs);
+                    s.copy(e.block(&tmp, 0, kn), e.block(w, off[keep.0], kn));
+                }
+            }
         }
         (lo, hi) = keep;
         held.push(keep);
         d <<= 1;
+    }
+    if let Some(f) = from {
+        // No round (one rank): the contribution is the result.
+        s.copy(
+            e.block(f, 0, off[n as usize]),
+            e.block(w, 0, off[n as usize]),
+        );
     }
     held
 }
