@@ -340,12 +340,12 @@ pub(crate) fn started(
 /// Whether the blocking collective `name` (the Rust method's) runs under
 /// MPI_THREAD_MULTIPLE as the core's blocking call with its waits set aside
 /// (`earlybird::waits_aside`), rather than as its nonblocking form and a wait: those whose
-/// blocking form may take another algorithm than the nonblocking one (the barrier and the
-/// small bcast run straight through the collective region, `coll/shm_blocking.rs`), so
-/// that a process under MULTIPLE meets a process that is not, or a call made from one of
-/// the program's callbacks.
+/// blocking form may take another algorithm than the nonblocking one (the barrier, the
+/// small bcast and the small allreduce run straight through the collective region,
+/// `coll/shm_blocking.rs`), so that a process under MULTIPLE meets a process that is not,
+/// or a call made from one of the program's callbacks.
 fn runs_aside_in_core(name: &str) -> bool {
-    matches!(name, "barrier" | "bcast")
+    matches!(name, "barrier" | "bcast" | "allreduce")
 }
 
 /// The three forms of each collective. `args(c, ...)` converts the C arguments (it runs

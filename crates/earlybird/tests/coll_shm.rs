@@ -18,6 +18,7 @@ scenarios! {
     region_comes_with_a_blocking_call [2, 4];
     runs_by_messages_in_between [2, 3, 4];
     blocking_barrier_and_bcast_by_default [2, 3, 4];
+    blocking_allreduce_by_default [2, 3, 4, 8];
 }
 
 /// A duplicate of `w` with the shared-memory algorithm forced for `colls`.
@@ -44,12 +45,25 @@ fn shm_runs_where_it_fits(u: &Universe) -> Result<()> {
     w.allreduce(&[me as i64; 3], &mut out, &Op::SUM)?;
     let want = (0..n as i64).sum::<i64>();
     assert_eq!(out, [want; 3]);
-    // From four ranks; on fewer, messages are as quick.
+    // Blocking: straight through the region at any size (`shm_blocking.rs`).
     assert_eq!(
-        last_algorithm() == "shm",
-        n >= 4,
+        last_algorithm(),
+        "shm",
         "allreduce of 24 bytes on {n} ranks"
     );
+    // Nonblocking: from four ranks; on fewer, messages are as quick.
+    let three = [me as i64; 3];
+    scope(|s| -> Result<()> {
+        let mut q = w.iallreduce(s, &three, &mut out, &Op::SUM)?;
+        assert_eq!(
+            last_algorithm() == "shm",
+            n >= 4,
+            "iallreduce of 24 bytes on {n} ranks"
+        );
+        q.wait()?;
+        Ok(())
+    })?;
+    assert_eq!(out, [want; 3]);
 
     let c = forced(
         w,
@@ -440,5 +454,91 @@ fn blocking_barrier_and_bcast_by_default(u: &Universe) -> Result<()> {
     let mut b = [me as i64 + 10];
     w.bcast(&mut b, 0)?;
     assert_eq!(b, [10]);
+    w.barrier()
+}
+
+/// A blocking allreduce that fits a slot runs straight through the region by default
+/// (`shm_blocking.rs`), at any number of ranks: sums of every length up to a slot, in place
+/// and not, with nonblocking ones (by messages or by the region's lanes) in flight; a
+/// non-commutative operation in rank order; the same bits as by messages; contributions of
+/// different lengths an error on every rank; forcing another algorithm; a larger one by
+/// messages.
+fn blocking_allreduce_by_default(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    for round in 0..300 {
+        let len = 1 + round % 126;
+        let mine: Vec<i64> = (0..len).map(|i| value(me, i, round)).collect();
+        let want: Vec<i64> = (0..len)
+            .map(|i| (0..n).map(|r| value(r, i, round)).sum())
+            .collect();
+        let mut out = vec![0i64; len];
+        if round % 3 == 0 {
+            out.copy_from_slice(&mine);
+            w.allreduce(IN_PLACE, &mut out, &Op::SUM)?;
+        } else if round % 5 == 0 {
+            let mut early = vec![0i64; len];
+            scope(|s| -> Result<()> {
+                let mut q = w.iallreduce(s, &mine, &mut early, &Op::SUM)?;
+                w.allreduce(&mine, &mut out, &Op::SUM)?;
+                q.wait()?;
+                Ok(())
+            })?;
+            assert_eq!(
+                early, want,
+                "iallreduce beside a blocking one, round {round}"
+            );
+        } else {
+            w.allreduce(&mine, &mut out, &Op::SUM)?;
+        }
+        assert_eq!(out, want, "allreduce of {len} elements, round {round}");
+    }
+    let mut one = [0i64];
+    w.allreduce(&[me as i64], &mut one, &Op::SUM)?;
+    assert_eq!(last_algorithm(), "shm");
+    // Matrix products: M_0 M_1 ... M_{n-1}, whatever the ranks' order of arrival.
+    let (mat, mul) = (common::mat, common::mat_mul);
+    let mine: Vec<[i64; 4]> = (0..5).map(|i| mat(me, i)).collect();
+    let mut out = vec![[0i64; 4]; 5];
+    w.allreduce(&mine, &mut out, &common::matmul_op())?;
+    assert_eq!(last_algorithm(), "shm");
+    let want: Vec<[i64; 4]> = (0..5)
+        .map(|i| (1..n).fold(mat(0, i), |acc, r| mul(acc, mat(r, i))))
+        .collect();
+    assert_eq!(out, want);
+    // Float sums whose bits depend on the association: as by messages.
+    let f: Vec<f64> = (0..120)
+        .map(|i: usize| ((me as f64 + 1.0) * 1e-3 + i as f64) * 10f64.powi((i % 13) as i32 - 6))
+        .collect();
+    let mut here = vec![0.0f64; f.len()];
+    w.allreduce(&f, &mut here, &Op::SUM)?;
+    let mut info = Info::new();
+    info.set("earlybird_coll_allreduce", "reduce_bcast")?;
+    let c = w.dup_with_info(&info)?;
+    let mut there = vec![0.0f64; f.len()];
+    c.allreduce(&f, &mut there, &Op::SUM)?;
+    assert_eq!(last_algorithm(), "reduce_bcast");
+    assert!(here
+        .iter()
+        .zip(&there)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    // Larger than a slot: by messages.
+    let mut big = vec![0i64; 200];
+    w.allreduce(&vec![1i64; 200], &mut big, &Op::SUM)?;
+    assert_ne!(last_algorithm(), "shm");
+    assert!(big.iter().all(|&x| x == n as i64));
+    // Lengths that differ: rank 0 gives 2 elements, the others 3; each rank sees a length
+    // that is not its own.
+    w.set_errhandler(ErrHandler::Return);
+    let k = if me == 0 { 2 } else { 3 };
+    let mut out = vec![0i64; k];
+    let e = w
+        .allreduce(&vec![1i64; k], &mut out, &Op::SUM)
+        .expect_err("contributions of different lengths");
+    assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+    // The region goes on.
+    let mut out = [0i64; 2];
+    w.allreduce(&[me as i64 + 10; 2], &mut out, &Op::SUM)?;
+    assert_eq!(out, [(0..n as i64).map(|r| r + 10).sum::<i64>(); 2]);
     w.barrier()
 }

@@ -1,9 +1,9 @@
 /* Processes of one job at different thread levels: even ranks ask for
  * MPI_THREAD_MULTIPLE, odd ones for MPI_THREAD_SINGLE (MPI lets each process ask for its
- * own). Their blocking barriers and bcasts (small ones, which may run in shared memory,
- * and large ones), from every root in turn, on MPI_COMM_WORLD and on a duplicate, must
- * meet whatever each process's level makes of them inside the library; every value is
- * checked. Prints "mixed_thread_levels: ok <rank>". */
+ * own). Their blocking barriers, bcasts (from every root in turn) and allreduces (in
+ * place every other round), small ones, which may run in shared memory, and large ones, on
+ * MPI_COMM_WORLD and on a duplicate, must meet whatever each process's level makes of them
+ * inside the library; every value is checked. Prints "mixed_thread_levels: ok <rank>". */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +39,27 @@ int main(int argc, char **argv) {
             for (int i = 0; i < BIG; i++) {
                 if (big[i] != round + i) {
                     CHECK(0, "round %d: big[%d] = %d", round, i, big[i]);
+                    break;
+                }
+            }
+        }
+        int mine[3] = {rank + round, rank, 1}, sum[3] = {0, 0, 0};
+        int ranks = size * (size - 1) / 2;
+        if (round % 2) {
+            memcpy(sum, mine, sizeof sum);
+            MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_INT, MPI_SUM, c);
+        } else {
+            MPI_Allreduce(mine, sum, 3, MPI_INT, MPI_SUM, c);
+        }
+        CHECK(sum[0] == ranks + size * round && sum[1] == ranks && sum[2] == size,
+              "round %d: allreduce gave %d %d %d", round, sum[0], sum[1], sum[2]);
+        if (round % 50 == 25) {
+            static int total[BIG];
+            for (int i = 0; i < BIG; i++) big[i] = rank + i;
+            MPI_Allreduce(big, total, BIG, MPI_INT, MPI_SUM, c);
+            for (int i = 0; i < BIG; i++) {
+                if (total[i] != ranks + size * i) {
+                    CHECK(0, "round %d: total[%d] = %d", round, i, total[i]);
                     break;
                 }
             }

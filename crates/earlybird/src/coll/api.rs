@@ -531,8 +531,8 @@ impl Comm {
             if let Ok(a) = &call.args {
                 if super::shm_blocking::takes(a, || self.forced()) {
                     return lending((), |l| {
-                        let (_, recv) = bufs.lend(l);
-                        self.shm_blocking(a, &mut wire, recv, aside)
+                        let (send, recv) = bufs.lend(l);
+                        self.shm_blocking(a, &mut wire, send, recv, aside)
                     });
                 }
                 if Repeat::may_cache(a) {

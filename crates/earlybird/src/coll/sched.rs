@@ -303,7 +303,7 @@ impl Wire {
         Ok(())
     }
 
-    fn reduce(&self, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
+    pub(super) fn reduce(&self, src: &Loan, dst: &Loan) -> std::result::Result<(), Unusable> {
         self.reducer
             .as_ref()
             .expect("a reduction step in a collective with an operation")

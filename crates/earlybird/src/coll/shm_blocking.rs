@@ -1,35 +1,41 @@
 //! Blocking collectives straight through the communicator's collective region (issue 18,
-//! item 3): a small blocking barrier or bcast that runs in shared memory takes its run
-//! of lane 0, waits on flags and copies the message, without recording or replaying a
-//! schedule, allocating, or lending the region's slots out as buffers. The protocol is
-//! that of `fabric::coll_region` and the steps those of `algo::barrier_shm` and
-//! `algo::bcast_shm`.
+//! item 3): a small blocking barrier, bcast or allreduce that runs in shared memory takes
+//! its run of lane 0, waits on flags, copies the message and combines the contributions,
+//! without recording or replaying a schedule, or lending the region's slots out as
+//! buffers (an allreduce over more than two ranks allocates the scratch of its partial
+//! results, `algo::reduce_shm`). The protocol is that of `fabric::coll_region` and the
+//! steps those of `algo::barrier_shm`, `algo::bcast_shm` and `algo::allreduce_shm` (the
+//! allreduce combines the slots in the canonical association, so its bits are those of
+//! every other algorithm).
 //!
 //! # When
 //!
-//! A blocking call on a communicator with a region ([`takes`]): every barrier, and every
-//! bcast of at most [`PAYLOAD`] bytes, unless another algorithm is forced for it
-//! (`EARLYBIRD_COLL_<COLLECTIVE>`, the info hint). This is the blocking calls' own
-//! choice: the nonblocking and persistent bcast default to messages (their schedules
-//! through the region measured slower), which is sound because MPI never matches a
-//! blocking collective with a nonblocking one. A blocking call made under
+//! A blocking call on a communicator with a region ([`takes`]): every barrier, every
+//! bcast of at most [`PAYLOAD`] bytes, and every allreduce whose contribution fits a slot
+//! (a type without gaps, at most [`PAYLOAD`] bytes), unless another algorithm is forced for
+//! it (`EARLYBIRD_COLL_<COLLECTIVE>`, the info hint). This is the blocking calls' own
+//! choice: the nonblocking and persistent bcast default to messages, and the nonblocking
+//! and persistent allreduce on fewer than four ranks (their schedules through the region
+//! measured slower), which is sound because MPI never matches a blocking collective with
+//! a nonblocking one. A blocking call made under
 //! [`waits_aside`](crate::p2p::wait::waits_aside) runs here too, its waits pausing, so
 //! that it meets the same call on ranks that are not set aside. The choice depends only
 //! on what every rank of a correct program has alike (the message's length, the
-//! forcing), so all ranks take it together. A bcast whose lengths differ between ranks
-//! gets MPI_ERR_TRUNCATE on the ranks that see it, as by messages, as long as every
-//! rank's length is on the same side of [`PAYLOAD`].
+//! forcing), so all ranks take it together. A bcast or allreduce whose lengths differ
+//! between ranks gets MPI_ERR_TRUNCATE on the ranks that see it, as by messages, as long
+//! as every rank's length is on the same side of [`PAYLOAD`].
 #![forbid(unsafe_code)]
 
+use super::algo::{fold_with, Folder};
 use super::api::SHM;
 use super::registry::{self, Forced};
-use super::sched::{notice, unusable, wait_until, Wire, NOTICE_EVERY};
+use super::sched::{notice, shm_block, unusable, wait_until, Block, Wire, NOTICE_EVERY};
 use super::shm::PAYLOAD;
 use super::{Args, Coll};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::wait::Pause;
-use crate::sys::lend::Loan;
+use crate::sys::lend::{Loan, Unusable};
 use std::rc::Rc;
 
 /// Whether a blocking call with arguments `a` runs here (see the module doc); `forced` is
@@ -45,20 +51,76 @@ pub(super) fn takes_on_region(a: &Args, forced: impl FnOnce() -> Rc<Forced>) -> 
     let fits = match a.coll {
         Coll::Barrier => true,
         Coll::Bcast => a.bytes <= PAYLOAD,
+        Coll::Allreduce => super::algo::reduction_fits_slot(a),
         _ => false,
     };
     fits && a.remote.is_none() && a.size >= 2 && forced().allows(a.coll, SHM)
 }
 
+/// The part of a call's buffer `whole` that `block` names: `whole` itself when that is all
+/// of it (another loan of a plain buffer only costs time: 0.20 against 0.145 us a bcast,
+/// the root's new loan waiting on its slot's stores), else a loan of the part, kept in
+/// `part`.
+#[inline(always)]
+fn of_call<'l>(block: &Block, whole: &'l Loan, part: &'l mut Option<Loan>) -> &'l Loan {
+    if block.is_all_of(whole) {
+        whole
+    } else {
+        part.insert(block.within(whole))
+    }
+}
+
+/// MPI_ERR_TRUNCATE unless rank `from` sent `expect` bytes, as `sent` says.
+fn check_length(wire: &Wire, from: i32, sent: usize, expect: usize) -> Result<()> {
+    if sent == expect {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorClass::Truncate,
+        format!(
+            "{}: a message of {sent} bytes arrived from rank {from} where {expect} were expected (counts or datatypes differ between ranks)",
+            wire.what
+        ),
+    ))
+}
+
+/// [`fold_with`] on loans: the slots' payloads and the receive buffer, the first error kept.
+struct Loans<'w> {
+    wire: &'w Wire,
+    bytes: usize,
+    failed: Option<Unusable>,
+}
+
+impl Folder for Loans<'_> {
+    type Part = Loan;
+
+    fn copy(&mut self, src: Loan, dst: Loan) {
+        if self.failed.is_none() {
+            self.failed = src.copy_to(&dst).err();
+        }
+    }
+
+    fn reduce(&mut self, src: Loan, dst: Loan) {
+        if self.failed.is_none() {
+            self.failed = self.wire.reduce(&src, &dst).err();
+        }
+    }
+
+    fn scratch(&mut self) -> Loan {
+        Loan::zeroed(self.bytes)
+    }
+}
+
 impl Comm {
-    /// Run the blocking call `a` (which [`takes`] said runs here; `recv` is a bcast's
-    /// buffer) in its run of the communicator's region, taken by `wire`'s ticket. Under
+    /// Run the blocking call `a` (which [`takes`] said runs here; `send` and `recv` are its
+    /// buffers) in its run of the communicator's region, taken by `wire`'s ticket. Under
     /// [`waits_aside`](crate::p2p::wait::waits_aside), its waits call `aside` between polls
     /// with the rank let go.
     pub(super) fn shm_blocking(
         &self,
         a: &Args,
         wire: &mut Wire,
+        send: Option<Loan>,
         recv: Option<Loan>,
         aside: Option<Pause>,
     ) -> Result<()> {
@@ -93,13 +155,8 @@ impl Comm {
                     // one. (Another loan of a plain buffer only costs time: 0.20 against
                     // 0.145 us a bcast, the root's new loan waiting on its slot's stores.)
                     let whole = recv.as_ref().expect("a bcast's buffer");
-                    let part;
-                    let buf = if a.elem.is_gapless() && a.recv.is_all_of(whole) {
-                        whole
-                    } else {
-                        part = a.rblock(0, a.count).within(whole);
-                        &part
-                    };
+                    let mut part = None;
+                    let buf = of_call(&a.rblock(0, a.count), whole, &mut part);
                     if a.rank == a.root {
                         wait(&|| shm.slot_free(0, seq))?;
                         return put(buf);
@@ -110,17 +167,40 @@ impl Comm {
                         .region()
                         .get_payload(0, seq, root, buf)
                         .map_err(|u| unusable(wire.what, u))?;
-                    let expect = buf.packed_len();
-                    if sent != expect {
-                        return Err(Error::new(
-                            ErrorClass::Truncate,
-                            format!(
-                                "{}: a message of {sent} bytes arrived where {expect} were expected (counts or datatypes differ between ranks)",
-                                wire.what
-                            ),
-                        ));
+                    check_length(wire, a.root, sent, buf.packed_len())
+                }
+                Coll::Allreduce => {
+                    // This rank's part into its slot (in place, from the receive buffer,
+                    // which the result overwrites), then every rank's parts combined from
+                    // the slots in the canonical association, as `algo::allreduce_shm`.
+                    let whole = recv.as_ref().expect("an allreduce's buffer");
+                    let (mut dst_part, mut own_part) = (None, None);
+                    let dst = of_call(&a.elem.run(&a.recv, 0, a.count), whole, &mut dst_part);
+                    let own = match &send {
+                        Some(s) => of_call(&a.sblock(0, a.count), s, &mut own_part),
+                        None => dst,
+                    };
+                    wait(&|| shm.slot_free(0, seq))?;
+                    put(own)?;
+                    wait(&|| shm.arrived(0, seq, None))?;
+                    let bytes = own.packed_len();
+                    for r in 0..a.size {
+                        check_length(wire, r, shm.region().payload_len(0, seq, r as usize), bytes)?;
                     }
-                    Ok(())
+                    let mut f = Loans {
+                        wire,
+                        bytes,
+                        failed: None,
+                    };
+                    let slot = |r: i32| {
+                        let p = shm.region().payload(0, seq, r as usize, r as usize == me);
+                        shm_block(r, bytes).within(&p)
+                    };
+                    fold_with(a.size, dst, &slot, &mut f);
+                    match f.failed {
+                        Some(u) => Err(unusable(wire.what, u)),
+                        None => Ok(()),
+                    }
                 }
                 c => Err(Error::new(
                     ErrorClass::Intern,

@@ -206,10 +206,9 @@ impl CollRegion {
         rank: usize,
         dst: &Loan,
     ) -> Result<usize, crate::sys::lend::Unusable> {
-        let slot = self.slot_at(lane, seq, rank);
-        let sent = self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize;
+        let sent = self.payload_len(lane, seq, rank);
         let n = dst.packed_len().min(sent).min(PAYLOAD);
-        let at = slot + PAYLOAD_AT;
+        let at = self.slot_at(lane, seq, rank) + PAYLOAD_AT;
         // SAFETY: (1) in bounds as in `put_payload`; (2) the slice lives for this call only,
         // within the mapping's life; (3) the slot's owner published it (the caller loaded
         // its flag with Acquire) and writes it again only after this rank's watermark has
@@ -218,6 +217,13 @@ impl CollRegion {
         let src = unsafe { std::slice::from_raw_parts(self.seg.base().add(at), n) };
         dst.unpack_from(src)?;
         Ok(sent)
+    }
+
+    /// The length [`put_payload`](Self::put_payload) stored in `rank`'s slot of run `seq` on
+    /// lane `lane` (after an acquire load showed the run's flag).
+    pub(crate) fn payload_len(&self, lane: usize, seq: u64, rank: usize) -> usize {
+        let slot = self.slot_at(lane, seq, rank);
+        self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize
     }
 
     /// Ask for the line of `rank`'s slot of run `seq` on lane `lane` (its flag and the

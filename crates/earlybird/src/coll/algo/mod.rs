@@ -48,6 +48,7 @@ mod reduce_scatter_block_reduce_scatter;
 mod reduce_scatter_recursive_halving;
 mod reduce_scatter_reduce_scatterv;
 mod reduce_shm;
+pub(super) use reduce_shm::{fold_with, Folder};
 mod scan_recursive_doubling;
 mod scatter_binomial;
 mod scatter_linear;
@@ -113,8 +114,13 @@ pub(super) const SHM_REDUCTION_RESTRICTIONS: &str = "ranks of one host sharing t
 /// [`shm_fits`], for a reduction whose contributions fit a slot and are runs of elements
 /// (no gaps, not counted in bytes): the size is the send buffer's, which every rank has.
 pub(super) fn shm_reduction_fits(a: &Args) -> bool {
-    shm_fits(a)
-        && a.stage.is_none()
+    shm_fits(a) && reduction_fits_slot(a)
+}
+
+/// [`shm_reduction_fits`] but for the region: contributions that fit a slot, runs of
+/// elements.
+pub(super) fn reduction_fits_slot(a: &Args) -> bool {
+    a.stage.is_none()
         && a.elem.is_gapless()
         && a.selem.is_gapless()
         && a.count * a.selem.packed_size() <= crate::coll::shm::PAYLOAD

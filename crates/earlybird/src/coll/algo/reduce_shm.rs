@@ -44,28 +44,72 @@ fn run(a: &Args, s: &mut dyn Sink) {
 /// power of two at least `hi - lo`. The same bits as the message-based algorithms, whatever
 /// the operation. Scratch: one run per level of the tree, none for two ranks.
 pub(super) fn fold(a: &Args, s: &mut dyn Sink, dst: &Block, part: &dyn Fn(i32) -> Block) {
-    let mut levels: Vec<Option<Block>> = Vec::new();
-    span(a, s, 0, a.size, dst, part, 0, &mut levels);
+    fold_with(a.size, dst, part, &mut Steps { a, s });
 }
 
-#[allow(clippy::too_many_arguments)]
-fn span(
-    a: &Args,
-    s: &mut dyn Sink,
+/// What [`fold_with`] combines the contributions with: the steps of a schedule, or the
+/// loans of a call that runs straight through the region (`coll/shm_blocking.rs`).
+pub(in super::super) trait Folder {
+    /// A run of the collective's elements.
+    type Part: Clone;
+    /// `dst = src`.
+    fn copy(&mut self, src: Self::Part, dst: Self::Part);
+    /// `dst = src op dst`.
+    fn reduce(&mut self, src: Self::Part, dst: Self::Part);
+    /// A run of the collective's count of elements for a partial result.
+    fn scratch(&mut self) -> Self::Part;
+}
+
+/// [`fold`] as a schedule's steps.
+struct Steps<'a, 's> {
+    a: &'a Args,
+    s: &'s mut dyn Sink,
+}
+
+impl Folder for Steps<'_, '_> {
+    type Part = Block;
+
+    fn copy(&mut self, src: Block, dst: Block) {
+        self.s.copy(src, dst);
+    }
+
+    fn reduce(&mut self, src: Block, dst: Block) {
+        self.s.reduce(src, dst);
+    }
+
+    fn scratch(&mut self) -> Block {
+        let raw = self.s.scratch(self.a.count * self.a.elem.size);
+        self.a.elem.run(&raw, 0, self.a.count)
+    }
+}
+
+/// [`fold`] over the `size` ranks' contributions `part(r)`, through `f`.
+pub(in super::super) fn fold_with<F: Folder>(
+    size: i32,
+    dst: &F::Part,
+    part: &dyn Fn(i32) -> F::Part,
+    f: &mut F,
+) {
+    let mut levels: Vec<Option<F::Part>> = Vec::new();
+    span(f, 0, size, dst, part, 0, &mut levels);
+}
+
+fn span<F: Folder>(
+    f: &mut F,
     lo: i32,
     hi: i32,
-    dst: &Block,
-    part: &dyn Fn(i32) -> Block,
+    dst: &F::Part,
+    part: &dyn Fn(i32) -> F::Part,
     depth: usize,
-    levels: &mut Vec<Option<Block>>,
+    levels: &mut Vec<Option<F::Part>>,
 ) {
     if hi - lo == 1 {
-        s.copy(part(lo), dst.clone());
+        f.copy(part(lo), dst.clone());
         return;
     }
     let half = ((hi - lo) as u32).next_power_of_two() as i32 / 2;
     let mid = lo + half;
-    span(a, s, mid, hi, dst, part, depth + 1, levels);
+    span(f, mid, hi, dst, part, depth + 1, levels);
     let left = if half == 1 {
         part(lo)
     } else {
@@ -75,14 +119,13 @@ fn span(
         let t = match &levels[depth] {
             Some(t) => t.clone(),
             None => {
-                let raw = s.scratch(a.count * a.elem.size);
-                let t = a.elem.run(&raw, 0, a.count);
+                let t = f.scratch();
                 levels[depth] = Some(t.clone());
                 t
             }
         };
-        span(a, s, lo, mid, &t, part, depth + 1, levels);
+        span(f, lo, mid, &t, part, depth + 1, levels);
         t
     };
-    s.reduce(left, dst.clone());
+    f.reduce(left, dst.clone());
 }
