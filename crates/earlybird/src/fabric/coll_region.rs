@@ -206,9 +206,10 @@ impl CollRegion {
         rank: usize,
         dst: &Loan,
     ) -> Result<usize, crate::sys::lend::Unusable> {
-        let sent = self.payload_len(lane, seq, rank);
+        let slot = self.slot_at(lane, seq, rank);
+        let sent = self.sent_at(slot);
         let n = dst.packed_len().min(sent).min(PAYLOAD);
-        let at = self.slot_at(lane, seq, rank) + PAYLOAD_AT;
+        let at = slot + PAYLOAD_AT;
         // SAFETY: (1) in bounds as in `put_payload`; (2) the slice lives for this call only,
         // within the mapping's life; (3) the slot's owner published it (the caller loaded
         // its flag with Acquire) and writes it again only after this rank's watermark has
@@ -219,10 +220,23 @@ impl CollRegion {
         Ok(sent)
     }
 
-    /// The length [`put_payload`](Self::put_payload) stored in `rank`'s slot of run `seq` on
-    /// lane `lane` (after an acquire load showed the run's flag).
-    pub(crate) fn payload_len(&self, lane: usize, seq: u64, rank: usize) -> usize {
+    /// [`payload`](Self::payload), and the length [`put_payload`](Self::put_payload) stored
+    /// in the slot (read after an acquire load showed the run's flag).
+    pub(crate) fn payload_sent(
+        &self,
+        lane: usize,
+        seq: u64,
+        rank: usize,
+        writable: bool,
+    ) -> (Loan, usize) {
         let slot = self.slot_at(lane, seq, rank);
+        let sent = self.sent_at(slot);
+        let p = Loan::mapped(&self.seg, slot + PAYLOAD_AT, PAYLOAD, writable);
+        (p, sent)
+    }
+
+    /// The length stored in the slot at `slot`.
+    fn sent_at(&self, slot: usize) -> usize {
         self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize
     }
 
