@@ -29,11 +29,12 @@
 use super::algo::{fold_with, Folder};
 use super::api::SHM;
 use super::registry::{self, Forced};
-use super::sched::{notice, shm_block, unusable, wait_until, Block, Wire, NOTICE_EVERY};
+use super::sched::{notice, shm_block, unusable, wait_until, Wire, NOTICE_EVERY};
 use super::shm::PAYLOAD;
 use super::{Args, Coll};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
+use crate::fabric::coll_region::CollRegion;
 use crate::p2p::wait::Pause;
 use crate::sys::lend::{Loan, Unusable};
 use std::rc::Rc;
@@ -55,60 +56,6 @@ pub(super) fn takes_on_region(a: &Args, forced: impl FnOnce() -> Rc<Forced>) -> 
         _ => false,
     };
     fits && a.remote.is_none() && a.size >= 2 && forced().allows(a.coll, SHM)
-}
-
-/// The part of a call's buffer `whole` that `block` names: `whole` itself when that is all
-/// of it (another loan of a plain buffer only costs time: 0.20 against 0.145 us a bcast,
-/// the root's new loan waiting on its slot's stores), else a loan of the part, kept in
-/// `part`.
-#[inline(always)]
-fn of_call<'l>(block: &Block, whole: &'l Loan, part: &'l mut Option<Loan>) -> &'l Loan {
-    if block.is_all_of(whole) {
-        whole
-    } else {
-        part.insert(block.within(whole))
-    }
-}
-
-/// MPI_ERR_TRUNCATE unless rank `from` sent `expect` bytes, as `sent` says.
-fn check_length(wire: &Wire, from: i32, sent: usize, expect: usize) -> Result<()> {
-    if sent == expect {
-        return Ok(());
-    }
-    Err(Error::new(
-        ErrorClass::Truncate,
-        format!(
-            "{}: a message of {sent} bytes arrived from rank {from} where {expect} were expected (counts or datatypes differ between ranks)",
-            wire.what
-        ),
-    ))
-}
-
-/// [`fold_with`] on loans: the slots' payloads and the receive buffer, the first error kept.
-struct Loans<'w> {
-    wire: &'w Wire,
-    bytes: usize,
-    failed: Option<Unusable>,
-}
-
-impl Folder for Loans<'_> {
-    type Part = Loan;
-
-    fn copy(&mut self, src: Loan, dst: Loan) {
-        if self.failed.is_none() {
-            self.failed = src.copy_to(&dst).err();
-        }
-    }
-
-    fn reduce(&mut self, src: Loan, dst: Loan) {
-        if self.failed.is_none() {
-            self.failed = self.wire.reduce(&src, &dst).err();
-        }
-    }
-
-    fn scratch(&mut self) -> Loan {
-        Loan::zeroed(self.bytes)
-    }
 }
 
 impl Comm {
@@ -155,8 +102,13 @@ impl Comm {
                     // one. (Another loan of a plain buffer only costs time: 0.20 against
                     // 0.145 us a bcast, the root's new loan waiting on its slot's stores.)
                     let whole = recv.as_ref().expect("a bcast's buffer");
-                    let mut part = None;
-                    let buf = of_call(&a.rblock(0, a.count), whole, &mut part);
+                    let part;
+                    let buf = if a.elem.is_gapless() && a.recv.is_all_of(whole) {
+                        whole
+                    } else {
+                        part = a.rblock(0, a.count).within(whole);
+                        &part
+                    };
                     if a.rank == a.root {
                         wait(&|| shm.slot_free(0, seq))?;
                         return put(buf);
@@ -167,47 +119,43 @@ impl Comm {
                         .region()
                         .get_payload(0, seq, root, buf)
                         .map_err(|u| unusable(wire.what, u))?;
-                    check_length(wire, a.root, sent, buf.packed_len())
+                    let expect = buf.packed_len();
+                    if sent != expect {
+                        return Err(Error::new(
+                            ErrorClass::Truncate,
+                            format!(
+                                "{}: a message of {sent} bytes arrived where {expect} were expected (counts or datatypes differ between ranks)",
+                                wire.what
+                            ),
+                        ));
+                    }
+                    Ok(())
                 }
                 Coll::Allreduce => {
                     // This rank's part into its slot (in place, from the receive buffer,
                     // which the result overwrites), then every rank's parts combined from
                     // the slots in the canonical association, as `algo::allreduce_shm`.
                     let whole = recv.as_ref().expect("an allreduce's buffer");
+                    let bytes = a.count * a.elem.size;
                     let (mut dst_part, mut own_part) = (None, None);
-                    let dst = of_call(&a.elem.run(&a.recv, 0, a.count), whole, &mut dst_part);
-                    let own = match &send {
-                        Some(s) => of_call(&a.sblock(0, a.count), s, &mut own_part),
-                        None => dst,
+                    let dst = if a.recv.is_all_of(whole) && bytes == whole.len() {
+                        whole
+                    } else {
+                        dst_part.insert(a.elem.run(&a.recv, 0, a.count).within(whole))
+                    };
+                    let own = match (&send, &a.send) {
+                        (Some(s), Some(b))
+                            if b.is_all_of(s) && a.count * a.selem.size == s.len() =>
+                        {
+                            s
+                        }
+                        (Some(s), _) => own_part.insert(a.sblock(0, a.count).within(s)),
+                        (None, _) => dst,
                     };
                     wait(&|| shm.slot_free(0, seq))?;
                     put(own)?;
                     wait(&|| shm.arrived(0, seq, None))?;
-                    let bytes = own.packed_len();
-                    let mut f = Loans {
-                        wire,
-                        bytes,
-                        failed: None,
-                    };
-                    // A part of another length than ours: the first such rank, and its length.
-                    let odd = std::cell::Cell::new(None);
-                    let slot = |r: i32| {
-                        let (p, sent) =
-                            shm.region()
-                                .payload_sent(0, seq, r as usize, r as usize == me);
-                        if sent != bytes && odd.get().is_none() {
-                            odd.set(Some((r, sent)));
-                        }
-                        shm_block(r, bytes).within(&p)
-                    };
-                    fold_with(a.size, dst, &slot, &mut f);
-                    if let Some((r, sent)) = odd.get() {
-                        return check_length(wire, r, sent, bytes);
-                    }
-                    match f.failed {
-                        Some(u) => Err(unusable(wire.what, u)),
-                        None => Ok(()),
-                    }
+                    fold_slots(a, wire, shm.region(), seq, me, own.packed_len(), dst)
                 }
                 c => Err(Error::new(
                     ErrorClass::Intern,
@@ -237,5 +185,75 @@ impl Comm {
             pause()?;
         }
         Ok(())
+    }
+}
+
+/// The parts in the slots of run `seq` of lane 0 combined into `dst` (the fold of
+/// `algo::reduce_shm`, on the slots' loans); MPI_ERR_TRUNCATE if a part's length is not
+/// `put` bytes, ours.
+fn fold_slots(
+    a: &Args,
+    wire: &Wire,
+    region: &CollRegion,
+    seq: u64,
+    me: usize,
+    put: usize,
+    dst: &Loan,
+) -> Result<()> {
+    let bytes = a.count * a.elem.size;
+    let mut f = Loans {
+        wire,
+        bytes,
+        failed: None,
+    };
+    // A part of another length than ours: the first such rank, and its length.
+    let odd = std::cell::Cell::new(None);
+    let slot = |r: i32| {
+        let (p, sent) = region.payload_sent(0, seq, r as usize, r as usize == me);
+        if sent != put && odd.get().is_none() {
+            odd.set(Some((r, sent)));
+        }
+        shm_block(r, bytes).within(&p)
+    };
+    fold_with(a.size, dst, &slot, &mut f);
+    if let Some((r, sent)) = odd.get() {
+        return Err(Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "{}: a part of {sent} bytes arrived from rank {r} where {put} were expected (counts or datatypes differ between ranks)",
+                wire.what
+            ),
+        ));
+    }
+    match f.failed {
+        Some(u) => Err(unusable(wire.what, u)),
+        None => Ok(()),
+    }
+}
+
+/// [`fold_with`] on loans: the slots' payloads and the receive buffer, the first error kept.
+struct Loans<'w> {
+    wire: &'w Wire,
+    bytes: usize,
+    failed: Option<Unusable>,
+}
+
+impl Folder for Loans<'_> {
+    type Part = Loan;
+
+    fn copy(&mut self, src: Loan, dst: Loan) {
+        if self.failed.is_none() {
+            self.failed = src.copy_to(&dst).err();
+        }
+    }
+
+    fn reduce(&mut self, src: Loan, dst: Loan) {
+        if self.failed.is_none() {
+            self.failed = self.wire.reduce(&src, &dst).err();
+        }
+    }
+
+    fn scratch(&mut self) -> Loan {
+        Loan::zeroed(self.bytes)
     }
 }

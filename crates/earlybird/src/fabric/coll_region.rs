@@ -207,7 +207,7 @@ impl CollRegion {
         dst: &Loan,
     ) -> Result<usize, crate::sys::lend::Unusable> {
         let slot = self.slot_at(lane, seq, rank);
-        let sent = self.sent_at(slot);
+        let sent = self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize;
         let n = dst.packed_len().min(sent).min(PAYLOAD);
         let at = slot + PAYLOAD_AT;
         // SAFETY: (1) in bounds as in `put_payload`; (2) the slice lives for this call only,
@@ -230,14 +230,9 @@ impl CollRegion {
         writable: bool,
     ) -> (Loan, usize) {
         let slot = self.slot_at(lane, seq, rank);
-        let sent = self.sent_at(slot);
+        let sent = self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize;
         let p = Loan::mapped(&self.seg, slot + PAYLOAD_AT, PAYLOAD, writable);
         (p, sent)
-    }
-
-    /// The length stored in the slot at `slot`.
-    fn sent_at(&self, slot: usize) -> usize {
-        self.at(slot + 8).load(std::sync::atomic::Ordering::Relaxed) as usize
     }
 
     /// Ask for the line of `rank`'s slot of run `seq` on lane `lane` (its flag and the
