@@ -745,3 +745,18 @@ pub(crate) fn matmul_op() -> earlybird::Op {
         }
     })
 }
+
+/// CPUs online on this host, as `/sys/devices/system/cpu/online` lists them ("0-1", "0-3,6"):
+/// what the library compares a communicator's size with to tell whether its ranks share
+/// cores (not this process's affinity mask).
+pub(crate) fn host_cpus() -> usize {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .expect("/sys/devices/system/cpu/online");
+    list.trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
