@@ -250,7 +250,9 @@ pub(super) fn preference(a: &Args) -> &'static [&'static str] {
 /// computes the same (its size, the host's online CPUs, not the process's own mask, which
 /// may differ between ranks), so all choose alike.
 pub(super) fn crowded(a: &Args) -> bool {
-    a.shm && a.size as usize > crate::sys::process::cpus()
+    // Read once: the count comes from a file under /sys (3 us a read).
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    a.shm && a.size as usize > *CPUS.get_or_init(crate::sys::process::cpus)
 }
 
 /// Whether `n` is a power of two (1 included).
