@@ -130,9 +130,7 @@ impl Forced {
         }
         f
     }
-}
 
-impl Forced {
     /// Whether a call of `coll` may run algorithm `name` by default: nothing else (and no
     /// unknown name) is forced for it.
     #[inline]
