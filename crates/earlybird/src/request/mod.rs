@@ -61,6 +61,9 @@ pub(crate) enum Body<'s> {
     Persistent(Persistent),
     Bundle(bundle::Members<'s>),
     Ext(Box<dyn ExtCompletion>),
+    /// A run of [`steps::Steps`] (a nonblocking collective, an agreement): its run is
+    /// allocated already (and often kept to start again), so it is held as it is, not boxed.
+    Steps(steps::Stepped<dyn steps::Steps>),
 }
 
 /// Run `$e` with `$c` bound to the body's completion: a direct call for the built-in kinds,
@@ -71,6 +74,7 @@ macro_rules! with_completion {
             Body::Op($c) => $e,
             Body::Persistent($c) => $e,
             Body::Bundle($c) => $e,
+            Body::Steps($c) => $e,
             Body::Ext(b) => {
                 let $c = &mut **b;
                 $e
@@ -119,7 +123,7 @@ impl std::fmt::Debug for Request<'_> {
 impl<'s> Request<'s> {
     pub(crate) fn new(eng: &EngineRef, origin: Origin, body: Body<'s>) -> Request<'s> {
         let persistent = match &body {
-            Body::Op(_) => false,
+            Body::Op(_) | Body::Steps(_) => false,
             Body::Persistent(_) | Body::Bundle(_) => true,
             Body::Ext(c) => c.is_persistent(),
         };
@@ -201,6 +205,7 @@ impl<'s> Request<'s> {
                 Body::Op(c) => c.is_active(),
                 Body::Persistent(c) => c.is_active(),
                 Body::Bundle(c) => c.is_active(),
+                Body::Steps(c) => c.is_active(),
                 Body::Ext(c) => c.is_active(),
             }
     }
@@ -214,6 +219,7 @@ impl<'s> Request<'s> {
             Body::Op(c) => c.kind(),
             Body::Persistent(c) => c.kind(),
             Body::Bundle(c) => c.kind(),
+            Body::Steps(c) => c.kind(),
             Body::Ext(c) => c.kind(),
         }
     }
@@ -224,6 +230,7 @@ impl<'s> Request<'s> {
                 Body::Op(c) => c.is_null(),
                 Body::Persistent(c) => c.is_null(),
                 Body::Bundle(c) => c.is_null(),
+                Body::Steps(c) => c.is_null(),
                 Body::Ext(c) => c.is_null(),
             }
     }
@@ -302,6 +309,7 @@ impl<'s> Request<'s> {
             Body::Op(c) => c.blocked_in(),
             Body::Persistent(c) => c.blocked_in(),
             Body::Bundle(c) => c.blocked_in(),
+            Body::Steps(c) => c.blocked_in(),
             Body::Ext(c) => c.blocked_in(),
         })
     }
@@ -312,6 +320,7 @@ impl<'s> Request<'s> {
             Body::Op(c) => c.can_start(),
             Body::Persistent(c) => c.can_start(),
             Body::Bundle(c) => c.can_start(),
+            Body::Steps(c) => c.can_start(),
             Body::Ext(c) => c.can_start(),
         }
     }

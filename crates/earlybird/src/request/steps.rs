@@ -38,17 +38,21 @@ pub(crate) trait Steps: 'static {
 /// A run of [`Steps`]: the steps, whether the run is active, and its result once they are
 /// done and until it is collected. Shared between its request and the engine's background
 /// list (see `p2p::background`), which advances it from every progress call.
-pub(crate) struct Run<S> {
-    steps: S,
+pub(crate) struct Run<S: ?Sized> {
     /// The result, once the steps are done and until it is collected.
     result: Option<Result<Status>>,
     active: bool,
     /// On the engine's background list (once at most, however often it is started).
     listed: bool,
+    /// Last, so that a run may be held as `Run<dyn Steps>` (its request's).
+    steps: S,
 }
 
 /// A [`Run`] as its request and the engine's background list hold it.
 pub(crate) type SharedRun<S> = Rc<RefCell<Run<S>>>;
+
+/// A run held by its request, whatever its kind of steps.
+type AnyRun = Rc<RefCell<Run<dyn Steps>>>;
 
 impl<S: Steps> Run<S> {
     /// An inactive run of `steps`.
@@ -79,7 +83,9 @@ impl<S: Steps> Run<S> {
             eng.advance_in_background(weak);
         }
     }
+}
 
+impl<S: Steps + ?Sized> Run<S> {
     /// Advance; whether the run's result is there.
     fn advance(&mut self, eng: &mut Engine) -> bool {
         if self.result.is_none() && self.active {
@@ -107,11 +113,17 @@ impl<S: Steps> Background for Run<S> {
     }
 }
 
-impl<S: Steps> Run<S> {
+impl<S: Steps + ?Sized> Run<S> {
     /// Advance; the result once the run has completed (collected: the run is over).
     pub(crate) fn poll(&mut self, eng: &mut Engine) -> Option<Result<Status>> {
-        if !self.advance(eng) {
-            return None;
+        if self.result.is_none() {
+            if !self.active {
+                return None;
+            }
+            // Handed straight back, not stored and taken again.
+            let r = self.steps.advance(eng)?;
+            self.active = false;
+            return Some(r);
         }
         self.active = false;
         self.result.take()
@@ -128,6 +140,9 @@ impl<S: Steps> Run<S> {
     /// per turn) passes it over and advances only the others.
     pub(crate) fn wait(this: &SharedRun<S>, eng: &mut Engine) -> Result<Status> {
         let mut r = this.borrow_mut();
+        if let Some(x) = r.poll(eng) {
+            return x;
+        }
         let blocked = r.steps.blocked();
         eng.wait_for(blocked, |e| r.poll(e))?
     }
@@ -147,9 +162,9 @@ impl<S: Steps> Run<S> {
 }
 
 /// A nonblocking request carried out as [`Steps`].
-pub(crate) struct Stepped<S>(SharedRun<S>);
+pub(crate) struct Stepped<S: ?Sized>(SharedRun<S>);
 
-impl<S: Steps> Completion for Stepped<S> {
+impl<S: Steps + ?Sized> Completion for Stepped<S> {
     fn kind(&self) -> &'static str {
         "collective"
     }
@@ -217,6 +232,7 @@ impl<'s> Request<'s> {
         run: SharedRun<S>,
     ) -> Request<'s> {
         Run::begin(&run, &mut eng.borrow_mut());
-        Request::ext(eng, origin, Box::new(Stepped(run)))
+        let run: AnyRun = run;
+        Request::new(eng, origin, super::Body::Steps(Stepped(run)))
     }
 }
