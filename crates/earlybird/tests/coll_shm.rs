@@ -8,7 +8,10 @@ mod common;
 
 use earlybird::coll::last_algorithm;
 use earlybird::request::{start_all, wait_all};
-use earlybird::{scope, Coll, Comm, ErrHandler, ErrorClass, Info, Op, Result, Universe, IN_PLACE};
+use earlybird::{
+    scope, Coll, Comm, Datatype, ErrHandler, ErrorClass, Info, Op, Result, TypedMut, Universe,
+    IN_PLACE,
+};
 
 scenarios! {
     shm_runs_where_it_fits [2, 3, 4, 8];
@@ -19,6 +22,7 @@ scenarios! {
     runs_by_messages_in_between [2, 3, 4];
     blocking_barrier_and_bcast_by_default [2, 3, 4];
     blocking_allreduce_by_default [2, 3, 4, 8];
+    nonblocking_through_the_region [2, 3, 4, 8];
 }
 
 /// A duplicate of `w` with the shared-memory algorithm forced for `colls`.
@@ -51,13 +55,13 @@ fn shm_runs_where_it_fits(u: &Universe) -> Result<()> {
         "shm",
         "allreduce of 24 bytes on {n} ranks"
     );
-    // Nonblocking: from four ranks; on fewer, messages are as quick.
+    // Nonblocking: straight through the region too (`shm_nonblocking.rs`).
     let three = [me as i64; 3];
     scope(|s| -> Result<()> {
         let mut q = w.iallreduce(s, &three, &mut out, &Op::SUM)?;
         assert_eq!(
-            last_algorithm() == "shm",
-            n >= 4,
+            last_algorithm(),
+            "shm",
             "iallreduce of 24 bytes on {n} ranks"
         );
         q.wait()?;
@@ -386,7 +390,7 @@ fn runs_by_messages_in_between(u: &Universe) -> Result<()> {
 
 /// Blocking barriers and small bcasts run through the region by default (without a
 /// schedule), from every root in turn and many runs past the lane's depth, with
-/// nonblocking barriers in flight between them; their nonblocking form keeps messages;
+/// nonblocking barriers in flight between them; their nonblocking form runs there too;
 /// forcing another algorithm wins; a bcast whose lengths differ is MPI_ERR_TRUNCATE on the
 /// ranks that receive, and the region serves the next calls.
 fn blocking_barrier_and_bcast_by_default(u: &Universe) -> Result<()> {
@@ -423,11 +427,11 @@ fn blocking_barrier_and_bcast_by_default(u: &Universe) -> Result<()> {
     w.bcast(&mut big, 0)?;
     assert_ne!(last_algorithm(), "shm");
     assert!(big.iter().all(|&x| x == 0));
-    // The nonblocking form.
+    // The nonblocking form: through the region too.
     let mut b = [me as i64; 2];
     scope(|s| -> Result<()> {
         let mut q = w.ibcast(s, &mut b, 1)?;
-        assert_eq!(last_algorithm(), "binomial");
+        assert_eq!(last_algorithm(), "shm");
         q.wait()?;
         Ok(())
     })?;
@@ -540,5 +544,163 @@ fn blocking_allreduce_by_default(u: &Universe) -> Result<()> {
     let mut out = [0i64; 2];
     w.allreduce(&[me as i64 + 10; 2], &mut out, &Op::SUM)?;
     assert_eq!(out, [(0..n as i64).map(|r| r + 10).sum::<i64>(); 2]);
+    w.barrier()
+}
+
+/// Nonblocking barriers, bcasts and allreduces run straight through the region by default
+/// (`shm_nonblocking.rs`), at any number of ranks: every length up to a slot, from every root,
+/// in place, through a datatype with gaps, completed in either order or left to the scope's
+/// end; a rank that holds an ibcast open while the root runs three lanes' worth of blocking
+/// bcasts (its waits read it meanwhile, else the root could not reuse the slot); lengths
+/// that differ (MPI_ERR_TRUNCATE, the region going on); a rank whose call is wrong (the
+/// others' waits end with its error); forcing messages.
+fn nonblocking_through_the_region(u: &Universe) -> Result<()> {
+    let w = u.world();
+    let (me, n) = (w.rank(), w.size());
+    for round in 0..300 {
+        let root = (round % n as usize) as i32;
+        let len = 1 + round % 126;
+        let mut b = vec![0i64; len];
+        if me == root {
+            for (i, x) in b.iter_mut().enumerate() {
+                *x = value(root, i, round);
+            }
+        }
+        let mine: Vec<i64> = (0..len).map(|i| value(me, i, round)).collect();
+        let mut sum = vec![0i64; len];
+        let mut ip = mine.clone();
+        scope(|s| -> Result<()> {
+            let mut reqs = vec![w.ibcast(s, &mut b, root)?];
+            assert_eq!(
+                last_algorithm(),
+                "shm",
+                "ibcast of {} bytes on {n}",
+                len * 8
+            );
+            reqs.push(w.iallreduce(s, &mine, &mut sum, &Op::SUM)?);
+            assert_eq!(
+                last_algorithm(),
+                "shm",
+                "iallreduce of {} bytes on {n}",
+                len * 8
+            );
+            reqs.push(w.iallreduce(s, IN_PLACE, &mut ip, &Op::MAX)?);
+            reqs.push(w.ibarrier(s)?);
+            assert_eq!(last_algorithm(), "shm");
+            match round % 3 {
+                0 => {
+                    wait_all(&mut reqs)?;
+                }
+                1 => {
+                    while let Some(mut r) = reqs.pop() {
+                        r.wait()?;
+                    }
+                }
+                // Left to the scope's end.
+                _ => {}
+            }
+            Ok(())
+        })?;
+        assert!(
+            b.iter()
+                .enumerate()
+                .all(|(i, &x)| x == value(root, i, round)),
+            "round {round}: ibcast from {root}"
+        );
+        for i in 0..len {
+            assert_eq!(
+                sum[i],
+                (0..n).map(|q| value(q, i, round)).sum::<i64>(),
+                "round {round}"
+            );
+            assert_eq!(ip[i], value(n - 1, i, round), "round {round}");
+        }
+    }
+    // One column of a 4 x 3 matrix: a datatype with gaps.
+    let col = Datatype::vector(4, 1, 3, &Datatype::of::<i64>())?;
+    col.commit()?;
+    let mut m: Vec<i64> = (0..12).map(|i| if me == 0 { i } else { -1 }).collect();
+    scope(|s| -> Result<()> {
+        w.ibcast(s, TypedMut::new(&mut m, 1, &col)?, 0)?.wait()?;
+        assert_eq!(last_algorithm(), "shm");
+        Ok(())
+    })?;
+    let want: Vec<i64> = (0..12)
+        .map(|i| if me == 0 || i % 3 == 0 { i } else { -1 })
+        .collect();
+    assert_eq!(m, want);
+    // An ibcast held open on the other ranks while the root runs three lanes' worth of
+    // blocking bcasts, which they take part in.
+    let mut held = [me as i64; 4];
+    scope(|s| -> Result<()> {
+        // The root starts its ibcast only once every other rank has started its own, so
+        // that theirs is not done at its start.
+        let mut q = if me == 0 {
+            for from in 1..n {
+                w.recv(&mut [0u8; 0][..], from, 5)?;
+            }
+            w.ibcast(s, &mut held, 0)?
+        } else {
+            let q = w.ibcast(s, &mut held, 0)?;
+            w.send(&[0u8; 0][..], 0, 5)?;
+            q
+        };
+        if me == 0 {
+            q.wait()?;
+        }
+        for k in 0..3 * 64 {
+            let mut x = [if me == 0 { k } else { -1 }];
+            w.bcast(&mut x, 0)?;
+            assert_eq!(x, [k]);
+        }
+        q.wait()?;
+        Ok(())
+    })?;
+    assert_eq!(held, [0; 4]);
+    // Lengths that differ: the root sends 2 elements, the others expect 3.
+    w.set_errhandler(ErrHandler::Return);
+    let mut b = vec![7i64; if me == 0 { 2 } else { 3 }];
+    let r = scope(|s| -> Result<()> { w.ibcast(s, &mut b, 0)?.wait().map(drop) });
+    match r {
+        Ok(()) => assert_eq!(me, 0, "rank {me} received 16 bytes into 24"),
+        Err(e) => {
+            assert_ne!(me, 0);
+            assert_eq!(e.class(), ErrorClass::Truncate, "{e}");
+        }
+    }
+    let mut b = [me as i64 + 10];
+    scope(|s| -> Result<()> { w.ibcast(s, &mut b, 0)?.wait().map(drop) })?;
+    assert_eq!(b, [10]);
+    // The last rank's allreduce is wrong (a receive buffer shorter than its send buffer):
+    // it returns its error, and the others' waits end with it instead of waiting.
+    let bad = me == n - 1;
+    let (two, mut out) = ([1i64, 2], vec![0i64; if bad { 1 } else { 2 }]);
+    let r =
+        scope(|s| -> Result<()> { w.iallreduce(s, &two, &mut out, &Op::SUM)?.wait().map(drop) });
+    let e = r.expect_err("an allreduce with one rank's buffers wrong");
+    assert_eq!(e.class(), ErrorClass::Count, "{e}");
+    if !bad {
+        assert!(
+            e.to_string()
+                .contains(&format!("rank {} returned an error", n - 1)),
+            "{e}"
+        );
+    }
+    // The region goes on.
+    let (ten, mut out) = ([me as i64 + 10; 2], [0i64; 2]);
+    scope(|s| -> Result<()> { w.iallreduce(s, &ten, &mut out, &Op::SUM)?.wait().map(drop) })?;
+    assert_eq!(out, [(0..n as i64).map(|r| r + 10).sum::<i64>(); 2]);
+    // Forced elsewhere: messages.
+    let mut info = Info::new();
+    info.set("earlybird_coll_bcast", "binomial")?;
+    let c = w.dup_with_info(&info)?;
+    let mut b = [me as i64; 3];
+    scope(|s| -> Result<()> {
+        let mut q = c.ibcast(s, &mut b, n - 1)?;
+        assert_eq!(last_algorithm(), "binomial");
+        q.wait().map(drop)
+    })?;
+    assert_eq!(b, [n as i64 - 1; 3]);
+    c.free()?;
     w.barrier()
 }

@@ -277,6 +277,9 @@ pub(crate) struct RepeatSlot {
     seen: Option<Repeat>,
     kept: Option<(Repeat, &'static str, Box<Schedule>)>,
     started: Option<(Repeat, &'static str, SharedRun<Schedule>)>,
+    /// The nonblocking call's run through the collective region, kept to start again
+    /// (`shm_nonblocking.rs`).
+    pub(super) in_region: Option<SharedRun<super::shm_nonblocking::ShmCall>>,
 }
 
 /// The communicator info key of how hard persistent collectives work at init.
@@ -453,6 +456,7 @@ impl Comm {
     /// A blocking call makes the communicator's collective region first if it may have one
     /// (`shm.rs`); every call on a communicator with one takes the next number of its lane,
     /// which becomes the call's run if it runs in shared memory ([`settle`]).
+    #[inline(always)]
     fn begin(
         &self,
         what: &'static str,
@@ -577,29 +581,30 @@ impl Comm {
 
     /// [`started`](Self::started) with its error not yet reported.
     fn start_steps<'s>(&self, mut call: Call<'s>, s: &'s Scope<'s, '_>) -> Result<Request<'s>> {
-        let what = call.what;
-        (|| {
-            let mut wire = self.begin(what, call.reducer, call.intra_only, false)?;
-            if let Ok(a) = &mut call.args {
-                a.unordered = self.unordered();
-                a.shm = wire.ticket.is_some();
+        let mut wire = self.begin(call.what, call.reducer, call.intra_only, false)?;
+        if let Ok(a) = &mut call.args {
+            a.unordered = self.unordered();
+            a.shm = wire.ticket.is_some();
+        }
+        if let Ok(a) = &call.args {
+            if super::shm_nonblocking::takes(a, || self.forced()) {
+                let (send, recv) = call.bufs.lend(s);
+                return self.started_in_region(a, wire, send, recv, self.origin());
             }
-            if let Ok(a) = &call.args {
-                if Repeat::may_cache(a) {
-                    let (send, recv) = call.bufs.lend(s);
-                    return self.started_repeat(a, wire, send, recv, s);
-                }
+            if Repeat::may_cache(a) {
+                let (send, recv) = call.bufs.lend(s);
+                return self.started_repeat(a, wire, send, recv, s);
             }
-            let (args, alg) = self.chosen(call.args, &wire)?;
-            settle(&mut wire, alg.name);
-            let mut rec = Record::new(wire);
-            super::algo::run(alg, &args, &mut rec);
-            let mut sched = rec.finish(s.inner().id());
-            let (send, recv) = call.bufs.lend(s);
-            sched.lend(send, recv);
-            s.inner().note_engine(&self.eng);
-            Ok(Request::steps(&self.eng, self.origin(), sched))
-        })()
+        }
+        let (args, alg) = self.chosen(call.args, &wire)?;
+        settle(&mut wire, alg.name);
+        let mut rec = Record::new(wire);
+        super::algo::run(alg, &args, &mut rec);
+        let mut sched = rec.finish(s.inner().id());
+        let (send, recv) = call.bufs.lend(s);
+        sched.lend(send, recv);
+        s.inner().note_engine(&self.eng);
+        Ok(Request::steps(&self.eng, self.origin(), sched))
     }
 
     /// A nonblocking collective that may repeat an earlier one of its kind on this

@@ -67,6 +67,7 @@ mod api_neighbor;
 mod api_reduce_scatter;
 mod buffers;
 mod shm_blocking;
+mod shm_nonblocking;
 
 use crate::datatype::{Datatype, Equivalence};
 use crate::error::{Error, ErrorClass, Result};

@@ -284,7 +284,7 @@ impl Wire {
         }
     }
 
-    fn blocked(&self) -> Blocked {
+    pub(super) fn blocked(&self) -> Blocked {
         Blocked::collective(self.tag, self.ctx)
     }
 

@@ -13,11 +13,12 @@
 //! A blocking call on a communicator with a region ([`takes`]): every barrier, every
 //! bcast of at most [`PAYLOAD`] bytes, and every allreduce whose contribution fits a slot
 //! (a type without gaps, at most [`PAYLOAD`] bytes), unless another algorithm is forced for
-//! it (`EARLYBIRD_COLL_<COLLECTIVE>`, the info hint). This is the blocking calls' own
-//! choice: the nonblocking and persistent bcast default to messages, and the nonblocking
-//! and persistent allreduce on fewer than four ranks (their schedules through the region
-//! measured slower), which is sound because MPI never matches a blocking collective with
-//! a nonblocking one. A blocking call made under
+//! it (`EARLYBIRD_COLL_<COLLECTIVE>`, the info hint). The nonblocking calls make the same
+//! choice and run the same protocol as a request's steps (`shm_nonblocking.rs`); the
+//! persistent bcast defaults to messages, and the persistent allreduce on fewer than four
+//! ranks (their schedules through the region measured slower), which is sound because MPI
+//! never matches a persistent collective with a blocking or nonblocking one. A blocking
+//! call made under
 //! [`waits_aside`](crate::p2p::wait::waits_aside) runs here too, its waits pausing, so
 //! that it meets the same call on ranks that are not set aside. The choice depends only
 //! on what every rank of a correct program has alike (the message's length, the
@@ -115,21 +116,7 @@ impl Comm {
                     }
                     let root = a.root as usize;
                     wait(&|| shm.arrived(0, seq, Some(a.root)))?;
-                    let sent = shm
-                        .region()
-                        .get_payload(0, seq, root, buf)
-                        .map_err(|u| unusable(wire.what, u))?;
-                    let expect = buf.packed_len();
-                    if sent != expect {
-                        return Err(Error::new(
-                            ErrorClass::Truncate,
-                            format!(
-                                "{}: a message of {sent} bytes arrived where {expect} were expected (counts or datatypes differ between ranks)",
-                                wire.what
-                            ),
-                        ));
-                    }
-                    Ok(())
+                    read_bcast(wire, shm.region(), seq, root, buf)
                 }
                 Coll::Allreduce => {
                     // This rank's part into its slot (in place, from the receive buffer,
@@ -155,7 +142,16 @@ impl Comm {
                     wait(&|| shm.slot_free(0, seq))?;
                     put(own)?;
                     wait(&|| shm.arrived(0, seq, None))?;
-                    fold_slots(a, wire, shm.region(), seq, me, own.packed_len(), dst)
+                    fold_slots(
+                        a.size,
+                        bytes,
+                        wire,
+                        shm.region(),
+                        seq,
+                        me,
+                        own.packed_len(),
+                        dst,
+                    )
                 }
                 c => Err(Error::new(
                     ErrorClass::Intern,
@@ -188,11 +184,39 @@ impl Comm {
     }
 }
 
-/// The parts in the slots of run `seq` of lane 0 combined into `dst` (the fold of
-/// `algo::reduce_shm`, on the slots' loans); MPI_ERR_TRUNCATE if a part's length is not
-/// `put` bytes, ours.
-fn fold_slots(
-    a: &Args,
+/// The root's message in run `seq` of lane 0 copied into `buf`; MPI_ERR_TRUNCATE if it is
+/// not as long as `buf`'s.
+#[inline(always)]
+pub(super) fn read_bcast(
+    wire: &Wire,
+    region: &CollRegion,
+    seq: u64,
+    root: usize,
+    buf: &Loan,
+) -> Result<()> {
+    let sent = region
+        .get_payload(0, seq, root, buf)
+        .map_err(|u| unusable(wire.what, u))?;
+    let expect = buf.packed_len();
+    if sent != expect {
+        return Err(Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "{}: a message of {sent} bytes arrived where {expect} were expected (counts or datatypes differ between ranks)",
+                wire.what
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The parts in the slots of run `seq` of lane 0 of a communicator of `size` ranks (`bytes`
+/// of elements each) combined into `dst` (the fold of `algo::reduce_shm`, on the slots'
+/// loans); MPI_ERR_TRUNCATE if a part's length is not `put` bytes, ours.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fold_slots(
+    size: i32,
+    bytes: usize,
     wire: &Wire,
     region: &CollRegion,
     seq: u64,
@@ -200,7 +224,6 @@ fn fold_slots(
     put: usize,
     dst: &Loan,
 ) -> Result<()> {
-    let bytes = a.count * a.elem.size;
     let mut f = Loans {
         wire,
         bytes,
@@ -215,7 +238,7 @@ fn fold_slots(
         }
         shm_block(r, bytes).within(&p)
     };
-    fold_with(a.size, dst, &slot, &mut f);
+    fold_with(size, dst, &slot, &mut f);
     if let Some((r, sent)) = odd.get() {
         return Err(Error::new(
             ErrorClass::Truncate,

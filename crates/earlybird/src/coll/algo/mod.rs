@@ -205,13 +205,14 @@ pub(super) const HUGE: usize = 2 << 20;
 pub(super) fn preference(a: &Args) -> &'static [&'static str] {
     match a.coll {
         // Shared memory where it fits (one host) and was measured to win: the barrier at
-        // any size; the nonblocking and persistent allreduce from four ranks (on two, one
-        // exchange of messages is as quick). The nonblocking and persistent bcast and
-        // reduce in shared memory are slower in back-to-back loops than by messages, so
-        // they run there only when forced; a blocking barrier, and a blocking bcast or
-        // allreduce that fits a slot, run in shared memory without a schedule
-        // (`shm_blocking.rs`, which passes this list by), unless another algorithm is
-        // forced. README "Collectives through shared memory" has the figures.
+        // any size; the persistent allreduce from four ranks (on two, one exchange of
+        // messages is as quick). The persistent bcast and reduce, and the nonblocking
+        // reduce, in shared memory are slower in back-to-back loops than by messages, so
+        // they run there only when forced. A barrier, and a bcast or allreduce that fits a
+        // slot, blocking or nonblocking, run in shared memory without a schedule
+        // (`shm_blocking.rs`, `shm_nonblocking.rs`, which pass this list by), unless
+        // another algorithm is forced. README "Collectives through shared memory" has the
+        // figures.
         Coll::Barrier => &["shm", "dissemination"],
         Coll::Allreduce if a.size >= 4 && shm_reduction_fits(a) => &["shm"],
         Coll::Allreduce if a.bytes >= LARGE && pow2(a.size) => {
