@@ -53,6 +53,10 @@ pub(crate) const INFO_ENV: Handle = c::MPI_INFO_ENV;
 pub(crate) const INFO_USER: Handle = 0x9c00_0000_u32 as i32;
 pub(crate) const MAX_OBJECT_NAME: usize = c::MPI_MAX_OBJECT_NAME as usize;
 
+pub(crate) const SESSION_NULL: Handle = c::MPI_SESSION_NULL;
+/// Sessions: this pattern plus an index.
+pub(crate) const SESSION_USER: Handle = 0xb800_0000_u32 as i32;
+
 pub(crate) const ERRHANDLER_NULL: Handle = c::MPI_ERRHANDLER_NULL;
 /// Error handlers this library makes: this pattern plus an index.
 pub(crate) const ERRHANDLER_USER: Handle = 0x9400_0000_u32 as i32;

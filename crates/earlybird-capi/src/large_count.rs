@@ -18,7 +18,7 @@
 use crate::abi::{Handle, MPI_SUCCESS};
 use crate::state;
 use crate::*;
-use crate::{collectives::*, datatypes::*, pt2pt::*, windows::*};
+use crate::{collectives::*, datatypes::*, pt2pt::*, sessions::*, windows::*};
 use std::ffi::{c_int, c_void};
 
 /// MPI_ERR_COUNT for a count `n` passed to `name` that the call cannot take (raised on

@@ -196,6 +196,7 @@ pub mod large_count;
 pub mod partitioned;
 pub mod pmem;
 pub mod pt2pt;
+pub mod sessions;
 pub mod sync_counters;
 pub mod type_attributes;
 pub mod type_constructors;

@@ -87,7 +87,7 @@ pub(crate) const fn check<F: Signature<A, R> + Copy, A, R>(f: F) {
 use crate::*;
 use crate::{
     assertions::*, channels::*, collectives::*, comms::*, datatypes::*, endpoints::*,
-    fault_tolerance::*, large_count::*, partitioned::*, pmem::*, pt2pt::*, sync_counters::*,
-    type_attributes::*, type_constructors::*, windows::*,
+    fault_tolerance::*, large_count::*, partitioned::*, pmem::*, pt2pt::*, sessions::*,
+    sync_counters::*, type_attributes::*, type_constructors::*, windows::*,
 };
 include!(concat!(env!("OUT_DIR"), "/checks.rs"));

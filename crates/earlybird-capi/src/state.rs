@@ -10,8 +10,16 @@ use std::ffi::{c_char, c_int, c_void};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The world model (MPI 4.1 §11.2): MPI_Init has been called; MPI_Finalize has.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// The library is up: MPI_Init or a session's MPI_Session_init started it, and it stays up
+/// while the world model is initialized and not finalized, or a session is open.
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// The library was torn down: it does not start again (the rank is made once a process).
+static ENDED: AtomicBool = AtomicBool::new(false);
+/// Sessions open (MPI 4.1 §11.3; `sessions.rs`).
+static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 struct State {
     /// The rank of the thread that called MPI_Init (`None` in a thread that drives
@@ -58,6 +66,9 @@ struct State {
     comm_attached: Vec<(Handle, Attached)>,
     /// MPI_INFO_ENV: empty (earlybird keeps nothing of the command line there).
     env: earlybird::Info,
+    /// Open sessions (`sessions.rs`), and the program's session error handlers.
+    sessions: Table<Rc<crate::sessions::CSession>>,
+    session_errhandlers: Table<crate::ErrhandlerFunction>,
 }
 
 thread_local! {
@@ -472,6 +483,8 @@ impl State {
             attached: None,
             comm_attached: Vec::new(),
             env: earlybird::Info::new(),
+            sessions: Table::new(),
+            session_errhandlers: Table::new(),
         }
     }
 
@@ -684,6 +697,56 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
         eprintln!("earlybird: MPI_Init called twice");
         return ErrorClass::Other.code();
     }
+    if STARTED.load(Ordering::Acquire) {
+        // A session started the library: the world model joins it, at the thread level it
+        // provides (MPI_Init_thread reports that level). Its assertions stay those of then.
+        INITIALIZED.store(true, Ordering::Release);
+        return MPI_SUCCESS;
+    }
+    match start_library("MPI_Init", required, a) {
+        Ok(()) => {
+            INITIALIZED.store(true, Ordering::Release);
+            MPI_SUCCESS
+        }
+        Err(e) => e.code(),
+    }
+}
+
+/// A session opens (MPI_Session_init): the library starts at `required` unless it is up.
+pub(crate) fn session_start(required: earlybird::ThreadLevel) -> Result<()> {
+    if !STARTED.load(Ordering::Acquire) {
+        start_library("MPI_Session_init", required, earlybird::Assertions::empty())?;
+    }
+    SESSIONS.fetch_add(1, Ordering::AcqRel);
+    Ok(())
+}
+
+/// A session closed (MPI_Session_finalize): the library ends with the last one, unless the
+/// world model is initialized and not finalized.
+pub(crate) fn session_end() -> c_int {
+    let left = SESSIONS.fetch_sub(1, Ordering::AcqRel) - 1;
+    if left > 0 || (INITIALIZED.load(Ordering::Acquire) && !FINALIZED.load(Ordering::Acquire)) {
+        return MPI_SUCCESS;
+    }
+    let attrs = self_attributes_deleted();
+    teardown(attrs)
+}
+
+/// Start the library: the rank and this layer's state (MPI_Init, or the first
+/// MPI_Session_init; `what` says which).
+fn start_library(
+    what: &str,
+    required: earlybird::ThreadLevel,
+    a: earlybird::Assertions,
+) -> Result<()> {
+    if ENDED.load(Ordering::Acquire) {
+        let e = Error::new(
+            ErrorClass::Other,
+            format!("{what}: MPI was finalized in this process, and earlybird does not initialize it again"),
+        );
+        eprintln!("earlybird: {e}");
+        return Err(e);
+    }
     // From SERIALIZED the state moves to `SERIALIZED`, which any thread reaches. The rank
     // itself is made for SERIALIZED: under MULTIPLE this layer adds the lock (`Entry`), and
     // the blocking calls wait with it let go, as `earlybird::Shared` does. Threads that drive
@@ -711,12 +774,12 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
                 *s = Some(st);
             });
             MULTIPLE_MODE.store(multiple, Ordering::Release);
-            INITIALIZED.store(true, Ordering::Release);
-            MPI_SUCCESS
+            STARTED.store(true, Ordering::Release);
+            Ok(())
         }
         Err(e) => {
-            eprintln!("earlybird: MPI_Init: {e}");
-            e.code()
+            eprintln!("earlybird: {what}: {e}");
+            Err(e)
         }
     }
 }
@@ -731,7 +794,7 @@ pub(crate) fn finalized() -> bool {
 
 /// The thread level provided at init (MPI_THREAD_SINGLE before it).
 pub(crate) fn thread_level() -> earlybird::ThreadLevel {
-    if !initialized() {
+    if !STARTED.load(Ordering::Acquire) {
         return earlybird::ThreadLevel::Single;
     }
     abi::thread_level(c_int::from(LEVEL.load(Ordering::Acquire)))
@@ -758,26 +821,49 @@ pub(crate) fn is_main_thread() -> bool {
     is_init_thread()
 }
 
-/// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes.
+/// MPI_Finalize: pending requests are completed (dropped), then the universe finalizes;
+/// while a session is open, only the world model ends (MPI_COMM_SELF's attributes go, and
+/// MPI_Finalized says so), and the library ends with the last session.
 pub(crate) fn finalize() -> c_int {
-    // MPI_COMM_SELF's attributes go first, while MPI is still initialized for their delete
-    // callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them), and with the state
-    // not borrowed, so that the callbacks may call MPI, free keys included.
-    let me = cell(|s| {
-        s.borrow()
-            .as_ref()
-            .and_then(|st| st.uni.as_ref().map(|u| u.comm_self().clone()))
-    });
-    if me.is_none() && is_endpoint_thread() {
+    if !INITIALIZED.load(Ordering::Acquire) || FINALIZED.load(Ordering::Acquire) {
+        return not_initialized("MPI_Finalize").code();
+    }
+    let self_comm = cell(|s| s.borrow().as_ref().map(|st| st.uni.is_some()));
+    if self_comm == Some(false) && is_endpoint_thread() {
         return Error::new(
             ErrorClass::Other,
             "MPI_Finalize from a thread that drives endpoints only: the thread that called MPI_Init finalizes",
         )
         .code();
     }
-    let attrs = me.map(|c| c.delete_all_attributes());
-    let Some(st) = with_state(|s| s.take()) else {
-        return not_initialized("MPI_Finalize").code();
+    let attrs = self_attributes_deleted();
+    if SESSIONS.load(Ordering::Acquire) > 0 {
+        FINALIZED.store(true, Ordering::Release);
+        return ok_or_code(attrs.unwrap_or(Ok(())));
+    }
+    teardown(attrs)
+}
+
+/// MPI_COMM_SELF's attributes deleted, while MPI is still initialized for their delete
+/// callbacks (MPI 4.1 §11.2.4: MPI_Finalized is still false for them), and with the state
+/// not borrowed, so that the callbacks may call MPI, free keys included. `None` in a thread
+/// without the rank.
+fn self_attributes_deleted() -> Option<Result<()>> {
+    let me = cell(|s| {
+        s.borrow()
+            .as_ref()
+            .and_then(|st| st.uni.as_ref().map(|u| u.comm_self().clone()))
+    });
+    me.map(|c| c.delete_all_attributes())
+}
+
+/// The library ends (MPI_Finalize, or the last MPI_Session_finalize after it or without
+/// it): pending requests are completed (dropped), then the universe finalizes. `attrs`:
+/// how deleting MPI_COMM_SELF's attributes went.
+fn teardown(attrs: Option<Result<()>>) -> c_int {
+    let Some(st) = with_state(|s| s.take_if(|st| st.uni.is_some())) else {
+        return not_initialized("the end of MPI (MPI_Finalize, or the last MPI_Session_finalize)")
+            .code();
     };
     let State {
         uni,
@@ -789,7 +875,7 @@ pub(crate) fn finalize() -> c_int {
         ..
     } = st;
     LOOSE_INFOS.with(|t| *t.borrow_mut() = infos);
-    let uni = uni.expect("the thread that called MPI_Init");
+    let uni = uni.expect("a state with the rank (taken only so)");
     drop(reqs.drain().collect::<Vec<_>>());
     // Windows the program did not free: dropped as the Rust API drops them (memory given
     // to them is leaked rather than handed back while a peer might still write it).
@@ -797,7 +883,11 @@ pub(crate) fn finalize() -> c_int {
     drop(comms.drain().collect::<Vec<_>>());
     // Endpoints this thread still drives are freed as their drop frees them.
     drop(endpoints);
-    FINALIZED.store(true, Ordering::Release);
+    if INITIALIZED.load(Ordering::Acquire) {
+        FINALIZED.store(true, Ordering::Release);
+    }
+    STARTED.store(false, Ordering::Release);
+    ENDED.store(true, Ordering::Release);
     match uni.finalize().and(attrs.unwrap_or(Ok(()))) {
         Ok(()) => MPI_SUCCESS,
         Err(e) => e.code(),
@@ -1334,6 +1424,45 @@ pub(crate) fn add_win_errhandler(f: crate::windows::WinErrFunction) -> Result<Ha
 /// The window error handler `h` names, if it names one.
 pub(crate) fn win_errhandler_of(h: Handle) -> Option<crate::windows::WinErrFunction> {
     lookup(|st| &st.win_errhandlers, &WIN_ERRHANDLERS, h).ok()
+}
+
+/// Sessions: this pattern plus an index (MPICH's kind of sessions, 0xe, in its indirect form).
+const SESSION_HANDLES: Kind = Kind {
+    base: abi::SESSION_USER,
+    class: ErrorClass::Session,
+    noun: "session",
+};
+
+/// Keep session `x`; its handle.
+pub(crate) fn add_session(x: Rc<crate::sessions::CSession>) -> Result<Handle> {
+    keep(|st| &mut st.sessions, &SESSION_HANDLES, x)
+}
+
+/// The session `h` names.
+pub(crate) fn session_of(h: Handle) -> Result<Rc<crate::sessions::CSession>> {
+    lookup(|st| &st.sessions, &SESSION_HANDLES, h)
+}
+
+/// The session `h` names, out of the table (MPI_Session_finalize).
+pub(crate) fn take_session(h: Handle) -> Result<Rc<crate::sessions::CSession>> {
+    release(|st| &mut st.sessions, &SESSION_HANDLES, h)
+}
+
+/// Session error handlers: this base plus an index (apart from the others' handlers).
+const SESSION_ERRHANDLERS: Kind = Kind {
+    base: abi::ERRHANDLER_USER | 0x0080_0000,
+    class: ErrorClass::Arg,
+    noun: "session error handler",
+};
+
+/// Keep a session error handler; its handle.
+pub(crate) fn add_session_errhandler(f: crate::ErrhandlerFunction) -> Result<Handle> {
+    keep(|st| &mut st.session_errhandlers, &SESSION_ERRHANDLERS, f)
+}
+
+/// The session error handler `h` names, if it names one.
+pub(crate) fn session_errhandler_of(h: Handle) -> Option<crate::ErrhandlerFunction> {
+    lookup(|st| &st.session_errhandlers, &SESSION_ERRHANDLERS, h).ok()
 }
 
 pub(crate) fn add_comm(c: Comm) -> Handle {
@@ -2832,6 +2961,10 @@ pub(crate) fn take_errhandler(h: Handle) -> Result<earlybird::ErrHandler> {
     if win_errhandler_of(h).is_some() {
         // A window's handler: freed from its own table.
         release(|st| &mut st.win_errhandlers, &WIN_ERRHANDLERS, h)?;
+        return Ok(earlybird::ErrHandler::Return);
+    }
+    if session_errhandler_of(h).is_some() {
+        release(|st| &mut st.session_errhandlers, &SESSION_ERRHANDLERS, h)?;
         return Ok(earlybird::ErrHandler::Return);
     }
     if matches!(

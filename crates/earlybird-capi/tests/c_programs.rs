@@ -264,6 +264,16 @@ fn one_sided_windows_epochs_and_operations_at_several_sizes_and_alone() {
 }
 
 #[test]
+fn sessions_alone_at_several_sizes_and_alone() {
+    run_everywhere("sessions", BOTH);
+}
+
+#[test]
+fn sessions_beside_the_world_model_at_several_sizes_and_alone() {
+    run_everywhere("sessions_world", BOTH);
+}
+
+#[test]
 fn unimplemented_calls_exist_and_say_so() {
     run_everywhere("unsupported", OURS);
 }
