@@ -713,11 +713,11 @@ pub(crate) fn init_with(required: earlybird::ThreadLevel, a: earlybird::Assertio
 }
 
 /// A session opens (MPI_Session_init): the library starts at `required` unless it is up.
+/// (The session counts once it is in the table: [`add_session`].)
 pub(crate) fn session_start(required: earlybird::ThreadLevel) -> Result<()> {
     if !STARTED.load(Ordering::Acquire) {
         start_library("MPI_Session_init", required, earlybird::Assertions::empty())?;
     }
-    SESSIONS.fetch_add(1, Ordering::AcqRel);
     Ok(())
 }
 
@@ -1433,9 +1433,11 @@ const SESSION_HANDLES: Kind = Kind {
     noun: "session",
 };
 
-/// Keep session `x`; its handle.
+/// Keep session `x`, which from now on keeps the library up; its handle.
 pub(crate) fn add_session(x: Rc<crate::sessions::CSession>) -> Result<Handle> {
-    keep(|st| &mut st.sessions, &SESSION_HANDLES, x)
+    let h = keep(|st| &mut st.sessions, &SESSION_HANDLES, x)?;
+    SESSIONS.fetch_add(1, Ordering::AcqRel);
+    Ok(h)
 }
 
 /// The session `h` names.
