@@ -373,6 +373,23 @@ impl Comm {
         self.ret("recv", to_comm_ranks(&self.map, r))
     }
 
+    /// MPI_Irecv on `loan`, its error through the error handler.
+    #[inline(always)]
+    fn recv_started<'s>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        what: &str,
+        loan: Result<Loan>,
+        src: i32,
+        tag: i32,
+    ) -> Result<Request<'s>> {
+        let r = match loan {
+            Ok(loan) => self.recv_nonblocking(s, what, loan, src, tag),
+            Err(e) => Err(e),
+        };
+        self.ret(what, r)
+    }
+
     /// A receive request on `loan` (nonblocking and started, or persistent and inactive),
     /// reporting statuses in this communicator's ranks.
     fn recv_request<'s>(
@@ -395,7 +412,10 @@ impl Comm {
     }
 
     /// A nonblocking receive on `loan`, without the error handler (the caller's call
-    /// applies it).
+    /// applies it). Inlined, with [`recv_started`](Self::recv_started), so that the loan
+    /// its caller makes is written into the receive's slot as it is made, not stored on
+    /// the stack and loaded back wider from there (a load that waits for those stores).
+    #[inline(always)]
     fn recv_nonblocking<'s>(
         &self,
         s: &'s Scope<'s, '_>,
@@ -470,7 +490,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_request(s, "irecv", lend_mut(buf, s), src, tag, false)
+        self.recv_started(s, "irecv", lend_mut(buf, s), src, tag)
     }
 
     /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
@@ -483,7 +503,7 @@ impl Comm {
         tag: i32,
     ) -> Result<Request<'s>> {
         let loan = Loan::new(View::scratch(buf), s);
-        self.recv_request(s, "irecv", Ok(loan), src, tag, false)
+        self.recv_started(s, "irecv", Ok(loan), src, tag)
     }
 
     /// MPI_Recv_init: a persistent receive into `buf`.
