@@ -587,7 +587,8 @@ impl Comm {
             a.shm = wire.ticket.is_some();
         }
         if let Ok(a) = &call.args {
-            if super::shm_nonblocking::takes(a, || self.forced()) {
+            // The blocking call's choice (`shm_nonblocking.rs`).
+            if super::shm_blocking::takes(a, || self.forced()) {
                 let (send, recv) = call.bufs.lend(s);
                 return self.started_in_region(a, wire, send, recv, self.origin());
             }

@@ -193,14 +193,8 @@ impl Drop for ShmCall {
     }
 }
 
-/// Whether the nonblocking call `a` runs here (see the module doc).
-#[inline(always)]
-pub(super) fn takes(a: &Args, forced: impl FnOnce() -> Rc<registry::Forced>) -> bool {
-    shm_blocking::takes(a, forced)
-}
-
 impl Comm {
-    /// Start the nonblocking call `a` (which [`takes`] said runs here; `send` and `recv` its
+    /// Start the nonblocking call `a` (which [`shm_blocking::takes`] said runs here; `send` and `recv` its
     /// buffers, lent for the request's scope) in its run of the communicator's region, taken
     /// by `wire`'s ticket: the communicator's idle run of this kind set up for it, or a new
     /// one if that one is still in use (kept in turn if there was none).

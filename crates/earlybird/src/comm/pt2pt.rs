@@ -390,27 +390,6 @@ impl Comm {
         self.ret(what, r)
     }
 
-    /// A receive request on `loan` (nonblocking and started, or persistent and inactive),
-    /// reporting statuses in this communicator's ranks.
-    fn recv_request<'s>(
-        &self,
-        s: &'s Scope<'s, '_>,
-        what: &str,
-        loan: Result<Loan>,
-        src: i32,
-        tag: i32,
-        persistent: bool,
-    ) -> Result<Request<'s>> {
-        let r = loan.and_then(|loan| {
-            if persistent {
-                let pat = self.pattern(what, src, tag)?;
-                return Ok(self.persistent(s, Plan::Recv { pat }, loan.exclusive()));
-            }
-            self.recv_nonblocking(s, what, loan, src, tag)
-        });
-        self.ret(what, r)
-    }
-
     /// A nonblocking receive on `loan`, without the error handler (the caller's call
     /// applies it). Inlined, with [`recv_started`](Self::recv_started), so that the loan
     /// its caller makes is written into the receive's slot as it is made, not stored on
@@ -514,7 +493,11 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_request(s, "recv_init", lend_mut(buf, s), src, tag, true)
+        let r = lend_mut(buf, s).and_then(|loan| {
+            let pat = self.pattern("recv_init", src, tag)?;
+            Ok(self.persistent(s, Plan::Recv { pat }, loan.exclusive()))
+        });
+        self.ret("recv_init", r)
     }
 
     /// MPI_Sendrecv.
