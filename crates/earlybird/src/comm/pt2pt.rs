@@ -283,7 +283,6 @@ impl Comm {
     /// [`Begun::Done`] when the message went out at once (an eager message with room in the
     /// receiver's queue), [`Begun::Pending`] with its request otherwise. Errors as
     /// [`isend`](Self::isend)'s.
-    #[inline(always)] // the C ABI's MPI_Isend: its message rate
     pub fn isend_begun<'s, B: Buffer + ?Sized>(
         &self,
         s: &'s Scope<'s, '_>,
@@ -291,12 +290,31 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Begun<'s>> {
-        let r = self
-            .send_begin(s, buf, dest, tag, SendMode::Standard)
-            .map(|(started, blocked)| match started {
-                None => Begun::Done(Status::empty()),
-                Some(op) => Begun::Pending(self.nonblocking_request(Ok(op), blocked)),
-            });
+        let mut kept = None;
+        let done = self.isend_begun_with(s, buf, dest, tag, |r| kept = Some(r))?;
+        let pending = || Begun::Pending(kept.expect("a send not done at its start has a request"));
+        Ok(done.map_or_else(pending, Begun::Done))
+    }
+
+    /// [`isend_begun`](Self::isend_begun) for a caller that keeps the request where it
+    /// chooses, as [`irecv_begun_with`](Self::irecv_begun_with) (the C ABI's MPI_Isend).
+    #[inline(always)]
+    pub fn isend_begun_with<'s, B: Buffer + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s B,
+        dest: i32,
+        tag: i32,
+        keep: impl FnOnce(Request<'s>),
+    ) -> Result<Option<Status>> {
+        let r = match self.send_begin(s, buf, dest, tag, SendMode::Standard) {
+            Ok((None, _)) => Ok(Some(Status::empty())),
+            Ok((Some(op), blocked)) => {
+                keep(self.nonblocking_request(Ok(op), blocked));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        };
         self.ret("isend", r)
     }
 
@@ -373,37 +391,35 @@ impl Comm {
         self.ret("recv", to_comm_ranks(&self.map, r))
     }
 
-    /// MPI_Irecv on `loan`, its error through the error handler.
+    /// MPI_Irecv on the loan `lend` makes, its error through the error handler.
     #[inline(always)]
     fn recv_started<'s>(
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        loan: Result<Loan>,
+        lend: impl FnOnce() -> Result<Loan>,
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let r = match loan {
-            Ok(loan) => self.recv_nonblocking(s, what, loan, src, tag),
-            Err(e) => Err(e),
-        };
+        let r = self.recv_nonblocking(s, what, lend, src, tag);
         self.ret(what, r)
     }
 
-    /// A nonblocking receive on `loan`, without the error handler (the caller's call
-    /// applies it). Inlined, with [`recv_started`](Self::recv_started), so that the loan
-    /// its caller makes is written into the receive's slot as it is made, not stored on
-    /// the stack and loaded back wider from there (a load that waits for those stores).
+    /// A nonblocking receive on the loan `lend` makes, without the error handler (the
+    /// caller's call applies it). Inlined, with [`recv_started`](Self::recv_started) and
+    /// [`recv_begin`](Self::recv_begin), so that the loan is made only once the receive's
+    /// slot is found and written into it as it is made, not held on the stack across the
+    /// calls before and loaded back wider from there (a load that waits for those stores).
     #[inline(always)]
     fn recv_nonblocking<'s>(
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        loan: Loan,
+        lend: impl FnOnce() -> Result<Loan>,
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let (started, blocked) = self.recv_begin(s, what, loan, src, tag)?;
+        let (started, blocked) = self.recv_begin(s, what, lend, src, tag)?;
         Ok(self.nonblocking_request(started, blocked))
     }
 
@@ -415,7 +431,7 @@ impl Comm {
         &self,
         s: &'s Scope<'s, '_>,
         what: &str,
-        loan: Loan,
+        lend: impl FnOnce() -> Result<Loan>,
         src: i32,
         tag: i32,
     ) -> Result<(std::result::Result<OpId, Result<Status>>, Blocked)> {
@@ -425,7 +441,7 @@ impl Comm {
             return Ok((Err(Ok(Status::proc_null())), blocked));
         };
         let mut e = self.eng.borrow_mut();
-        let op = e.recv_start(pat, loan);
+        let op = e.recv_start_lent(pat, lend)?;
         let started = if e.is_done(op) {
             // Matched a message that had already arrived: nothing left in flight.
             Err(e.take(op))
@@ -449,15 +465,38 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Begun<'s>> {
-        let r = lend_mut(buf, s).and_then(|loan| {
-            let (started, blocked) = self.recv_begin(s, "irecv", loan, src, tag)?;
-            Ok(match started {
-                Err(Ok(st)) if st.error() == ErrorClass::Success => {
-                    Begun::Done(to_comm_ranks(&self.map, Ok(st))?)
-                }
-                started => Begun::Pending(self.nonblocking_request(started, blocked)),
-            })
-        });
+        let mut kept = None;
+        let done = self.irecv_begun_with(s, buf, src, tag, |r| kept = Some(r))?;
+        let pending =
+            || Begun::Pending(kept.expect("a receive not done at its start has a request"));
+        Ok(done.map_or_else(pending, Begun::Done))
+    }
+
+    /// [`irecv_begun`](Self::irecv_begun) for a caller that keeps the request where it
+    /// chooses: `keep` is handed the request of a receive still in flight (and `None`
+    /// returned), the status of one done at its start is returned. Inlined, so that the
+    /// request is built where `keep` puts it, not moved there through the result (a large
+    /// enum, copied in pieces that stall the loads after them: the C ABI's MPI_Irecv, its
+    /// message rate).
+    #[inline(always)]
+    pub fn irecv_begun_with<'s, B: BufferMut + ?Sized>(
+        &self,
+        s: &'s Scope<'s, '_>,
+        buf: &'s mut B,
+        src: i32,
+        tag: i32,
+        keep: impl FnOnce(Request<'s>),
+    ) -> Result<Option<Status>> {
+        let r = match self.recv_begin(s, "irecv", || lend_mut(buf, s), src, tag) {
+            Ok((Err(Ok(st)), _)) if st.error() == ErrorClass::Success => {
+                to_comm_ranks(&self.map, Ok(st)).map(Some)
+            }
+            Ok((started, blocked)) => {
+                keep(self.nonblocking_request(started, blocked));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        };
         self.ret("irecv", r)
     }
 
@@ -469,7 +508,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        self.recv_started(s, "irecv", lend_mut(buf, s), src, tag)
+        self.recv_started(s, "irecv", || lend_mut(buf, s), src, tag)
     }
 
     /// MPI_Irecv into a [`ScratchBuffer`] that other pending receives may share (the
@@ -481,8 +520,13 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Request<'s>> {
-        let loan = Loan::new(View::scratch(buf), s);
-        self.recv_started(s, "irecv", Ok(loan), src, tag)
+        self.recv_started(
+            s,
+            "irecv",
+            || Ok(Loan::new(View::scratch(buf), s)),
+            src,
+            tag,
+        )
     }
 
     /// MPI_Recv_init: a persistent receive into `buf`.
@@ -530,7 +574,7 @@ impl Comm {
         src: i32,
         rtag: i32,
     ) -> Result<Status> {
-        let mut rr = self.recv_nonblocking(s, "sendrecv", recv, src, rtag)?;
+        let mut rr = self.recv_nonblocking(s, "sendrecv", || Ok(recv), src, rtag)?;
         let (peer, ctx, tag) = self.send_target(dest, stag)?;
         let mode = SendMode::Standard;
         let started = {

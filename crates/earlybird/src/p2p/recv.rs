@@ -119,6 +119,23 @@ impl Engine {
         op
     }
 
+    /// Start a receive of a message matching `pat` into the buffer `lend` lends, made once
+    /// its slot is found and written straight into it (see [`Ops::alloc_with`](super::ops::Ops::alloc_with)); `lend`'s
+    /// error, with nothing started, if it fails.
+    #[inline(always)]
+    pub(crate) fn recv_start_lent(
+        &mut self,
+        pat: Pattern,
+        lend: impl FnOnce() -> Result<Loan>,
+    ) -> Result<OpId> {
+        let op = self
+            .core
+            .ops
+            .alloc_with(|| lend().map(|buf| OpKind::Recv { buf }))?;
+        self.core.post_or_match(&mut self.fabric, op, pat);
+        Ok(op)
+    }
+
     /// A receive slot bound for a persistent request: kept from init to free, so a start
     /// only re-arms it (no allocation, no lookup of a new slot). Inactive (done) until the
     /// first [`recv_rearm`](Self::recv_rearm).
