@@ -646,6 +646,10 @@ mpi! {
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, dt: Handle, src: c_int, tag: c_int, comm: Handle, req: *mut Handle) {
+        // SAFETY: MPI's contract for the call, as below.
+        if let Some(code) = unsafe { state::quick::irecv(buf, count, dt, src, tag, comm, req) } {
+            return code;
+        }
         // SAFETY: `buf` has room for `count` elements of `dt` and is left alone until the
         // request completes (MPI's contract).
         ok_or_code(unsafe { state::start_recv(buf, count, dt, src, tag, comm, false) }.map(|h| {

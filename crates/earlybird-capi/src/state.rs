@@ -1036,7 +1036,7 @@ impl<T> Table<T> {
     }
 
     /// Keep `x`; its index. (Inlined, so that a value made by the caller is written into
-    /// its entry, not first onto the stack and copied from there: see `quick::begin_send`.)
+    /// its entry, not first onto the stack and copied from there: see `quick::begin`.)
     #[inline(always)]
     fn insert(&mut self, x: T) -> usize {
         match self.free.pop() {
@@ -2175,54 +2175,66 @@ pub(crate) mod quick {
         })
     }
 
-    /// A nonblocking send `f` begins on `comm` (`None`: not by the quick path): its handle
-    /// into `*req`, and the code to return. One that completed at its start keeps its status,
-    /// a pending one its request, made straight into a spare box. All in one visit to the
-    /// state, written out here so that the operation is moved as little as can be.
+    /// A nonblocking send or receive `f` begins on `comm` (`None`: not by the quick path):
+    /// its handle into `*req`, and the code to return. `f` gets a spare box, where its
+    /// `*_begun_with` call keeps the request of an operation still in flight (see [`put`]);
+    /// one done at its start keeps only its status, `kept` of the one `f` returns. All in
+    /// one visit to the state, written out here so that the operation is moved as little as
+    /// can be.
     ///
     /// What crosses a call here is no wider than a register (the code; the handle; an error
     /// set aside in `failed`): a value returned through memory is stored by the callee in
     /// narrower pieces than the caller copies it with, and such a load, which the store
     /// buffer cannot forward, waits for every earlier store to reach the cache, the
     /// message's own stores into the ring too. (Measured on the message rate: a fifth of the
-    /// sender's time, wherever such a copy came first after the ring's stores.) For the same
-    /// reason the status of a send that completed at its start, the empty one
-    /// (`isend_begun`'s), is written as constants, not copied from the callee's.
+    /// sender's time, wherever such a copy came first after the ring's stores.) The request
+    /// is written into its box as it is made, not returned: a large enum copied from one
+    /// temporary to the next stalled the same way (a third of MPI_Isend's samples). For the
+    /// same reason the status of a send that completed at its start, the empty one, is
+    /// written as constants, not copied from the callee's (`kept` ignores its argument).
     #[inline(always)]
-    fn begin_send(
+    fn begin(
         comm: Handle,
         req: *mut Handle,
         f: impl FnOnce(
             &Comm,
             &'static earlybird::Scope<'static, 'static>,
-        ) -> Option<Result<Begun<'static>>>,
+            &mut Option<Pending>,
+        ) -> Option<Result<Option<earlybird::Status>>>,
+        kept: impl FnOnce(earlybird::Status) -> earlybird::Status,
     ) -> Option<c_int> {
         clear_user_handler_ran();
         let mut failed = None;
         let h = cell(|s| {
+            // The box a pending request goes into, taken first, so that the request is
+            // written into it as it is made, with no call between.
+            let mut b = s
+                .borrow_mut()
+                .as_mut()?
+                .spare
+                .pop()
+                .unwrap_or_else(|| Box::new(None));
             let begun = {
                 let g = s.borrow();
                 let scope = g.as_ref()?.scope;
                 let c = comm_ref(&g, comm).ok()?;
-                f(c, scope)?
+                f(c, scope, &mut b)?
             };
             let mut g = s.borrow_mut();
-            Some(match (begun, g.as_mut()) {
-                (Err(e), _) => {
+            let Some(st) = g.as_mut() else {
+                failed = Some(not_initialized("a nonblocking call"));
+                return Some(abi::REQUEST_NULL);
+            };
+            Some(match begun {
+                Ok(None) => REQUESTS.handle(st.reqs.insert(Held(b))),
+                Ok(Some(status)) => {
+                    st.spare.push(b);
+                    DONE.handle(st.done.insert(kept(status)))
+                }
+                Err(e) => {
+                    st.spare.push(b);
                     failed = Some(e);
                     abi::REQUEST_NULL
-                }
-                (Ok(_), None) => {
-                    failed = Some(not_initialized("a nonblocking call"));
-                    abi::REQUEST_NULL
-                }
-                (Ok(Begun::Done(_)), Some(st)) => {
-                    DONE.handle(st.done.insert(earlybird::Status::empty()))
-                }
-                (Ok(Begun::Pending(r)), Some(st)) => {
-                    let mut b = st.spare.pop().unwrap_or_else(|| Box::new(None));
-                    *b = Some(pending(r, comm, Kept::Slice));
-                    REQUESTS.handle(st.reqs.insert(Held(b)))
                 }
             })
         })?;
@@ -2232,6 +2244,16 @@ pub(crate) mod quick {
         // SAFETY: a handle to write (the caller's contract), checked for null.
         unsafe { write(req, h) };
         Some(MPI_SUCCESS)
+    }
+
+    /// Keep request `r` of communicator `comm` in the spare box `b`, written in place.
+    #[inline(always)]
+    fn put(b: &mut Option<Pending>, r: Request<'static>, comm: Handle) {
+        // SAFETY: `b` is a valid `Option<Pending>`, and a spare box holds nothing (every one
+        // is emptied before it is kept), so nothing is left undropped; written rather than
+        // assigned so that no drop of the old value comes between the request's making and
+        // its store, which would hold it on the stack first.
+        unsafe { std::ptr::write(b, Some(pending(r, comm, Kept::Slice))) };
     }
 
     /// MPI_Isend: the code to return, its request's handle into `*req`.
@@ -2251,10 +2273,47 @@ pub(crate) mod quick {
         let n = byte_count(buf, count, dt)?;
         // SAFETY: the function's contract; `n > 0` bytes at a buffer that is there.
         let b = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), n) };
-        begin_send(comm, req, |c, s| {
-            // Under NO_SEND_CANCELS a send keeps its request (see `light_send`).
-            light_send(c).then(|| c.isend_begun(s, b, abi::rank_in(dest), tag))
-        })
+        begin(
+            comm,
+            req,
+            |c, s, into| {
+                // Under NO_SEND_CANCELS a send keeps its request (see `light_send`).
+                if !light_send(c) {
+                    return None;
+                }
+                Some(c.isend_begun_with(s, b, abi::rank_in(dest), tag, |r| put(into, r, comm)))
+            },
+            |_| earlybird::Status::empty(),
+        )
+    }
+
+    /// MPI_Irecv: the code to return, its request's handle into `*req`. A receive that
+    /// matched a message already there keeps only its status, as [`start_recv`]'s.
+    ///
+    /// # Safety
+    /// As [`start_recv`]; `req` is null or points to a handle to write.
+    #[inline]
+    pub(crate) unsafe fn irecv(
+        buf: *mut c_void,
+        count: c_int,
+        dt: Handle,
+        src: c_int,
+        tag: c_int,
+        comm: Handle,
+        req: *mut Handle,
+    ) -> Option<c_int> {
+        let n = byte_count(buf, count, dt)?;
+        // SAFETY: the function's contract; `n > 0` bytes at a buffer that is there, left
+        // alone by the program until the request completes.
+        let b = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+        begin(
+            comm,
+            req,
+            |c, s, into| {
+                Some(c.irecv_begun_with(s, b, abi::rank_in(src), tag, |r| put(into, r, comm)))
+            },
+            |status| status,
+        )
     }
 
     /// MPI_Send.
