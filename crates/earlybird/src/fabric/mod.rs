@@ -368,6 +368,14 @@ impl Fabric {
         }
     }
 
+    /// Senders may have `bytes` of eager payload undelivered to this rank (the flow
+    /// limit): the transport to other hosts returns credit within that.
+    pub(crate) fn set_flow_limit(&mut self, bytes: u64) {
+        if let Some(o) = self.ofi.as_mut() {
+            o.set_flow_limit(bytes);
+        }
+    }
+
     /// The transport to other hosts (a peer routed there exists only with it).
     fn far(&self) -> &ofi::Ofi {
         self.ofi

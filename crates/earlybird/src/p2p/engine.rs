@@ -203,8 +203,9 @@ impl Engine {
     /// `ranks_are_threads`. `Err` if the endpoint was taken already.
     pub(crate) fn new(job: JobSegment, me: u32, ranks_are_threads: bool) -> Result<Engine> {
         let n = job.nranks();
-        let fabric = Fabric::new(job, me).map_err(|e| Error::new(ErrorClass::Other, e))?;
+        let mut fabric = Fabric::new(job, me).map_err(|e| Error::new(ErrorClass::Other, e))?;
         let limits = Limits::from_env(fabric.max_payload(), fabric.spans_hosts());
+        fabric.set_flow_limit(limits.flow_limit_bytes);
         Ok(Engine {
             core: Core {
                 me,
