@@ -368,8 +368,8 @@ impl Fabric {
         }
     }
 
-    /// Senders may have `bytes` of eager payload undelivered to this rank (the flow
-    /// limit): the transport to other hosts returns credit within that.
+    /// Senders on other hosts may have `bytes` of eager payload undelivered to this rank
+    /// (their flow limit): the transport to other hosts returns credit within that.
     pub(crate) fn set_flow_limit(&mut self, bytes: u64) {
         if let Some(o) = self.ofi.as_mut() {
             o.set_flow_limit(bytes);

@@ -133,8 +133,8 @@ impl Core {
     #[inline(always)]
     fn flow_allows(&mut self, fabric: &Fabric, peer: u32, len: usize) -> bool {
         use crate::fabric::Transport;
-        let limit = self.limits.flow_limit_bytes;
         let out = &mut self.flow[peer as usize];
+        let limit = out.limit;
         if out.eager_sent - out.seen_delivered + flow_cost(len) <= limit {
             return true;
         }
