@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks between namespace hosts (suites/netns-hosts.sh), in one sitting, interleaved:
-# the reference ping-pong (8 B, 64 KiB, 1 MiB) between two hosts and the reference
+# the reference ping-pong and bandwidth (8 B, 64 KiB, 1 MiB) between two hosts and the reference
 # collectives at 6 ranks on 3 hosts, under
 #   eb    earlybird: the MPICH-built benchmark with earlybird's libmpi.so.12, by Hydra;
 #   mpich MPICH 4.0.2 (ch4:ucx) over TCP (UCX_TLS=tcp,self), by Hydra;
@@ -13,7 +13,7 @@
 #                references' busy polling makes one run take minutes)
 #   BENCH_DIR  the built reference benchmarks (default ../shared/bench-ref/mpi, `make` there)
 #   EB_LIB     a directory with libmpi.so.12 -> target/release/libmpi.so (made if absent)
-# Prints one line per run: impl bench size median_us. Raw output goes to OUT_DIR.
+# Prints one line per run: impl bench size median (us; MB/s for bw). Raw output goes to OUT_DIR.
 set -euo pipefail
 rounds=${1:?rounds}
 out=${2:?out dir}
@@ -62,6 +62,9 @@ for k in $(seq 1 "$rounds"); do
         f="$out/$impl.pingpong.run$k.txt"
         run "$impl" 2 10.77.0.1,10.77.0.2 pingpong -s 8,64k,1m -n 4000 >"$f" 2>&1 || true
         grep '^RESULT' "$f" | sed -E "s/.*size=([0-9]+).*median=([0-9.]+).*/$impl pingpong \1 \2/"
+        f="$out/$impl.bw.run$k.txt"
+        run "$impl" 2 10.77.0.1,10.77.0.2 bw -s 8,64k,1m >"$f" 2>&1 || true
+        grep '^RESULT' "$f" | sed -E "s/.*size=([0-9]+).*metric=MB_per_s median=([0-9.]+).*/$impl bw \1 \2/"
         [ "$k" -le "${COLL_ROUNDS:-1}" ] || continue
         f="$out/$impl.coll.run$k.txt"
         run "$impl" 6 10.77.0.1,10.77.0.2,10.77.0.3 coll -n 20 -m 5 -r 3 >"$f" 2>&1 || true
