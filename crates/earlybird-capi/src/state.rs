@@ -2216,14 +2216,21 @@ pub(crate) mod quick {
                 .unwrap_or_else(|| Box::new(None));
             let begun = {
                 let g = s.borrow();
-                let scope = g.as_ref()?.scope;
-                let c = comm_ref(&g, comm).ok()?;
-                f(c, scope, &mut b)?
+                match (g.as_ref(), comm_ref(&g, comm)) {
+                    (Some(st), Ok(c)) => f(c, st.scope, &mut b),
+                    _ => None,
+                }
             };
             let mut g = s.borrow_mut();
             let Some(st) = g.as_mut() else {
                 failed = Some(not_initialized("a nonblocking call"));
                 return Some(abi::REQUEST_NULL);
+            };
+            // Not by the quick path (a send under NO_SEND_CANCELS, a communicator to look
+            // up the long way): the box goes back, not to the allocator.
+            let Some(begun) = begun else {
+                st.spare.push(b);
+                return None;
             };
             Some(match begun {
                 Ok(None) => REQUESTS.handle(st.reqs.insert(Held(b))),

@@ -290,10 +290,7 @@ impl Comm {
         dest: i32,
         tag: i32,
     ) -> Result<Begun<'s>> {
-        let mut kept = None;
-        let done = self.isend_begun_with(s, buf, dest, tag, |r| kept = Some(r))?;
-        let pending = || Begun::Pending(kept.expect("a send not done at its start has a request"));
-        Ok(done.map_or_else(pending, Begun::Done))
+        as_begun(|kept| self.isend_begun_with(s, buf, dest, tag, |r| *kept = Some(r)))
     }
 
     /// [`isend_begun`](Self::isend_begun) for a caller that keeps the request where it
@@ -465,11 +462,7 @@ impl Comm {
         src: i32,
         tag: i32,
     ) -> Result<Begun<'s>> {
-        let mut kept = None;
-        let done = self.irecv_begun_with(s, buf, src, tag, |r| kept = Some(r))?;
-        let pending =
-            || Begun::Pending(kept.expect("a receive not done at its start has a request"));
-        Ok(done.map_or_else(pending, Begun::Done))
+        as_begun(|kept| self.irecv_begun_with(s, buf, src, tag, |r| *kept = Some(r)))
     }
 
     /// [`irecv_begun`](Self::irecv_begun) for a caller that keeps the request where it
@@ -764,4 +757,18 @@ impl Drop for Message {
             }
         }
     }
+}
+
+/// A `*_begun_with` call `start` as a [`Begun`]: the status of an operation done at its
+/// start, or the request it handed over.
+fn as_begun<'s>(
+    start: impl FnOnce(&mut Option<Request<'s>>) -> Result<Option<Status>>,
+) -> Result<Begun<'s>> {
+    let mut kept = None;
+    Ok(match start(&mut kept)? {
+        Some(st) => Begun::Done(st),
+        None => Begun::Pending(
+            kept.expect("an operation not done at its start handed its request over"),
+        ),
+    })
 }
